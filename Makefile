@@ -1,0 +1,163 @@
+# tracerd: one GNU Makefile.
+#   make                 build build/tracerd
+#   make check           install test deps, build, run every test
+#   make demo            install deps, build, profile the bundled demo
+#   make bench           benchmarks against the anchors (eu-stack, perf)
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make lint            mandoc -Tlint on the man pages
+# Knobs: O=build (objects), V=1 (full commands), SANITIZE=address,undefined
+# (objects then go to $(O)/san-*), WERROR=0 (warnings not fatal).
+
+O ?= build
+V ?= 0
+SANITIZE ?=
+WERROR ?= 1
+PREFIX ?= /usr/local
+DESTDIR ?=
+PKG_CONFIG ?= pkg-config
+CFLAGS ?= -O2 -g
+CXX ?= g++
+
+comma := ,
+ifneq ($(SANITIZE),)
+B := $(O)/san-$(subst $(comma),-,$(SANITIZE))
+else
+B := $(O)
+endif
+
+Q := $(if $(filter 1,$(V)),,@)
+say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wvla -Wwrite-strings -fno-common
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
+TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
+TD_LIBS = $(PKG_LIBS) -liberty
+
+LIB_SRCS := common/td.c \
+	ptrace/ptrace.c \
+	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
+	daemon/cli.c daemon/dump.c
+MAIN_SRC := daemon/main.c
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
+MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
+TRACERD := $(B)/tracerd
+
+TEST_SRCS := $(wildcard test/unit/test_*.c) $(wildcard test/integration/test_*.c) test/helpers.c
+TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
+TEST_BIN := $(B)/test/tracerd-tests
+
+FX := $(O)/fixtures
+# Fixtures are targets, not tracerd: never sanitized, -O2 without frame
+# pointers, no sibling calls so that the known chains stay chains.
+FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
+FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
+	$(FX)/fx_chain_stripped $(FX)/demo
+
+MANS := man/tracerd.8
+
+.PHONY: all check demo bench install lint clean deps fixtures test-build
+all: $(TRACERD)
+
+$(B)/obj/%.o: %.c $(B)/.flags
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -c -o $@ $<
+
+# Rebuild everything when the flags change.
+$(B)/.flags: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)echo '$(CC) $(TD_CFLAGS) $(TD_LDFLAGS) $(TD_LIBS)' | cmp -s - $@ || \
+		echo '$(CC) $(TD_CFLAGS) $(TD_LDFLAGS) $(TD_LIBS)' > $@
+FORCE:
+
+$(B)/libtracerd.a: $(LIB_OBJS)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TRACERD): $(MAIN_OBJ) $(B)/libtracerd.a
+	$(call say,LD,$@)
+	$(Q)$(CC) $(TD_LDFLAGS) -o $@ $^ $(TD_LIBS)
+
+$(B)/obj/test/%.o: TD_CFLAGS += -DTD_BUILD_DIR='"$(abspath $(B))"' -DTD_FIXTURE_DIR='"$(abspath $(FX))"' -DTD_SOURCE_DIR='"$(CURDIR)"'
+
+$(TEST_BIN): $(TEST_OBJS) $(B)/libtracerd.a
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_LDFLAGS) -o $@ $^ $(TD_LIBS) -lcriterion
+
+# ---- fixtures
+$(FX)/fx_chain: test/fixtures/fx_chain.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/fx_threads: test/fixtures/fx_threads.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/fx_eintr: test/fixtures/fx_eintr.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/demo: test/fixtures/demo.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/fx_cxx: test/fixtures/fx_cxx.cc
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(FX_CFLAGS) -std=gnu++17 -o $@ $<
+# A stripped copy whose debuginfo sits only in a build-id directory.
+$(FX)/fx_chain_stripped: $(FX)/fx_chain
+	$(call say,STRIP,$@)
+	$(Q)rm -rf $(FX)/debugdir && bid=$$(readelf -n $< | awk '/Build ID/ {print $$3}') && \
+		test -n "$$bid" && mkdir -p $(FX)/debugdir/.build-id/$${bid%$${bid#??}} && \
+		objcopy --only-keep-debug $< $(FX)/debugdir/.build-id/$${bid%$${bid#??}}/$${bid#??}.debug && \
+		strip --strip-all -o $@ $<
+
+fixtures: $(FIXTURES)
+test-build: $(TRACERD) $(TEST_BIN) fixtures
+
+deps:
+	$(Q)scripts/install-deps check
+
+# deps first (it may install the compiler's libraries), then the build.
+check: deps
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory lint
+	$(Q)scripts/run-tests $(TEST_BIN)
+
+demo:
+	$(Q)scripts/install-deps demo
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(FX)/demo
+	$(Q)scripts/demo $(TRACERD) $(FX)/demo
+
+BENCH_BIN := $(B)/bench/bench_dump
+$(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
+
+bench:
+	$(Q)scripts/install-deps bench
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) fixtures
+	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
+
+lint:
+	$(Q)mandoc -Tlint -W warning $(MANS)
+
+install: $(TRACERD)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(TRACERD) $(DESTDIR)$(PREFIX)/bin/tracerd
+	install -m 0644 man/tracerd.8 $(DESTDIR)$(PREFIX)/share/man/man8/tracerd.8
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,142 @@
+/* Shared helpers: the error table, the clock, and small /proc readers.
+ * Nothing here allocates; everything is safe to call from any thread, but
+ * the /proc readers do I/O and must not run while a target thread is held
+ * stopped. */
+#include "td.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const td_messages[] = {
+	[TD_E_ZOMBIE - TD_E_BASE] = "process is a zombie",
+	[TD_E_SELF - TD_E_BASE] = "refusing to trace tracerd itself",
+	[TD_E_TRACED - TD_E_BASE] = "process is already being traced",
+	[TD_E_GONE - TD_E_BASE] = "thread or process is gone",
+	[TD_E_NOTHREADS - TD_E_BASE] = "no thread could be attached",
+	[TD_E_TIMEOUT - TD_E_BASE] = "thread did not stop in time",
+	[TD_E_LIMIT - TD_E_BASE] = "configured limit reached",
+	[TD_E_DWFL - TD_E_BASE] = "libdwfl error",
+	[TD_E_CORRUPT - TD_E_BASE] = "malformed input",
+	[TD_E_FULL - TD_E_BASE] = "buffer full",
+};
+
+const char *td_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err > TD_E_BASE && err < TD_E_MAX && td_messages[err - TD_E_BASE])
+		return td_messages[err - TD_E_BASE];
+	if (err > 0 && err < TD_E_BASE)
+		return strerror(err);
+	return "unknown error";
+}
+
+uint64_t td_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int td_read_text(int dirfd, const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	size_t off = 0;
+	int fd;
+
+	if (len == 0)
+		return -EINVAL;
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off + 1 < len) {
+		n = read(fd, buf + off, len - 1 - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	buf[off] = '\0';
+	close(fd);
+	return (int)off;
+}
+
+int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info)
+{
+	struct td_task_info info = { .state = '?' };
+	char path[64], buf[1024], *p;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	r = td_read_text(AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	/* comm may hold spaces and parentheses: the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -TD_E_CORRUPT;
+	info.state = p[2];
+	info.ppid = (pid_t)strtol(p + 4, NULL, 10);
+	{
+		char *open = strchr(buf, '(');
+		size_t n = open ? (size_t)(p - open - 1) : 0;
+
+		if (n >= sizeof(info.name))
+			n = sizeof(info.name) - 1;
+		if (open)
+			memcpy(info.name, open + 1, n);
+		info.name[n] = '\0';
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) > 0) {
+		p = strstr(buf, "\nTracerPid:");
+		if (p)
+			info.tracer = (pid_t)strtol(p + 11, NULL, 10);
+	}
+	*ret_info = info;
+	return 0;
+}
+
+void td_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}

@@ -1,0 +1,54 @@
+/* tracerd: definitions shared by every stage (error codes, clocks, small
+ * /proc helpers).  Library code returns 0/positive on success and -errno or
+ * -TD_E_* on failure; only daemon/ turns an error into words for people. */
+#ifndef TD_COMMON_H
+#define TD_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* tracerd's own causes, beyond errno.  Kept in one table (td_strerror). */
+enum td_error {
+	TD_E_BASE = 10000,
+	TD_E_ZOMBIE,	/* target is a zombie */
+	TD_E_SELF,	/* target is tracerd itself */
+	TD_E_TRACED,	/* target already has a tracer */
+	TD_E_GONE,	/* thread or process vanished */
+	TD_E_NOTHREADS, /* no thread could be attached */
+	TD_E_TIMEOUT,	/* a thread did not stop in time */
+	TD_E_LIMIT,	/* a configured bound was reached */
+	TD_E_DWFL,	/* libdw/libdwfl reported an error */
+	TD_E_CORRUPT,	/* malformed input */
+	TD_E_FULL,	/* ring or table full */
+	TD_E_MAX
+};
+
+/* Message for -err or err (errno or TD_E_*).  Never NULL. */
+const char *td_strerror(int err);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t td_now_ns(void);
+
+/* Read at most len-1 bytes of PATH (relative to dirfd) into buf and
+ * NUL-terminate.  Returns the byte count or -errno. */
+int td_read_text(int dirfd, const char *path, char *buf, size_t len);
+
+/* Per-thread facts from /proc/PID/task/TID: one-letter state and comm. */
+struct td_task_info {
+	char state;	  /* R S D T t Z X I ..., '?' if unknown */
+	char name[16];	  /* comm, NUL-terminated */
+	pid_t tracer;	  /* TracerPid from status, 0 if none */
+	pid_t ppid;
+};
+int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
+
+/* Append-only output helpers for JSON strings (escapes per RFC 8259). */
+#include <stdio.h>
+void td_json_string(FILE *f, const char *s);
+
+#define TD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define TD_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TD_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,45 @@
+/* tracerd: entry point and subcommand dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+
+#ifndef TD_VERSION
+#define TD_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f)
+{
+	fputs("usage: tracerd COMMAND [OPTIONS]\n"
+	      "\n"
+	      "Out-of-process sampling profiler for native Linux programs.\n"
+	      "\n"
+	      "commands:\n"
+	      "  dump --pid PID     print the stack of every thread of PID, once\n"
+	      "\n"
+	      "  tracerd COMMAND --help   options of a command\n"
+	      "  tracerd --version        version\n"
+	      "\n"
+	      "See tracerd(8).\n",
+		f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return TD_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return TD_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		puts("tracerd " TD_VERSION);
+		return TD_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 1, argv + 1);
+	td_msg("unknown command '%s'; see tracerd --help", argv[1]);
+	return TD_EXIT_USAGE;
+}

@@ -1,0 +1,851 @@
+/* The ptrace stage: attach, stop, capture, resume, detach.
+ *
+ * Guarantees: every thread we stop is resumed (or detached) on every path;
+ * the request that resumes it is the one its stop calls for; signals the
+ * target was meant to get are re-injected at once; a thread that vanishes is
+ * counted, never an error of the whole operation; no PTRACE_O_EXITKILL, so a
+ * killed tracer leaves the target running.  While a thread is held stopped
+ * this file neither allocates, logs nor takes a lock: capture() touches only
+ * the caller's slot and the preallocated tables.
+ *
+ * Per-thread states (struct pt_thread), with the function that moves them:
+ *
+ *   (unknown) --attach()/dispatch(new tid)--> RUNNING
+ *   RUNNING  --pt_tracer_sample(): PTRACE_INTERRUPT--> want=1
+ *   want=1   --dispatch(EVENT_STOP): capture(), finish()--> RUNNING
+ *                                    (PTRACE_CONT, or PTRACE_LISTEN when the
+ *                                     stop is a job-control group-stop)
+ *   any      --dispatch(signal-delivery-stop)--> PTRACE_CONT(sig): RUNNING
+ *   any      --detach(): INTERRUPT, dispatch(): PTRACE_DETACH--> (removed)
+ *   any      --dispatch(WIFEXITED/WIFSIGNALED)--> (removed)
+ *
+ * Stops are collected with waitpid(-1, __WALL) and dispatched by tid, never
+ * with a wait on one tid: when a process exits, an interrupted thread may
+ * already be a zombie and the leader's exit is only reported after the other
+ * zombies are reaped (ptrace-notes.md).  Consequence for callers: the tracer
+ * thread reaps every child of the process it runs in, so it must have none
+ * of its own that something else waits for.
+ */
+#define _GNU_SOURCE
+#include "ptrace.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PT_MAX_PROCS 64
+#define PT_MAX_VMAS 65536
+
+struct pt_thread {
+	pid_t tid; /* 0: free slot */
+	pid_t pid;
+	bool want;	   /* interrupted for a capture in this round */
+	bool late;	   /* interrupted, round ended: resume when it stops */
+	bool detach_want;  /* interrupted for a detach */
+	bool group_stopped;
+	uint64_t interrupt_ns;
+};
+
+struct pt_vma {
+	uint64_t start, end;
+};
+
+/* owns: vmas, mem_fd */
+struct pt_proc {
+	pid_t pid;
+	bool alive;
+	unsigned nthreads;
+	struct pt_vma *vmas;
+	unsigned nvmas;
+	int mem_fd;
+};
+
+/* owns: threads table, procs, sigfd; restores the signal mask it changed */
+struct pt_tracer {
+	struct pt_config cfg;
+	struct pt_thread *threads; /* open addressing, linear probing */
+	unsigned cap;		   /* power of two, >= 2 * max_threads */
+	unsigned count;
+	struct pt_proc procs[PT_MAX_PROCS];
+	unsigned nprocs;
+	int sigfd;
+	unsigned pending; /* threads with want or detach_want set */
+	uint64_t last_empty_ns;
+	/* the round in progress */
+	const struct pt_round_ops *ops;
+	void *arg;
+	unsigned round_flags;
+	struct pt_round_stats *stats;
+	struct pt_round_stats scratch; /* stats sink outside rounds */
+};
+
+static unsigned hash_tid(pid_t tid, unsigned cap)
+{
+	return ((uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+static struct pt_thread *thread_find(const struct pt_tracer *t, pid_t tid)
+{
+	unsigned i = hash_tid(tid, t->cap);
+
+	while (t->threads[i].tid) {
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+		i = (i + 1) & (t->cap - 1);
+	}
+	return NULL;
+}
+
+static struct pt_proc *proc_find(struct pt_tracer *t, pid_t pid)
+{
+	for (unsigned i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
+static struct pt_thread *thread_insert(struct pt_tracer *t, pid_t tid, pid_t pid)
+{
+	struct pt_proc *p = proc_find(t, pid);
+	unsigned i;
+
+	if (t->count >= t->cfg.max_threads || !p)
+		return NULL;
+	i = hash_tid(tid, t->cap);
+	while (t->threads[i].tid) {
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+		i = (i + 1) & (t->cap - 1);
+	}
+	t->threads[i] = (struct pt_thread){ .tid = tid, .pid = pid };
+	t->count++;
+	p->nthreads++;
+	return &t->threads[i];
+}
+
+/* Backward-shift deletion: no tombstones, so thread churn never degrades
+ * the table and never needs a rehash (which would allocate). */
+static void thread_remove(struct pt_tracer *t, struct pt_thread *th)
+{
+	unsigned mask = t->cap - 1, i = (unsigned)(th - t->threads), j = i;
+	struct pt_proc *p = proc_find(t, th->pid);
+
+	if (th->want || th->detach_want)
+		t->pending--;
+	if (p && p->nthreads)
+		p->nthreads--;
+	t->count--;
+	t->threads[i].tid = 0;
+	for (;;) {
+		unsigned k;
+
+		j = (j + 1) & mask;
+		if (!t->threads[j].tid)
+			break;
+		k = hash_tid(t->threads[j].tid, t->cap);
+		/* move j into the hole at i unless k lies cyclically in (i, j] */
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			t->threads[i] = t->threads[j];
+			t->threads[j].tid = 0;
+			i = j;
+		}
+	}
+}
+
+static void emit(struct pt_tracer *t, const struct pt_event *ev)
+{
+	if (t->ops && t->ops->event)
+		t->ops->event(t->arg, ev);
+}
+
+int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
+{
+	struct pt_tracer *t;
+	sigset_t set;
+	unsigned cap = 16;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->cfg = *cfg;
+	if (t->cfg.max_threads == 0)
+		t->cfg.max_threads = 8192;
+	while (cap < 2 * t->cfg.max_threads)
+		cap <<= 1;
+	t->cap = cap;
+	t->threads = calloc(cap, sizeof(*t->threads));
+	if (!t->threads)
+		goto out_free;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	t->stats = &t->scratch;
+	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (t->sigfd < 0)
+		goto out_free;
+	*ret_tracer = t;
+	return 0;
+out_free:
+	free(t->threads);
+	free(t);
+	return -ENOMEM;
+}
+
+void pt_tracer_free(struct pt_tracer *t)
+{
+	if (!t)
+		return;
+	pt_tracer_detach(t, 0, 2000);
+	for (unsigned i = 0; i < t->nprocs; i++) {
+		free(t->procs[i].vmas);
+		if (t->procs[i].mem_fd >= 0)
+			close(t->procs[i].mem_fd);
+	}
+	if (t->sigfd >= 0)
+		close(t->sigfd);
+	free(t->threads);
+	free(t);
+}
+
+int pt_tracer_fd(const struct pt_tracer *t)
+{
+	return t->sigfd;
+}
+
+static bool is_own_task(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return access(path, F_OK) == 0;
+}
+
+static int count_tasks(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* One pass over /proc/PID/task; seizes every tid not yet known.  Returns the
+ * number seized, or -errno when not even the process could be seized. */
+static int attach_pass(struct pt_tracer *t, struct pt_proc *p, unsigned long opts)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0, first_err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d))) {
+		struct td_task_info info;
+		pid_t tid;
+
+		if (de->d_name[0] == '.')
+			continue;
+		tid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (thread_find(t, tid))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, 0, opts) == 0) {
+			if (!thread_insert(t, tid, p->pid)) {
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				closedir(d);
+				return -TD_E_LIMIT;
+			}
+			n++;
+			continue;
+		}
+		if (errno == ESRCH)
+			continue; /* exited meanwhile: normal life */
+		/* EPERM also means "exiting" or "already ours" (auto-attached
+		 * through PTRACE_O_TRACECLONE before we saw its stop). */
+		if (td_task_info_read(p->pid, tid, &info) < 0)
+			continue;
+		if (info.state == 'Z' || info.state == 'X')
+			continue;
+		if (info.tracer == getpid()) {
+			if (thread_insert(t, tid, p->pid))
+				n++;
+			continue;
+		}
+		if (!first_err)
+			first_err = info.tracer ? -TD_E_TRACED : -errno;
+	}
+	closedir(d);
+	if (first_err && p->nthreads == 0)
+		return first_err;
+	return n;
+}
+
+int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
+{
+	unsigned long opts = 0;
+	struct td_task_info info;
+	struct pt_proc *p;
+	int r, tasks;
+
+	if (pid <= 0)
+		return -ESRCH;
+	if (pid == getpid() || is_own_task(pid))
+		return -TD_E_SELF;
+	if (proc_find(t, pid))
+		return -EEXIST;
+	if (t->nprocs >= PT_MAX_PROCS)
+		return -TD_E_LIMIT;
+	r = td_task_info_read(pid, pid, &info);
+	if (r < 0)
+		return r;
+	tasks = count_tasks(pid);
+	if (tasks < 0)
+		return tasks == -ENOENT ? -ESRCH : tasks;
+	/* A zombie leader with live threads (main called pthread_exit) is a
+	 * live process; a zombie leader alone is not. */
+	if ((info.state == 'Z' || info.state == 'X') && tasks <= 1)
+		return -TD_E_ZOMBIE;
+	if (info.tracer && info.tracer != getpid())
+		return -TD_E_TRACED;
+
+	p = &t->procs[t->nprocs++];
+	*p = (struct pt_proc){ .pid = pid, .alive = true, .mem_fd = -1 };
+	if (t->cfg.trace_clone)
+		opts |= PTRACE_O_TRACECLONE;
+	if (t->cfg.trace_exec)
+		opts |= PTRACE_O_TRACEEXEC;
+	/* Threads born while we attach: rescan until a pass finds nothing new
+	 * (with TRACECLONE, children of seized threads are attached for us). */
+	do {
+		r = attach_pass(t, p, opts);
+		if (r < 0 && p->nthreads == 0)
+			goto out_unwind;
+	} while (r > 0);
+	if (p->nthreads == 0) {
+		r = -TD_E_NOTHREADS;
+		goto out_unwind;
+	}
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+		p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	pt_tracer_refresh_maps(t, pid);
+	return (int)p->nthreads;
+out_unwind:
+	if (r == -EPERM && td_task_info_read(pid, pid, &info) == 0 && info.tracer &&
+		info.tracer != getpid())
+		r = -TD_E_TRACED;
+	t->nprocs--;
+	return r;
+}
+
+int pt_tracer_threads(const struct pt_tracer *t, pid_t pid, pid_t *tids, unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < t->cap && k < n; i++)
+		if (t->threads[i].tid && (pid == 0 || t->threads[i].pid == pid))
+			tids[k++] = t->threads[i].tid;
+	return (int)k;
+}
+
+static int vma_cmp(const void *a, const void *b)
+{
+	const struct pt_vma *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int pt_tracer_refresh_maps(struct pt_tracer *t, pid_t pid)
+{
+	struct pt_proc *p = proc_find(t, pid);
+	char path[64], line[512];
+	unsigned n = 0;
+	FILE *f;
+
+	if (!p)
+		return -ESRCH;
+	if (!p->vmas) {
+		p->vmas = calloc(PT_MAX_VMAS, sizeof(*p->vmas));
+		if (!p->vmas)
+			return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (n < PT_MAX_VMAS && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char perms[5];
+
+		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) != 3)
+			continue;
+		if (perms[0] != 'r' || perms[1] != 'w')
+			continue; /* stacks are readable and writable */
+		p->vmas[n++] = (struct pt_vma){ s, e };
+		if (strchr(line, '\n') == NULL) {
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		}
+	}
+	fclose(f);
+	qsort(p->vmas, n, sizeof(*p->vmas), vma_cmp);
+	p->nvmas = n;
+	return (int)n;
+}
+
+static uint64_t stack_end_of(const struct pt_proc *p, uint64_t sp)
+{
+	unsigned lo = 0, hi = p ? p->nvmas : 0;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (sp < p->vmas[mid].start)
+			hi = mid;
+		else if (sp >= p->vmas[mid].end)
+			lo = mid + 1;
+		else
+			return p->vmas[mid].end;
+	}
+	return 0;
+}
+
+ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+
+	return n < 0 ? -errno : n;
+}
+
+/* With the thread stopped: registers, then one copy of the stack window.
+ * No allocation, no lock, no log.  Returns the filled slot or NULL. */
+static struct td_sample *capture(struct pt_tracer *t, struct pt_thread *th, uint32_t flags)
+{
+	struct pt_proc *p = proc_find(t, th->pid);
+	struct td_sample *s = NULL;
+	struct iovec iov;
+	uint32_t window = 0;
+	uint64_t sp, end, len;
+	ssize_t n;
+
+	th->want = false;
+	t->pending--;
+	if (t->ops && t->ops->slot_get)
+		s = t->ops->slot_get(t->arg, th->pid, th->tid, &window);
+	if (!s) {
+		t->stats->dropped++;
+		return NULL;
+	}
+	s->pid = th->pid;
+	s->tid = th->tid;
+	s->flags = flags;
+	s->stack_len = 0;
+	s->stopped_ns = 0;
+	iov.iov_base = &s->regs;
+	iov.iov_len = sizeof(s->regs);
+	if (ptrace(PTRACE_GETREGSET, th->tid, NT_PRSTATUS, &iov) < 0) {
+		t->stats->gone++; /* killed while stopped; its exit follows */
+		return NULL;
+	}
+	s->time_ns = td_now_ns();
+	if ((long)s->regs.orig_rax >= 0)
+		s->flags |= TD_SAMPLE_IN_SYSCALL;
+	sp = s->regs.rsp;
+	end = stack_end_of(p, sp);
+	len = window;
+	if (end > sp && end - sp < len)
+		len = end - sp;
+	s->stack_addr = sp;
+	s->stack_end = end;
+	n = pt_read_memory(th->tid, sp, s->stack, len);
+	if (n < 0 && n != -ESRCH && p && p->mem_fd >= 0) {
+		n = pread(p->mem_fd, s->stack, len, (off_t)sp);
+		if (n >= 0)
+			s->flags |= TD_SAMPLE_STACK_PROCMEM;
+	}
+	if (n < 0) {
+		s->flags |= TD_SAMPLE_STACK_FAILED;
+		n = 0;
+	}
+	s->stack_len = (uint32_t)n;
+	return s;
+}
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}
+
+static void thread_gone(struct pt_tracer *t, struct pt_thread *th, int status)
+{
+	struct pt_event ev = { .kind = PT_EVENT_THREAD_EXIT, .pid = th->pid, .tid = th->tid,
+		.status = status };
+	struct pt_proc *p = proc_find(t, th->pid);
+
+	if (th->want)
+		t->stats->gone++;
+	thread_remove(t, th);
+	emit(t, &ev);
+	if (p && ev.tid == p->pid) {
+		/* The leader is reported after every other thread. */
+		ev.kind = PT_EVENT_PROCESS_EXIT;
+		p->alive = false;
+		emit(t, &ev);
+	}
+}
+
+/* A PTRACE_EVENT_STOP: ours, a new thread's first stop, a group-stop, or the
+ * notification that a group-stop ended.  Capture if asked, then resume as
+ * the stop calls for: LISTEN keeps a job-control stop in force, CONT
+ * otherwise (always CONT would let the target escape kill -STOP). */
+static void on_event_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
+{
+	struct td_sample *s = NULL;
+	uint64_t stop_start = TD_MAX(th->interrupt_ns, t->last_empty_ns);
+	pid_t tid = th->tid;
+	bool detach;
+
+	if (is_stop_signal(sig)) {
+		if (!th->group_stopped) {
+			struct pt_event ev = { .kind = PT_EVENT_GROUP_STOP, .pid = th->pid,
+				.tid = tid, .signo = sig };
+
+			th->group_stopped = true;
+			emit(t, &ev);
+		}
+	} else {
+		th->group_stopped = false;
+	}
+	if (th->want)
+		s = capture(t, th, th->group_stopped ? TD_SAMPLE_GROUP_STOPPED : 0);
+	th->late = false;
+	detach = th->detach_want || (s && (t->round_flags & PT_ROUND_DETACH));
+	if (detach) {
+		/* A group-stopped thread stays stopped after the detach. */
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		thread_remove(t, th);
+	} else {
+		ptrace(th->group_stopped ? PTRACE_LISTEN : PTRACE_CONT, tid, 0, 0);
+	}
+	/* ESRCH from the resume: killed while stopped; its exit follows. */
+	if (s) {
+		s->stopped_ns = td_now_ns() - stop_start;
+		t->stats->captured++;
+		t->ops->slot_put(t->arg, s);
+	}
+}
+
+static void dispatch(struct pt_tracer *t, pid_t tid, int status)
+{
+	struct pt_thread *th = thread_find(t, tid);
+	unsigned long msg = 0;
+	int sig, event;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (th)
+			thread_gone(t, th, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	sig = WSTOPSIG(status);
+	event = (unsigned)status >> 16;
+	if (!th) {
+		/* A new thread's first stop can come before its creator's
+		 * PTRACE_EVENT_CLONE. */
+		pid_t pid = tgid_of(tid);
+		struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .tid = tid, .pid = pid };
+
+		th = pid ? thread_insert(t, tid, pid) : NULL;
+		if (!th) {
+			ptrace(PTRACE_DETACH, tid, 0, 0); /* over the bound */
+			return;
+		}
+		emit(t, &ev);
+	}
+
+	switch (event) {
+	case PTRACE_EVENT_STOP:
+		on_event_stop(t, th, sig);
+		return;
+	case PTRACE_EVENT_CLONE:
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(t, (pid_t)msg)) {
+			struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .pid = th->pid,
+				.tid = (pid_t)msg };
+
+			if (thread_insert(t, (pid_t)msg, th->pid))
+				emit(t, &ev);
+		}
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	case PTRACE_EVENT_EXEC: {
+		struct pt_event ev = { .kind = PT_EVENT_EXEC, .pid = th->pid, .tid = tid,
+			.old_tid = tid };
+		struct pt_proc *p = proc_find(t, th->pid);
+
+		/* The other threads were reported dead before this; the
+		 * exec'ing thread now carries the leader's tid. */
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && (pid_t)msg != tid) {
+			struct pt_thread *old = thread_find(t, (pid_t)msg);
+
+			ev.old_tid = (pid_t)msg;
+			if (old)
+				thread_remove(t, old);
+		}
+		if (p)
+			p->nvmas = 0; /* the old mappings are gone */
+		emit(t, &ev);
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	case 0: {
+		/* Signal-delivery-stop: the signal goes on at once.  An
+		 * interrupt of ours stays pending and traps right after. */
+		struct pt_event ev = { .kind = PT_EVENT_SIGNAL, .pid = th->pid, .tid = tid,
+			.signo = sig };
+		siginfo_t si;
+
+		if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0)
+			ev.addr = (uint64_t)(uintptr_t)si.si_addr;
+		emit(t, &ev);
+		if (th->detach_want) {
+			ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+			thread_remove(t, th);
+		} else {
+			ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig);
+		}
+		return;
+	}
+	default:
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+}
+
+/* Dispatch every ready status without blocking. */
+static int drain(struct pt_tracer *t)
+{
+	int n = 0;
+
+	for (;;) {
+		int status;
+		pid_t w = waitpid(-1, &status, __WALL | WNOHANG);
+
+		if (w == 0) {
+			t->last_empty_ns = td_now_ns();
+			return n;
+		}
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return n ? n : -errno;
+		}
+		dispatch(t, w, status);
+		n++;
+	}
+}
+
+static void clear_sigfd(struct pt_tracer *t)
+{
+	struct signalfd_siginfo si[8];
+
+	while (read(t->sigfd, si, sizeof(si)) > 0)
+		;
+}
+
+/* Wait until no thread is pending or the deadline passes.  SIGCHLD wakes
+ * us; the poll is capped at 10 ms so that a SIGCHLD lost to a handler with
+ * SA_NOCLDSTOP (a host program that embeds us) only costs latency. */
+static void wait_pending(struct pt_tracer *t, uint64_t deadline)
+{
+	while (t->pending > 0) {
+		struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
+		uint64_t now;
+		int r = drain(t);
+
+		if (r == -ECHILD) {
+			/* Nothing left to wait for: every pending thread is gone. */
+			for (unsigned i = 0; i < t->cap; i++) {
+				struct pt_thread *th = &t->threads[i];
+
+				if (th->tid && (th->want || th->detach_want)) {
+					if (th->want)
+						t->stats->gone++;
+					th->want = th->detach_want = false;
+					t->pending--;
+				}
+			}
+			break;
+		}
+		if (t->pending == 0)
+			break;
+		now = td_now_ns();
+		if (now >= deadline)
+			break;
+		poll(&pfd, 1, (int)TD_MIN((deadline - now) / 1000000 + 1, 10));
+		clear_sigfd(t);
+	}
+}
+
+static void round_begin(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg,
+	unsigned flags, struct pt_round_stats *stats)
+{
+	t->ops = ops;
+	t->arg = arg;
+	t->round_flags = flags;
+	t->stats = stats ? stats : &t->scratch;
+	memset(t->stats, 0, sizeof(*t->stats));
+}
+
+static void round_end(struct pt_tracer *t)
+{
+	t->ops = NULL;
+	t->arg = NULL;
+	t->round_flags = 0;
+	t->stats = &t->scratch;
+}
+
+int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
+	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
+	struct pt_round_stats *ret_stats)
+{
+	struct pt_round_stats stats;
+	uint64_t now;
+
+	round_begin(t, ops, arg, flags, &stats);
+	/* Interrupt them all first: a thread must be scheduled before it can
+	 * stop, so waiting for one thread at a time costs milliseconds. */
+	now = td_now_ns();
+	t->last_empty_ns = now;
+	for (unsigned i = 0; i < n; i++) {
+		struct pt_thread *th = thread_find(t, tids[i]);
+
+		stats.requested++;
+		if (!th) {
+			stats.gone++;
+			continue;
+		}
+		if (th->want || th->detach_want)
+			continue;
+		if (th->late) {
+			/* Still owes us the stop of an earlier interrupt. */
+			th->late = false;
+		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
+			stats.gone++; /* ESRCH: exiting; its exit follows */
+			continue;
+		}
+		th->interrupt_ns = now;
+		th->want = true;
+		t->pending++;
+	}
+	wait_pending(t, now + (uint64_t)timeout_ms * 1000000u);
+	if (t->pending) {
+		/* Stragglers (a thread in D state cannot stop until it leaves
+		 * it): resume them when their stop comes. */
+		for (unsigned i = 0; i < t->cap; i++) {
+			struct pt_thread *th = &t->threads[i];
+
+			if (th->tid && th->want) {
+				th->want = false;
+				th->late = true;
+				t->pending--;
+				stats.timeout++;
+			}
+		}
+	}
+	round_end(t);
+	if (ret_stats)
+		*ret_stats = stats;
+	return 0;
+}
+
+int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg)
+{
+	int r;
+
+	round_begin(t, ops, arg, 0, NULL);
+	clear_sigfd(t);
+	r = drain(t);
+	round_end(t);
+	return r == -ECHILD ? 0 : r;
+}
+
+int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
+{
+	uint64_t now = td_now_ns();
+	int n = 0;
+
+	round_begin(t, NULL, NULL, 0, NULL);
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct pt_thread *th = &t->threads[i];
+
+		if (!th->tid || (pid && th->pid != pid) || th->detach_want)
+			continue;
+		if (th->want) {
+			th->want = false;
+			t->pending--;
+		}
+		/* PTRACE_DETACH needs a stopped tracee: interrupt, then
+		 * detach each as its stop arrives (batched). */
+		if (!th->late && ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0)
+			continue; /* exiting; the kernel drops it */
+		th->late = false;
+		th->detach_want = true;
+		th->interrupt_ns = now;
+		t->pending++;
+		n++;
+	}
+	wait_pending(t, now + (uint64_t)timeout_ms * 1000000u);
+	round_end(t);
+	if (t->pending) {
+		/* Never stopped in time (uninterruptible sleep): leave them; our
+		 * exit detaches them in the kernel. */
+		for (unsigned i = 0; i < t->cap; i++)
+			if (t->threads[i].tid && t->threads[i].detach_want) {
+				t->threads[i].detach_want = false;
+				t->threads[i].late = true;
+				t->pending--;
+			}
+		return -TD_E_TIMEOUT;
+	}
+	return n;
+}

@@ -1,0 +1,143 @@
+/* tracerd ptrace stage: attach to every thread of a process, stop sets of
+ * threads briefly, copy registers and the top of the stack, resume.
+ *
+ * Only this stage calls ptrace() and process_vm_readv().  Everything it
+ * hands on is a flat, pointer-free struct td_sample that can cross a ring,
+ * a pipe or a file unchanged.
+ *
+ * Threading: a struct pt_tracer belongs to the thread that created it; the
+ * kernel binds tracees to that thread, so every pt_tracer_* call must come
+ * from it.  SIGCHLD must be blocked in every thread of the caller's process
+ * (pt_tracer_new blocks it in the calling thread; threads created later
+ * inherit the mask).
+ */
+#ifndef TD_PTRACE_H
+#define TD_PTRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "../common/td.h"
+
+/* td_sample.flags */
+enum {
+	TD_SAMPLE_GROUP_STOPPED = 1u << 0, /* target was in a job-control stop */
+	TD_SAMPLE_IN_SYSCALL = 1u << 1,	   /* stopped inside a system call */
+	TD_SAMPLE_STACK_PROCMEM = 1u << 2, /* stack read via /proc/PID/mem */
+	TD_SAMPLE_STACK_FAILED = 1u << 3,  /* no stack bytes could be read */
+};
+
+/* One captured thread: registers and a copy of [stack_addr, +stack_len).
+ * Flat and pointer-free: the stack bytes follow the header in the same
+ * buffer, whose capacity the owner of the buffer knows. */
+struct td_sample {
+	int32_t pid;
+	int32_t tid;
+	uint64_t time_ns;    /* CLOCK_MONOTONIC at capture */
+	uint64_t stopped_ns; /* upper bound of the time we kept it stopped */
+	uint32_t flags;	     /* TD_SAMPLE_* */
+	uint32_t stack_len;  /* valid bytes in stack[] */
+	uint64_t stack_addr; /* target address of stack[0] (the SP) */
+	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
+	struct user_regs_struct regs;
+	uint8_t stack[];
+};
+
+/* Bytes a sample with a window of 'window' stack bytes occupies. */
+static inline size_t td_sample_size(uint32_t window)
+{
+	return (sizeof(struct td_sample) + window + 15) & ~(size_t)15;
+}
+
+enum pt_event_kind {
+	PT_EVENT_THREAD_NEW,  /* tid born (clone) or found while attaching */
+	PT_EVENT_THREAD_EXIT, /* tid gone; status has the wait status */
+	PT_EVENT_EXEC,	      /* pid exec'ed; old_tid = former tid */
+	PT_EVENT_SIGNAL,      /* signal-delivery-stop; re-injected after */
+	PT_EVENT_GROUP_STOP,  /* job-control stop (SIGSTOP & co) observed */
+	PT_EVENT_PROCESS_EXIT /* the whole process is gone */
+};
+
+struct pt_event {
+	enum pt_event_kind kind;
+	pid_t pid;
+	pid_t tid;
+	pid_t old_tid; /* EXEC: tid that called execve */
+	int signo;     /* SIGNAL, GROUP_STOP */
+	int status;    /* THREAD_EXIT, PROCESS_EXIT: wait status */
+	uint64_t addr; /* SIGNAL: si_addr for faults */
+};
+
+/* Callbacks of a sampling round.  slot_get and slot_put run while the
+ * thread is stopped: they must not allocate, lock, log or block. */
+struct pt_round_ops {
+	/* A buffer for tid's sample and its stack capacity, or NULL to skip
+	 * it (ring full: count the drop). */
+	struct td_sample *(*slot_get)(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window);
+	/* The sample is complete (thread already resumed). */
+	void (*slot_put)(void *arg, struct td_sample *s);
+	/* An event seen while waiting; may be NULL. */
+	void (*event)(void *arg, const struct pt_event *ev);
+};
+
+struct pt_config {
+	unsigned max_threads;  /* bound on traced threads (all processes) */
+	bool trace_clone;      /* follow new threads (PTRACE_O_TRACECLONE) */
+	bool trace_exec;       /* PTRACE_O_TRACEEXEC */
+};
+
+struct pt_round_stats {
+	unsigned requested; /* threads asked for */
+	unsigned captured;  /* samples handed to slot_put */
+	unsigned gone;	    /* vanished before or while stopping */
+	unsigned dropped;   /* slot_get returned NULL */
+	unsigned timeout;   /* did not stop within the timeout */
+};
+
+struct pt_tracer;
+
+int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer);
+/* Detaches from every thread still attached, then frees.  NULL-safe. */
+void pt_tracer_free(struct pt_tracer *t);
+
+/* Seize every thread of pid, rescanning /proc/PID/task until no new thread
+ * appears.  Returns the number of threads attached, or -errno / -TD_E_*:
+ * -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED another
+ * tracer, -TD_E_ZOMBIE, -TD_E_SELF. */
+int pt_tracer_attach(struct pt_tracer *t, pid_t pid);
+
+/* Live tids of pid we are attached to, up to n.  Returns the count. */
+int pt_tracer_threads(const struct pt_tracer *t, pid_t pid, pid_t *tids, unsigned n);
+
+/* Re-read the stack mappings of pid (outside any stop) so that captures copy
+ * no further than the end of a thread's stack. */
+int pt_tracer_refresh_maps(struct pt_tracer *t, pid_t pid);
+
+enum {
+	PT_ROUND_DETACH = 1u << 0, /* detach each thread after capture */
+};
+
+/* Interrupt all of tids at once, capture each as its stop arrives and
+ * resume it at once (or detach it with PT_ROUND_DETACH).  Events seen on the
+ * way go to ops->event.  Waits at most timeout_ms for stragglers.  Returns 0
+ * or -errno; vanished threads are counted in stats, not errors. */
+int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
+	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
+	struct pt_round_stats *ret_stats);
+
+/* Handle every pending ptrace event without blocking. Returns the count. */
+int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg);
+
+/* A file descriptor that becomes readable when a tracee changes state. */
+int pt_tracer_fd(const struct pt_tracer *t);
+
+/* Detach every thread of pid (0: of all processes). */
+int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
+
+/* Read target memory (process_vm_readv, fallback /proc/PID/mem).  Returns
+ * bytes read (short at an unmapped page) or -errno. */
+ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
+
+#endif

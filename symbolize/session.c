@@ -1,0 +1,779 @@
+/* One libdwfl session per target process: module reporting from
+ * /proc/PID/maps, ELF files opened through /proc/PID/map_files (the very
+ * inode that is mapped, so deleted or replaced binaries still work) or,
+ * failing that, through /proc/PID/root (the target's mount namespace) after
+ * checking the file's build-id against the one in the target's memory.
+ *
+ * Unwinding goes through dwfl_attach_state callbacks over the saved sample:
+ * the registers seed the first frame, memory_read serves the captured stack
+ * window.  The Dwfl is attached once and reused: only the "current sample"
+ * pointer changes between dwfl_getthread_frames() calls (ptrace-notes.md:
+ * a fresh Dwfl per sample costs 35-39 ms, a reused one ~8 us).
+ *
+ * Left to others: when the maps change (dlopen, exec) the caller frees the
+ * session and makes a new one. */
+#define _GNU_SOURCE
+#include "symbolize-internal.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sym_vma {
+	uint64_t start, end;
+	const char *path; /* interned in names */
+};
+
+/* Per-module facts, set as the module's userdata. */
+struct sym_module {
+	Dwfl_Module *mod;
+	uint64_t key;	      /* hash of the build-id (or path) */
+	uint64_t bias;
+	const char *path;     /* as in /proc/PID/maps */
+	const char *build_id; /* hex, NULL if none */
+	bool has_elf, has_dwarf;
+};
+
+/* owns: dwfl, modules, vmas, debuginfo path; borrows: cache */
+struct sym_session {
+	pid_t pid;
+	struct sym_options opt;
+	struct sym_cache *cache;
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path;
+	Dwfl *dwfl;
+	struct sym_module *modules;
+	unsigned nmodules;
+	struct sym_vma *vmas;
+	unsigned nvmas;
+	char *names; /* NUL-separated paths of vmas */
+	/* the sample being unwound */
+	const struct td_sample *cur;
+	struct sym_unwound *out;
+	unsigned max_frames;
+	bool window_exhausted, read_failed, frame_limit;
+};
+
+/* libdwfl's find_elf gets no pointer back to us: the session that reports
+ * or loads modules sets this around those calls (same thread). */
+static __thread struct sym_session *tls_session;
+
+const char *sym_end_name(enum sym_end end)
+{
+	switch (end) {
+	case SYM_END_OUTERMOST:
+		return "outermost frame reached";
+	case SYM_END_NO_CFI:
+		return "no unwind info for pc in module";
+	case SYM_END_NO_MODULE:
+		return "pc outside any known module";
+	case SYM_END_WINDOW:
+		return "stack window exhausted";
+	case SYM_END_READ_FAILED:
+		return "memory read failed";
+	case SYM_END_FRAME_LIMIT:
+		return "frame limit reached";
+	case SYM_END_NO_REGS:
+		return "no registers captured";
+	}
+	return "unknown";
+}
+
+static int read_vmas(struct sym_session *s)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, names_len = 0, names_cap = 0, vcap = 0;
+	FILE *f;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	/* first pass collects into growing buffers; paths are offsets until
+	 * the names buffer stops moving */
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long start, end;
+		int off = 0;
+		char *p;
+		size_t len;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &off) < 2 || !off)
+			continue;
+		p = line + off;
+		len = strcspn(p, "\n");
+		if (len == 0 || p[0] != '/')
+			continue;
+		if (s->nvmas == vcap) {
+			struct sym_vma *n;
+
+			vcap = vcap ? vcap * 2 : 64;
+			if (vcap > 1u << 20) {
+				r = -TD_E_LIMIT;
+				break;
+			}
+			n = realloc(s->vmas, vcap * sizeof(*n));
+			if (!n) {
+				r = -ENOMEM;
+				break;
+			}
+			s->vmas = n;
+		}
+		if (names_len + len + 1 > names_cap) {
+			char *n;
+
+			names_cap = (names_len + len + 1) * 2;
+			n = realloc(s->names, names_cap);
+			if (!n) {
+				r = -ENOMEM;
+				break;
+			}
+			s->names = n;
+		}
+		memcpy(s->names + names_len, p, len);
+		s->names[names_len + len] = '\0';
+		s->vmas[s->nvmas++] = (struct sym_vma){ start, end, (const char *)(uintptr_t)names_len };
+		names_len += len + 1;
+	}
+	free(line);
+	fclose(f);
+	for (unsigned i = 0; i < s->nvmas; i++)
+		s->vmas[i].path = s->names + (uintptr_t)s->vmas[i].path;
+	return r;
+}
+
+static const struct sym_vma *vma_at(const struct sym_session *s, uint64_t start)
+{
+	for (unsigned i = 0; i < s->nvmas; i++)
+		if (s->vmas[i].start == start)
+			return &s->vmas[i];
+	return NULL;
+}
+
+/* The build-id note as the target has it mapped, compared with the file's.
+ * Returns false only on a proven mismatch. */
+static bool build_id_matches(struct sym_session *s, Elf *elf, uint64_t base)
+{
+	const void *bid;
+	ssize_t bid_len = dwelf_elf_gnu_build_id(elf, &bid);
+	size_t phnum;
+	uint64_t first_load = UINT64_MAX;
+
+	if (bid_len <= 0 || !s->opt.read_live || elf_getphdrnum(elf, &phnum) != 0)
+		return true;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			first_load = ph.p_vaddr & ~(uint64_t)(ph.p_align ? ph.p_align - 1 : 0);
+			break;
+		}
+	}
+	if (first_load == UINT64_MAX)
+		return true;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+			ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (!d)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			unsigned char mem[64];
+			uint64_t addr;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+				memcmp((char *)d->d_buf + name_off, "GNU", 4) != 0 ||
+				nh.n_descsz != (size_t)bid_len || bid_len > (ssize_t)sizeof(mem))
+				continue;
+			addr = base + ph.p_vaddr + desc_off - first_load;
+			if (s->opt.read_live(s->opt.read_arg, s->pid, addr, mem, (size_t)bid_len) !=
+				bid_len)
+				return true; /* cannot tell: accept */
+			return memcmp(mem, bid, (size_t)bid_len) == 0;
+		}
+	}
+	return true;
+}
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+	char **file_name, Elf **elfp)
+{
+	struct sym_session *s = tls_session;
+	const struct sym_vma *v;
+	char path[PATH_MAX + 64];
+	const char *deleted;
+	size_t plen;
+	int fd = -1;
+
+	if (!s || name[0] != '/')
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	deleted = strstr(name, " (deleted)");
+	plen = deleted ? (size_t)(deleted - name) : strlen(name);
+	v = vma_at(s, base);
+	if (v) {
+		/* The mapped inode itself: right even if the file was deleted
+		 * or replaced after the target started. */
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int)s->pid,
+			(unsigned long)v->start, (unsigned long)v->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0 && !deleted) {
+		/* The target's mount namespace (containers). */
+		snprintf(path, sizeof(path), "/proc/%d/root%.*s", (int)s->pid, (int)plen, name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+			if (!e || !build_id_matches(s, e, base)) {
+				elf_end(e);
+				close(fd);
+				return -1; /* replaced on disk: symbols would lie */
+			}
+			*elfp = e;
+			*file_name = strndup(name, plen);
+			return fd;
+		}
+	}
+	if (fd < 0)
+		return -1;
+	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elfp) {
+		close(fd);
+		return -1;
+	}
+	/* Keep the plain path so .gnu_debuglink is searched beside it. */
+	*file_name = strndup(name, plen);
+	return fd;
+}
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct sym_session *s = arg;
+
+	(void)dwfl;
+	if (*thread_argp || !s->cur)
+		return 0;
+	*thread_argp = s;
+	return s->cur->tid;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct sym_session *s = arg;
+
+	(void)dwfl;
+	if (!s->cur || tid != s->cur->tid)
+		return false;
+	*thread_argp = s;
+	return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct sym_session *s = arg;
+	const struct td_sample *t = s->cur;
+
+	(void)dwfl;
+	if (addr >= t->stack_addr && addr - t->stack_addr + sizeof(*result) <= t->stack_len) {
+		memcpy(result, t->stack + (addr - t->stack_addr), sizeof(*result));
+		return true;
+	}
+	if (s->opt.read_live &&
+		s->opt.read_live(s->opt.read_arg, t->tid, addr, result, sizeof(*result)) ==
+			(ssize_t)sizeof(*result)) {
+		s->out->live_reads++;
+		return true;
+	}
+	s->out->fault_addr = addr;
+	if (addr >= t->stack_addr + t->stack_len && (t->stack_end == 0 || addr < t->stack_end) &&
+		addr - t->stack_addr < (64u << 20))
+		s->window_exhausted = true;
+	else
+		s->read_failed = true;
+	return false;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct sym_session *s = arg;
+	const struct user_regs_struct *r = &s->cur->regs;
+	/* DWARF register order on x86_64 (psABI): rax rdx rcx rbx rsi rdi rbp
+	 * rsp r8..r15, then the return address column (rip). */
+	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp,
+		r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip };
+
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+	void *arg)
+{
+	struct sym_session *s = arg;
+	struct sym_module *m = &s->modules[s->nmodules++];
+
+	(void)start;
+	*m = (struct sym_module){ .mod = mod, .path = name };
+	*userdata = m;
+	return DWARF_CB_OK;
+}
+
+static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+	void *arg)
+{
+	(void)mod, (void)userdata, (void)name, (void)start;
+	(*(unsigned *)arg)++;
+	return DWARF_CB_OK;
+}
+
+static void load_module(struct sym_session *s, struct sym_module *m)
+{
+	const unsigned char *bid;
+	Dwarf_Addr bias = 0, dbias;
+	GElf_Addr vaddr;
+	int len;
+
+	m->path = sym_cache_intern0(s->cache, m->path);
+	m->has_elf = dwfl_module_getelf(m->mod, &bias) != NULL;
+	m->bias = bias;
+	len = dwfl_module_build_id(m->mod, &bid, &vaddr);
+	if (len > 0 && len <= 64) {
+		char hex[129];
+
+		for (int i = 0; i < len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+		m->build_id = sym_cache_intern0(s->cache, hex);
+		m->key = sym_hash(bid, (size_t)len, 1);
+	} else {
+		m->key = sym_hash(m->path, strlen(m->path), 2);
+	}
+	if (m->has_elf)
+		m->has_dwarf = dwfl_module_getdwarf(m->mod, &dbias) != NULL;
+}
+
+int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *cache,
+	struct sym_session **ret_session)
+{
+	static const char default_path[] = ":.debug:/usr/lib/debug";
+	struct sym_session *s;
+	unsigned count = 0;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	s->opt = *opt;
+	s->cache = cache;
+	s->max_frames = opt->max_frames && opt->max_frames < SYM_MAX_FRAMES ? opt->max_frames :
+									       SYM_MAX_FRAMES;
+	if (opt->debuginfo_dir) {
+		if (asprintf(&s->debuginfo_path, "%s:%s", default_path, opt->debuginfo_dir) < 0)
+			s->debuginfo_path = NULL;
+	} else {
+		s->debuginfo_path = strdup(default_path);
+	}
+	if (!s->debuginfo_path) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	s->callbacks.find_elf = find_elf;
+	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.section_address = dwfl_offline_section_address;
+	s->callbacks.debuginfo_path = &s->debuginfo_path;
+	r = read_vmas(s);
+	if (r < 0)
+		goto out_free;
+	s->dwfl = dwfl_begin(&s->callbacks);
+	if (!s->dwfl) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	tls_session = s;
+	dwfl_report_begin(s->dwfl);
+	r = dwfl_linux_proc_report(s->dwfl, pid);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (r != 0) {
+		r = r > 0 ? -r : -TD_E_DWFL;
+		goto out_tls;
+	}
+	dwfl_getmodules(s->dwfl, count_module, &count, 0);
+	s->modules = calloc(count ? count : 1, sizeof(*s->modules));
+	if (!s->modules) {
+		r = -ENOMEM;
+		goto out_tls;
+	}
+	dwfl_getmodules(s->dwfl, collect_module, s, 0);
+	/* Load every ELF now, while the process exists: a dump must still
+	 * symbolize what it captured if the target dies right after. */
+	for (unsigned i = 0; i < s->nmodules; i++)
+		load_module(s, &s->modules[i]);
+	if (!dwfl_attach_state(s->dwfl, NULL, pid, &thread_callbacks, s)) {
+		r = -TD_E_DWFL;
+		goto out_tls;
+	}
+	tls_session = NULL;
+	*ret_session = s;
+	return 0;
+out_tls:
+	tls_session = NULL;
+out_free:
+	sym_session_free(s);
+	return r;
+}
+
+void sym_session_free(struct sym_session *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	free(s->modules);
+	free(s->vmas);
+	free(s->names);
+	free(s->debuginfo_path);
+	free(s);
+}
+
+void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
+	unsigned *ret_with_elf, unsigned *ret_with_dwarf)
+{
+	unsigned e = 0, d = 0;
+
+	for (unsigned i = 0; i < s->nmodules; i++) {
+		e += s->modules[i].has_elf;
+		d += s->modules[i].has_dwarf;
+	}
+	*ret_modules = s->nmodules;
+	*ret_with_elf = e;
+	*ret_with_dwarf = d;
+}
+
+static int cb_frame(Dwfl_Frame *state, void *arg)
+{
+	struct sym_session *s = arg;
+	struct sym_unwound *u = s->out;
+	Dwarf_Addr pc;
+	bool isact;
+
+	if (!dwfl_frame_pc(state, &pc, &isact))
+		return DWARF_CB_ABORT;
+	if (u->n >= s->max_frames) {
+		s->frame_limit = true;
+		return DWARF_CB_ABORT;
+	}
+	u->pc[u->n] = pc;
+	u->activation[u->n] = isact;
+	u->n++;
+	return DWARF_CB_OK;
+}
+
+int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
+	struct sym_unwound *ret)
+{
+	int r;
+
+	sym_cache_begin(s->cache);
+	ret->n = 0;
+	ret->live_reads = 0;
+	ret->fault_addr = 0;
+	ret->detail[0] = '\0';
+	if (sample->regs.rip == 0 && sample->regs.rsp == 0) {
+		ret->end = SYM_END_NO_REGS;
+		return 0;
+	}
+	s->cur = sample;
+	s->out = ret;
+	s->window_exhausted = s->read_failed = s->frame_limit = false;
+	r = dwfl_getthread_frames(s->dwfl, sample->tid, cb_frame, s);
+	s->cur = NULL;
+	s->out = NULL;
+	if (r == 0) {
+		ret->end = SYM_END_OUTERMOST;
+	} else if (s->frame_limit) {
+		ret->end = SYM_END_FRAME_LIMIT;
+	} else if (s->window_exhausted) {
+		ret->end = SYM_END_WINDOW;
+	} else if (s->read_failed) {
+		ret->end = SYM_END_READ_FAILED;
+	} else {
+		uint64_t last = ret->n ? ret->pc[ret->n - 1] : sample->regs.rip;
+
+		if (ret->n && !ret->activation[ret->n - 1])
+			last--;
+		ret->end = dwfl_addrmodule(s->dwfl, last) ? SYM_END_NO_CFI : SYM_END_NO_MODULE;
+		snprintf(ret->detail, sizeof(ret->detail), "%s", dwfl_errmsg(-1));
+	}
+	if (ret->n == 0 && ret->end == SYM_END_OUTERMOST)
+		ret->end = SYM_END_NO_CFI;
+	return 0;
+}
+
+/* The DIE that carries the declaration: inlined and out-of-line instances
+ * point to their abstract origin, definitions to their specification. */
+static Dwarf_Die decl_die(Dwarf_Die *die)
+{
+	Dwarf_Die d = *die, next;
+	Dwarf_Attribute a;
+
+	for (int i = 0; i < 8; i++) {
+		if (dwarf_attr(&d, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &next))
+			d = next;
+		else if (dwarf_attr(&d, DW_AT_specification, &a) && dwarf_formref_die(&a, &next))
+			d = next;
+		else
+			break;
+	}
+	return d;
+}
+
+/* A closure type: an unnamed class whose member is operator(). */
+static bool has_call_operator(Dwarf_Die *cls)
+{
+	Dwarf_Die child;
+	const char *n;
+
+	if (dwarf_child(cls, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_subprogram && (n = dwarf_diename(&child)) &&
+			!strcmp(n, "operator()"))
+			return true;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+static bool is_cxx(Dwarf_Die *cu)
+{
+	int lang = dwarf_srclang(cu);
+
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+		lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+/* Fully qualified DWARF name from the enclosing namespaces, classes and
+ * functions (GCC gives inline-only template instances no linkage name):
+ * "std::__sort<...>", "main::<lambda(int)>::operator()". */
+static const char *qualified_name(struct sym_session *s, Dwarf_Die *die)
+{
+	Dwarf_Die d = decl_die(die), *scopes = NULL;
+	const char *name = dwarf_diename(&d);
+	char buf[SYM_MAX_NAME];
+	size_t len = 0;
+	int n;
+
+	if (!name)
+		return NULL;
+	n = dwarf_getscopes_die(&d, &scopes);
+	for (int i = n - 1; i >= 1; i--) {
+		const char *part;
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+			tag != DW_TAG_structure_type && tag != DW_TAG_union_type &&
+			tag != DW_TAG_subprogram)
+			continue;
+		part = dwarf_diename(&scopes[i]);
+		if (!part && tag == DW_TAG_namespace)
+			part = "(anonymous namespace)";
+		else if (!part)
+			part = has_call_operator(&scopes[i]) ? "{lambda}" : "{unnamed type}";
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s::", part);
+		if (len >= sizeof(buf))
+			break;
+	}
+	free(scopes);
+	if (len < sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - len, "%s", name);
+	return sym_cache_intern0(s->cache, buf);
+}
+
+/* The linkage name of a DIE, demangled (fully qualified with parameters,
+ * as gdb shows it), or NULL when DWARF has none. */
+static const char *linkage_name(struct sym_session *s, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *link;
+	char *d;
+
+	link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!link)
+		return NULL;
+	d = sym_demangle(link);
+	if (d) {
+		const char *r = sym_cache_intern0(s->cache, d);
+
+		free(d);
+		return r;
+	}
+	return sym_cache_intern0(s->cache, link);
+}
+
+static const char *elf_name(struct sym_session *s, Dwfl_Module *mod, uint64_t addr)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	char buf[SYM_MAX_NAME + 1], *d;
+	const char *r;
+	size_t n;
+
+	if (!name)
+		return NULL;
+	n = strcspn(name, "@"); /* pthread_cond_wait@@GLIBC_2.3.2 */
+	if (n > SYM_MAX_NAME)
+		n = SYM_MAX_NAME;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	d = sym_demangle(buf);
+	r = sym_cache_intern0(s->cache, d ? d : buf);
+	free(d);
+	return r;
+}
+
+/* The inline chain of addr, innermost first, ending with the function that
+ * physically holds it.  Returns the number of lines. */
+static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
+	struct sym_line *out)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+	Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+	const char *file = NULL;
+	int line = 0;
+	unsigned n = 0;
+
+	if (dl) {
+		const char *f = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+
+		file = sym_cache_intern0(s->cache, f);
+	}
+	if (cu) {
+		Dwarf_Die *inner = NULL, *scopes = NULL;
+		int ns = dwarf_getscopes(cu, addr - bias, &inner);
+		Dwarf_Files *files = NULL;
+		size_t nfiles = 0;
+		bool cxx = is_cxx(cu);
+
+		/* dwarf_getscopes lists the abstract definition's scopes after
+		 * an inlined instance; the concrete containers (the caller the
+		 * code was inlined into) come from the innermost DIE's own
+		 * chain, as eu-addr2line -i does. */
+		if (ns > 0) {
+			ns = dwarf_getscopes_die(&inner[0], &scopes);
+			dwarf_getsrcfiles(cu, &files, &nfiles);
+		}
+		free(inner);
+		for (int i = 0; i < ns && n < SYM_MAX_INLINE; i++) {
+			int tag = dwarf_tag(&scopes[i]);
+			Dwarf_Attribute a;
+			Dwarf_Word v;
+			const char *fn;
+
+			if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+				continue;
+			fn = linkage_name(s, &scopes[i]);
+			/* A physical C++ function without a linkage name: its
+			 * symbol has the parameters a DWARF name lacks.  C keeps
+			 * its DWARF name (msort_with_tmp, not a .part clone). */
+			if (!fn && tag == DW_TAG_subprogram && cxx)
+				fn = elf_name(s, mod, addr);
+			if (!fn)
+				fn = qualified_name(s, &scopes[i]);
+			out[n++] = (struct sym_line){ .function = fn,
+				.file = file,
+				.line = line,
+				.inlined = tag == DW_TAG_inlined_subroutine };
+			if (tag == DW_TAG_subprogram)
+				break;
+			/* The caller's position is the inlined call site. */
+			file = NULL;
+			line = 0;
+			if (files &&
+				dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &v) == 0)
+				file = sym_cache_intern0(s->cache, dwarf_filesrc(files, v, NULL, NULL));
+			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &v) == 0)
+				line = (int)v;
+		}
+		free(scopes);
+		if (n && out[n - 1].inlined && n < SYM_MAX_INLINE) {
+			/* inline chain without its outer subprogram in
+			 * DWARF: the ELF symbol holds it */
+			out[n++] = (struct sym_line){ .function = elf_name(s, mod, addr),
+				.file = file,
+				.line = line };
+		}
+	}
+	if (n == 0)
+		out[n++] = (struct sym_line){ .function = elf_name(s, mod, addr),
+			.file = file,
+			.line = line };
+	return n;
+}
+
+int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, bool inlines,
+	struct sym_frame *frames, unsigned cap)
+{
+	/* A return address points after the call: look up the call. */
+	uint64_t addr = activation ? pc : pc - 1;
+	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	struct sym_line tmp[SYM_MAX_INLINE];
+	const struct sym_line *lines;
+	struct sym_module *m;
+	void **ud;
+	unsigned n, k = 0;
+
+	if (cap == 0)
+		return 0;
+	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !*ud) {
+		frames[0] = (struct sym_frame){ .pc = pc };
+		return 1;
+	}
+	m = *ud;
+	if (!m->has_elf) {
+		frames[0] = (struct sym_frame){ .pc = pc, .module = m->path,
+			.offset = pc - m->bias };
+		return 1;
+	}
+	if (!sym_cache_lookup(s->cache, m->key, addr - m->bias, &lines, &n)) {
+		n = lines_of(s, mod, addr, tmp);
+		sym_cache_insert(s->cache, m->key, addr - m->bias, tmp, n);
+		lines = tmp;
+	}
+	for (unsigned i = inlines ? 0 : n - 1; i < n && k < cap; i++, k++)
+		frames[k] = (struct sym_frame){
+			.pc = pc,
+			.offset = pc - m->bias,
+			.function = lines[i].function,
+			.file = lines[i].file,
+			.line = lines[i].line,
+			.module = m->path,
+			.build_id = m->build_id,
+			.inlined = lines[i].inlined,
+		};
+	if (!inlines && k == 1 && lines[n - 1].inlined)
+		frames[0].inlined = false;
+	return (int)k;
+}

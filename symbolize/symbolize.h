@@ -1,0 +1,105 @@
+/* tracerd symbolize stage: unwind a captured sample with libdw, seeded from
+ * its saved registers, and turn program counters into functions, inline
+ * chains and source lines via DWARF.
+ *
+ * Only this stage includes <elfutils/libdwfl.h>.  It never touches the live
+ * process while unwinding, except through the optional read_live callback
+ * for reads outside the captured stack window (counted in live_reads).
+ *
+ * Names: DWARF wins when debuginfo is present (the linkage name demangled,
+ * so C++ names are fully qualified like gdb shows them; the plain DWARF name
+ * otherwise); the ELF symbol (.symtab, else .dynsym) is the fallback, its
+ * @VERSION suffix stripped.  C++ and Rust (legacy and v0) names are
+ * demangled by libiberty's cplus_demangle. */
+#ifndef TD_SYMBOLIZE_H
+#define TD_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../ptrace/ptrace.h"
+
+#define SYM_MAX_FRAMES 512 /* bound on physical frames of one stack */
+
+/* Why a stack ended.  Stored with every stack: a partial stack is a
+ * result, not an error. */
+enum sym_end {
+	SYM_END_OUTERMOST,   /* the unwind info says there is no caller */
+	SYM_END_NO_CFI,	     /* no unwind info for pc in its module */
+	SYM_END_NO_MODULE,   /* pc in no known module (JIT, maps changed) */
+	SYM_END_WINDOW,	     /* needed stack beyond the captured window */
+	SYM_END_READ_FAILED, /* a memory read failed */
+	SYM_END_FRAME_LIMIT, /* SYM_MAX_FRAMES or the caller's limit */
+	SYM_END_NO_REGS,     /* the sample holds no usable registers */
+};
+const char *sym_end_name(enum sym_end end);
+
+/* Physical frames of one stack, innermost first. */
+struct sym_unwound {
+	uint64_t pc[SYM_MAX_FRAMES];
+	bool activation[SYM_MAX_FRAMES]; /* pc is exact, not a return address */
+	unsigned n;
+	enum sym_end end;
+	unsigned live_reads; /* reads served by read_live */
+	uint64_t fault_addr; /* WINDOW, READ_FAILED: the address */
+	char detail[96];     /* libdwfl's words, when it gave any */
+};
+
+/* One symbolized frame.  Strings are borrowed from the session's cache and
+ * stay valid until the next sym_session_unwind() on any session sharing
+ * that cache; NULL when unknown (never invented). */
+struct sym_frame {
+	uint64_t pc;	  /* as unwound (return address for callers) */
+	uint64_t offset;  /* address of pc in its ELF file (pc - bias) */
+	const char *function;
+	const char *file;
+	int line;	  /* 0 if unknown */
+	const char *module;
+	const char *build_id; /* hex */
+	bool inlined;	      /* an inlined call inside the next frame */
+};
+
+typedef ssize_t (*sym_read_fn)(void *arg, pid_t tid, uint64_t addr, void *buf, size_t len);
+
+struct sym_options {
+	const char *debuginfo_dir; /* extra dir with .build-id/xx/yyyy.debug */
+	sym_read_fn read_live;	   /* may be NULL */
+	void *read_arg;
+	unsigned max_frames;	   /* 0: SYM_MAX_FRAMES */
+};
+
+/* owns: strings, pc results; bounded (flushed between stacks when over
+ * budget).  Shared by sessions, keyed by build-id + address. */
+struct sym_cache;
+int sym_cache_new(struct sym_cache **ret_cache);
+void sym_cache_free(struct sym_cache *c);
+struct sym_cache_stats {
+	uint64_t hits, misses, flushes, entries, bytes;
+};
+void sym_cache_stats(const struct sym_cache *c, struct sym_cache_stats *ret);
+
+/* owns: Dwfl; borrows: cache (must outlive the session).  One per process,
+ * reused across samples.  Loads every mapped ELF at creation, so stacks
+ * captured before the process died can still be symbolized. */
+struct sym_session;
+int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *cache,
+	struct sym_session **ret_session);
+void sym_session_free(struct sym_session *s);
+/* Number of modules and how many have DWARF / an ELF at all. */
+void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
+	unsigned *ret_with_elf, unsigned *ret_with_dwarf);
+
+/* Unwind one sample (pid must be the session's). */
+int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
+	struct sym_unwound *ret);
+
+/* Frames for one pc, innermost inline first.  Returns how many were
+ * written (>= 1; a pc in no module gives one frame with only pc set). */
+int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, bool inlines,
+	struct sym_frame *frames, unsigned cap);
+
+/* Demangle C++/Rust; returns a malloc'ed string or NULL if not mangled. */
+char *sym_demangle(const char *name);
+
+#endif

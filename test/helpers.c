@@ -1,0 +1,375 @@
+/* Test helpers: start fixtures, run tracerd, read /proc. */
+#define _GNU_SOURCE
+#include "helpers.h"
+
+#include <dirent.h>
+#include <grp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+pid_t fx_start(const char *path, const char *arg1)
+{
+	int p[2];
+	pid_t pid;
+	char buf[64];
+	size_t got = 0;
+	uint64_t deadline = now_ms() + 10000;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(p[1], 1);
+		dup2(devnull, 0);
+		execl(path, path, arg1, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (now_ms() < deadline) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "ready\n")) {
+			close(p[0]);
+			return pid;
+		}
+	}
+	close(p[0]);
+	fx_stop(pid);
+	return -1;
+}
+
+void fx_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	kill(pid, SIGCONT);
+	waitpid(pid, NULL, 0);
+}
+
+static void slurp2(int fo, int fe, char **out, char **err)
+{
+	size_t lo = 0, le = 0, co = 4096, ce = 4096;
+	bool open_o = true, open_e = true;
+
+	*out = calloc(1, co);
+	*err = calloc(1, ce);
+	while (open_o || open_e) {
+		struct pollfd pfd[2] = { { .fd = open_o ? fo : -1, .events = POLLIN },
+			{ .fd = open_e ? fe : -1, .events = POLLIN } };
+
+		if (poll(pfd, 2, 60000) <= 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			char **b = i ? err : out;
+			size_t *l = i ? &le : &lo, *c = i ? &ce : &co;
+			ssize_t n;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			if (*l + 4096 + 1 > *c) {
+				*c *= 2;
+				*b = realloc(*b, *c);
+			}
+			n = read(pfd[i].fd, *b + *l, *c - *l - 1);
+			if (n <= 0) {
+				if (i)
+					open_e = false;
+				else
+					open_o = false;
+				continue;
+			}
+			*l += (size_t)n;
+			(*b)[*l] = '\0';
+		}
+	}
+}
+
+static int run(struct run_result *r, const char *const *argv, bool nobody)
+{
+	char path[4096];
+	int po[2], pe[2], st;
+	pid_t pid;
+	int argc = 0;
+	const char *args[64];
+
+	snprintf(path, sizeof(path), "%s/tracerd", TD_BUILD_DIR);
+	args[argc++] = path;
+	for (int i = 1; argv[i] && argc < 63; i++)
+		args[argc++] = argv[i];
+	args[argc] = NULL;
+	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		if (nobody && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+			_exit(126);
+		execv(path, (char *const *)args);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	slurp2(po[0], pe[0], &r->out, &r->err);
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &st, 0);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return 0;
+}
+
+int run_tracerd(struct run_result *r, const char *const *argv)
+{
+	return run(r, argv, false);
+}
+
+int run_tracerd_as_nobody(struct run_result *r, const char *const *argv)
+{
+	return run(r, argv, true);
+}
+
+void run_result_free(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+char task_state(pid_t pid, pid_t tid)
+{
+	char path[128], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return '?';
+	p = strrchr(buf, ')');
+	return p && p[1] ? p[2] : '?';
+}
+
+static void task_name(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	if (read_small(path, buf, len) < 0)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+int task_list(pid_t pid, pid_t *tids, int n)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int k = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && k < n)
+		if (de->d_name[0] != '.')
+			tids[k++] = atoi(de->d_name);
+	closedir(d);
+	return k;
+}
+
+pid_t task_by_name(pid_t pid, const char *name)
+{
+	pid_t tids[256];
+	int n = task_list(pid, tids, 256);
+	char buf[64];
+
+	for (int i = 0; i < n; i++) {
+		task_name(pid, tids[i], buf, sizeof(buf));
+		if (!strcmp(buf, name))
+			return tids[i];
+	}
+	return 0;
+}
+
+bool wait_parked(pid_t pid, const char *except, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+	while (now_ms() < deadline) {
+		pid_t tids[256];
+		int n = task_list(pid, tids, 256), ok = 0;
+		char name[64];
+
+		for (int i = 0; i < n; i++) {
+			task_name(pid, tids[i], name, sizeof(name));
+			if ((except && strstr(name, except)) || task_state(pid, tids[i]) == 'S')
+				ok++;
+		}
+		if (n > 0 && ok == n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+bool wait_all_state(pid_t pid, char c, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+	while (now_ms() < deadline) {
+		pid_t tids[256];
+		int n = task_list(pid, tids, 256), ok = 0;
+
+		for (int i = 0; i < n; i++)
+			ok += task_state(pid, tids[i]) == c;
+		if (n > 0 && ok == n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+uint64_t task_runtime(pid_t pid, pid_t tid)
+{
+	char path[128], buf[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n)
+{
+	char hdr[64];
+	const char *p;
+	int k = 0;
+
+	snprintf(hdr, sizeof(hdr), "thread %d (", (int)tid);
+	p = strstr(text, hdr);
+	if (!p)
+		return -1;
+	p = strchr(p, '\n');
+	while (p && p[1] == ' ' && p[2] == ' ' && p[3] == '#' && k < n) {
+		const char *line = p + 1, *end = strchr(line, '\n');
+		char buf[4096], *q, *in, *at;
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		struct pframe *f = &frames[k++];
+
+		memset(f, 0, sizeof(*f));
+		if (len >= sizeof(buf))
+			len = sizeof(buf) - 1;
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		/* "  #N   0xPC function [inlined] at file:line in module" */
+		q = strstr(buf, " 0x");
+		q = q ? strchr(q + 1, ' ') : NULL;
+		if (!q)
+			break;
+		q++;
+		in = strstr(q, " in /");
+		if (in) {
+			snprintf(f->module, sizeof(f->module), "%s", in + 4);
+			*in = '\0';
+		}
+		at = strstr(q, " at ");
+		if (at) {
+			char *colon = strrchr(at + 4, ':');
+
+			if (colon) {
+				f->line = atoi(colon + 1);
+				*colon = '\0';
+			}
+			snprintf(f->file, sizeof(f->file), "%s", at + 4);
+			*at = '\0';
+		}
+		if (strlen(q) > 10 && !strcmp(q + strlen(q) - 10, " [inlined]")) {
+			f->inlined = true;
+			q[strlen(q) - 10] = '\0';
+		}
+		snprintf(f->function, sizeof(f->function), "%s", q);
+		p = end;
+	}
+	return k;
+}
+
+void own_chain(const struct pframe *f, int n, const char *module, char *buf, size_t len)
+{
+	size_t l = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && l < len; i++) {
+		const char *m = f[i].module;
+
+		if (strncmp(m, module, strlen(module)) != 0)
+			continue;
+		l += (size_t)snprintf(buf + l, len - l, "%s%s", l ? " " : "", f[i].function);
+	}
+}
+
+int source_line(const char *path, const char *marker)
+{
+	char full[4096], line[4096];
+	FILE *f;
+	int n = 0;
+
+	snprintf(full, sizeof(full), "%s/%s", TD_SOURCE_DIR, path);
+	f = fopen(full, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		if (strstr(line, marker)) {
+			fclose(f);
+			return n;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+bool is_root(void)
+{
+	return geteuid() == 0;
+}

@@ -1,0 +1,67 @@
+/* Test helpers: start fixtures, run tracerd, read /proc. */
+#ifndef TD_TEST_HELPERS_H
+#define TD_TEST_HELPERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef TD_BUILD_DIR
+#define TD_BUILD_DIR "build"
+#endif
+#ifndef TD_FIXTURE_DIR
+#define TD_FIXTURE_DIR "build/fixtures"
+#endif
+#ifndef TD_SOURCE_DIR
+#define TD_SOURCE_DIR "."
+#endif
+
+/* Start a fixture (path, NULL-terminated argv after argv[0]) and wait for
+ * its "ready" line (10 s).  Returns its pid, or -1. */
+pid_t fx_start(const char *path, const char *arg1);
+/* Kill and reap. */
+void fx_stop(pid_t pid);
+
+struct run_result {
+	int status; /* exit code, or 128+signal */
+	char *out, *err;
+};
+/* Run build/tracerd with argv (argv[0] ignored), capture both streams. */
+int run_tracerd(struct run_result *r, const char *const *argv);
+/* Same, in a child that first drops to uid/gid 65534. */
+int run_tracerd_as_nobody(struct run_result *r, const char *const *argv);
+void run_result_free(struct run_result *r);
+
+/* One-letter state of a thread, '?' if gone. */
+char task_state(pid_t pid, pid_t tid);
+/* Wait until every thread of pid except those whose name contains
+ * 'except' sleeps (S); false on timeout. */
+bool wait_parked(pid_t pid, const char *except, int timeout_ms);
+/* Wait until every thread of pid is in state c. */
+bool wait_all_state(pid_t pid, char c, int timeout_ms);
+/* Time the thread has run, from schedstat (ns). */
+uint64_t task_runtime(pid_t pid, pid_t tid);
+/* Tids of pid (up to n). */
+int task_list(pid_t pid, pid_t *tids, int n);
+/* Tid of the thread of pid named name, 0 if none. */
+pid_t task_by_name(pid_t pid, const char *name);
+
+/* Parsed frames of one thread in tracerd dump's text output. */
+struct pframe {
+	char function[1024];
+	char file[512];
+	int line;
+	char module[512];
+	bool inlined;
+};
+/* Frames of thread tid in text, up to n; -1 if the thread is absent. */
+int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n);
+/* Names of frames whose module is 'module', in order, joined by ' '. */
+void own_chain(const struct pframe *f, int n, const char *module, char *buf, size_t len);
+
+/* Line number of the first line of path containing marker, 0 if none. */
+int source_line(const char *path, const char *marker);
+
+bool is_root(void);
+
+#endif

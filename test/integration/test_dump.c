@@ -1,0 +1,503 @@
+/* Integration tests of `tracerd dump` against the fixtures: exact chains of
+ * the fixture's own functions, inline frames, demangled names, file:line,
+ * agreement with eu-stack, and every error path. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../helpers.h"
+
+#define FX(name) TD_FIXTURE_DIR "/" name
+#define MAXF 256
+
+static struct pframe frames[MAXF];
+
+static void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2)
+{
+	char p[32];
+	const char *argv[8] = { "tracerd", "dump", "--pid", p, extra1, extra2, NULL };
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	cr_assert_eq(run_tracerd(r, argv), 0);
+}
+
+Test(dump, c_chain_through_qsort_with_inline_frame, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	struct run_result r;
+	char chain[4096];
+	int n, i_step = -1, i_cmp = -1, i_sort = -1, libc_between = 0;
+	int want_line = source_line("test/fixtures/fx_chain.c", "the line a test looks for");
+
+	cr_assert_gt(pid, 0, "fixture did not start");
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	cr_assert_gt(n, 0, "no frames for %d in:\n%s", pid, r.out);
+	own_chain(frames, n, FX("fx_chain"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "fx_leaf fx_step fx_compare fx_sort fx_outer main _start");
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(frames[i].function, "fx_step"))
+			i_step = i;
+		if (!strcmp(frames[i].function, "fx_compare"))
+			i_cmp = i;
+		if (!strcmp(frames[i].function, "fx_sort"))
+			i_sort = i;
+	}
+	cr_assert(i_step >= 0 && i_cmp > i_step && i_sort > i_cmp, "%s", r.out);
+	cr_expect(frames[i_step].inlined, "fx_step must be an inlined frame");
+	cr_expect(!frames[i_cmp].inlined);
+	cr_expect_str_eq(frames[i_step].file, "test/fixtures/fx_chain.c");
+	cr_expect_eq(frames[i_step].line, want_line, "fx_step line %d, want %d",
+		frames[i_step].line, want_line);
+	for (int i = i_cmp + 1; i < i_sort; i++)
+		libc_between += strstr(frames[i].module, "libc.so") != NULL;
+	cr_expect_gt(libc_between, 0, "the chain must pass through qsort in libc:\n%s", r.out);
+	cr_expect(strstr(r.out, "-- outermost frame reached") != NULL, "%s", r.out);
+	/* the target keeps running */
+	{
+		uint64_t t0 = task_runtime(pid, pid);
+
+		usleep(100000);
+		cr_expect_gt(task_runtime(pid, pid), t0, "target must make progress after dump");
+		cr_expect_eq(task_state(pid, pid), 'R');
+	}
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+Test(dump, cxx_namespace_template_lambda_demangled, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_cxx"), NULL);
+	struct run_result r;
+	int n, k = 0;
+	/* in order, innermost first: each must match a later frame */
+	static const char *const want[] = {
+		"shapes::spin_forever(int)",
+		"main::{lambda}::operator()::{lambda}::operator()",
+		"std::__introsort_loop<",
+		"std::sort<",
+		"main::{lambda}::operator()",
+		"shapes::Engine<int>::drive<main::{lambda(int)#1}>(main::{lambda(int)#1})",
+		"main",
+	};
+
+	cr_assert_gt(pid, 0);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	for (int i = 0; i < n && k < (int)(sizeof(want) / sizeof(want[0])); i++)
+		if (!strncmp(frames[i].function, want[k], strlen(want[k])))
+			k++;
+	cr_expect_eq(k, (int)(sizeof(want) / sizeof(want[0])), "matched %d names; missing '%s' in:\n%s",
+		k, want[k < 7 ? k : 6], r.out);
+	cr_expect(strstr(r.out, "main::{lambda}::operator()::{lambda}::operator() [inlined]"),
+		"the comparator lambda is inlined:\n%s", r.out);
+	cr_expect(strstr(r.out, "_Z") == NULL, "no mangled names:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+static const char *const kinds[] = { "condvar", "futex", "nanosleep", "epoll", "read", "poll",
+	"select", "recv", "accept", "spin" };
+
+Test(dump, ten_named_threads_each_in_its_chain, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_threads"), NULL);
+	struct run_result r;
+	char chain[4096], want[256], name[32];
+
+	cr_assert_gt(pid, 0);
+	cr_assert(wait_parked(pid, "spin", 5000), "fixture threads did not park");
+	dump_text(pid, &r, "--no-inline", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		pid_t tid;
+		char hdr[64];
+		int n;
+
+		snprintf(name, sizeof(name), "fx-%s", kinds[i]);
+		tid = task_by_name(pid, name);
+		cr_assert_gt(tid, 0, "no thread %s", name);
+		n = parse_thread(r.out, tid, frames, MAXF);
+		cr_assert_gt(n, 0, "thread %s missing:\n%s", name, r.out);
+		own_chain(frames, n, FX("fx_threads"), chain, sizeof(chain));
+		snprintf(want, sizeof(want), "%s_%s thr_%s", strcmp(kinds[i], "spin") ? "wait" : "spin",
+			strcmp(kinds[i], "spin") ? kinds[i] : "loop", kinds[i]);
+		cr_expect_str_eq(chain, want, "thread %s", name);
+		snprintf(hdr, sizeof(hdr), "thread %d (%s) %c", (int)tid, name,
+			strcmp(kinds[i], "spin") ? 'S' : 'R');
+		cr_expect(strstr(r.out, hdr), "header '%s' missing", hdr);
+		if (strcmp(kinds[i], "spin"))
+			cr_expect(strstr(frames[0].module, "libc.so"),
+				"%s: innermost frame is the blocking call in libc", name);
+	}
+	{
+		int n = parse_thread(r.out, pid, frames, MAXF);
+
+		own_chain(frames, n, FX("fx_threads"), chain, sizeof(chain));
+		cr_expect_str_eq(chain, "main _start");
+	}
+	/* nothing left stopped; the spinner runs on */
+	{
+		pid_t spin = task_by_name(pid, "fx-spin");
+		uint64_t t0 = task_runtime(pid, spin);
+
+		cr_expect(wait_parked(pid, "spin", 2000), "threads must sleep again, not be stopped");
+		usleep(100000);
+		cr_expect_gt(task_runtime(pid, spin), t0);
+	}
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* eu-stack -p on the same stopped process: names of the frames in the
+ * fixture's binary, thread by thread. */
+static int eu_stack_chains(pid_t pid, const char *module, pid_t *tids, char chains[][1024], int max)
+{
+	char cmd[512], line[4096];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "eu-stack -m -p %d 2>/dev/null", (int)pid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *dash;
+
+		if (!strncmp(line, "TID ", 4) && n + 1 < max) {
+			n++;
+			tids[n] = atoi(line + 4);
+			chains[n][0] = '\0';
+			continue;
+		}
+		dash = strstr(line, " - ");
+		if (n < 0 || line[0] != '#' || !dash || strncmp(dash + 3, module, strlen(module)))
+			continue;
+		*dash = '\0';
+		{
+			char *fn = strstr(line, " 0x");
+
+			fn = fn ? strchr(fn + 1, ' ') : NULL;
+			if (!fn)
+				continue;
+			size_t l = strlen(chains[n]);
+			snprintf(chains[n] + l, 1024 - l, "%s%s", l ? " " : "", fn + 1);
+		}
+	}
+	pclose(f);
+	return n + 1;
+}
+
+static void agree_with_eu_stack(const char *fixture)
+{
+	pid_t pid = fx_start(fixture, NULL), tids[64];
+	static char chains[64][1024];
+	struct run_result r;
+	char ours[4096];
+	int n;
+
+	if (access("/usr/bin/eu-stack", X_OK))
+		cr_skip_test("eu-stack is not installed (apt-get install elfutils)");
+	cr_assert_gt(pid, 0);
+	wait_parked(pid, "spin", 5000);
+	kill(pid, SIGSTOP);
+	cr_assert(wait_all_state(pid, 'T', 5000), "fixture did not stop");
+	dump_text(pid, &r, "--no-inline", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(wait_all_state(pid, 'T', 2000), "a stopped process stays stopped after a dump");
+	n = eu_stack_chains(pid, fixture, tids, chains, 64);
+	cr_assert_gt(n, 0, "eu-stack printed nothing");
+	for (int i = 0; i < n; i++) {
+		int k = parse_thread(r.out, tids[i], frames, MAXF);
+
+		cr_assert_gt(k, 0, "thread %d missing from tracerd", tids[i]);
+		own_chain(frames, k, fixture, ours, sizeof(ours));
+		cr_expect_str_eq(ours, chains[i], "thread %d: tracerd '%s', eu-stack '%s'", tids[i],
+			ours, chains[i]);
+	}
+	kill(pid, SIGCONT);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+Test(dump, agrees_with_eu_stack_threads, .timeout = 60)
+{
+	agree_with_eu_stack(FX("fx_threads"));
+}
+
+Test(dump, agrees_with_eu_stack_chain, .timeout = 60)
+{
+	agree_with_eu_stack(FX("fx_chain"));
+}
+
+Test(dump, stripped_binary_with_build_id_debuginfo_dir, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain_stripped"), NULL);
+	struct run_result r;
+	char chain[4096];
+	int n, want_line = source_line("test/fixtures/fx_chain.c", "the line a test looks for");
+
+	cr_assert_gt(pid, 0);
+	dump_text(pid, &r, "--debuginfo-dir", TD_FIXTURE_DIR "/debugdir");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	own_chain(frames, n, FX("fx_chain_stripped"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "fx_leaf fx_step fx_compare fx_sort fx_outer main _start");
+	for (int i = 0; i < n; i++)
+		if (!strcmp(frames[i].function, "fx_step"))
+			cr_expect_eq(frames[i].line, want_line);
+	run_result_free(&r);
+
+	/* Without the debuginfo: the same frames (CFI is in .eh_frame), but
+	 * the fixture's functions have no symbol left: shown as ??. */
+	dump_text(pid, &r, "--no-inline", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	own_chain(frames, n, FX("fx_chain_stripped"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "?? ?? ?? ?? ?? ??", "%s", r.out);
+	cr_expect(strstr(r.out, "qsort") != NULL, "libc frames still named:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+Test(dump, binary_deleted_after_start, .timeout = 60)
+{
+	char dir[] = "/tmp/tracerd-test-XXXXXX", path[256], cmd[600], chain[4096];
+	struct run_result r;
+	pid_t pid;
+	int n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fx_gone", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", FX("fx_chain"), path);
+	cr_assert_eq(system(cmd), 0);
+	pid = fx_start(path, NULL);
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(unlink(path), 0);
+	rmdir(dir);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	own_chain(frames, n, path, chain, sizeof(chain));
+	cr_expect_str_eq(chain, "fx_leaf fx_step fx_compare fx_sort fx_outer main _start", "%s",
+		r.out);
+	cr_expect(strstr(r.out, "(deleted)") != NULL, "module shown as deleted:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+Test(dump, json_output, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	struct run_result r;
+	char p[32], want[64];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--json", NULL };
+
+	cr_assert_gt(pid, 0);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "{\"pid\": %d, \"threads\": [", (int)pid);
+	cr_expect(!strncmp(r.out, want, strlen(want)), "%s", r.out);
+	snprintf(want, sizeof(want), "{\"tid\": %d, \"name\": \"fx_chain\"", (int)pid);
+	cr_expect(strstr(r.out, want), "%s", r.out);
+	cr_expect(strstr(r.out, "\"function\": \"fx_step\", \"inlined\": true"), "%s", r.out);
+	cr_expect(strstr(r.out, "\"end\": \"outermost frame reached\""), "%s", r.out);
+	cr_expect(strstr(r.out, "\"stopped_ns\": "), "%s", r.out);
+	cr_expect(strstr(r.out, "\"build_id\": \""), "%s", r.out);
+	cr_expect(strstr(r.out, "\"offset\": \"0x"), "%s", r.out);
+	cr_expect(!strcmp(r.out + strlen(r.out) - 4, "\n]}\n"), "ends the object");
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+Test(dump, tid_filter_and_verbose, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_threads"), NULL), tid;
+	struct run_result r;
+	char p[32], t[32], hdr[64];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--tid", t, "-v", NULL };
+
+	cr_assert_gt(pid, 0);
+	tid = task_by_name(pid, "fx-poll");
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(hdr, sizeof(hdr), "thread %d (fx-poll) S  stopped ", (int)tid);
+	cr_expect(strstr(r.out, hdr), "%s", r.out);
+	cr_expect(strstr(r.out, "fx-read") == NULL, "only the asked thread:\n%s", r.out);
+	cr_expect(strstr(r.out, "1 threads, 1 captured"), "%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* ---- error paths: one clear line, a non-zero exit */
+
+static void expect_error(const char *const *argv, int status, const char *needle)
+{
+	struct run_result r;
+
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, status, "exit %d, want %d; stderr: %s", r.status, status, r.err);
+	cr_expect(strstr(r.err, needle), "stderr '%s' lacks '%s'", r.err, needle);
+	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "one line: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(dump_errors, no_such_process)
+{
+	char p[32];
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+	long max = 4194304;
+	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = 4194304;
+		fclose(f);
+	}
+	snprintf(p, sizeof(p), "%ld", max); /* pids are below pid_max */
+	expect_error(argv, 2, "no process with PID");
+}
+
+Test(dump_errors, usage_errors)
+{
+	const char *bad[] = { "tracerd", "dump", "--pid", "12ab", NULL };
+	const char *none[] = { "tracerd", "dump", NULL };
+	const char *cmd[] = { "tracerd", "frobnicate", NULL };
+
+	expect_error(bad, 1, "'12ab' is not a process id");
+	expect_error(none, 1, "--pid is required");
+	expect_error(cmd, 1, "unknown command 'frobnicate'");
+}
+
+Test(dump_errors, tid_not_in_process, .timeout = 30)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	char p[32];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--tid", "1", NULL };
+
+	cr_assert_gt(pid, 0);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	expect_error(argv, 1, "1 is not a thread of process");
+	fx_stop(pid);
+}
+
+Test(dump_errors, not_permitted, .timeout = 30)
+{
+	pid_t pid;
+	char p[32];
+	struct run_result r;
+	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+
+	if (!is_root())
+		cr_skip_test("needs root to drop to an unprivileged user");
+	pid = fx_start(FX("fx_chain"), NULL);
+	cr_assert_gt(pid, 0);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd_as_nobody(&r, argv);
+	if (r.status == 126 || r.status == 127) {
+		fx_stop(pid);
+		cr_skip_test("cannot run build/tracerd as nobody (directory permissions)");
+	}
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "Operation not permitted; run as root or grant CAP_SYS_PTRACE, "
+				"and check /proc/sys/kernel/yama/ptrace_scope"),
+		"%s", r.err);
+	run_result_free(&r);
+	cr_expect_eq(task_state(pid, pid), 'R');
+	fx_stop(pid);
+}
+
+Test(dump_errors, already_traced, .timeout = 30)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	char p[32], want[128];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, pid, 0, 0), 0, "seize: %s", strerror(errno));
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	snprintf(want, sizeof(want), "already traced by PID %d (", (int)getpid());
+	expect_error(argv, 2, want);
+	fx_stop(pid);
+}
+
+Test(dump_errors, own_pid)
+{
+	int pfd[2];
+	pid_t child;
+	int st;
+	char err[1024] = "";
+	ssize_t n;
+
+	cr_assert_eq(pipe(pfd), 0);
+	child = fork();
+	if (child == 0) {
+		char p[32];
+
+		dup2(pfd[1], 2);
+		snprintf(p, sizeof(p), "%d", (int)getpid()); /* exec keeps the pid */
+		execl(TD_BUILD_DIR "/tracerd", "tracerd", "dump", "--pid", p, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	{
+		size_t got = 0;
+
+		while (got < sizeof(err) - 1 && (n = read(pfd[0], err + got, sizeof(err) - 1 - got)) > 0)
+			got += (size_t)n;
+		err[got] = '\0';
+	}
+	waitpid(child, &st, 0);
+	cr_expect_eq(WEXITSTATUS(st), 2);
+	cr_expect(strstr(err, "is tracerd itself"), "%s", err);
+}
+
+Test(dump_errors, zombie, .timeout = 30)
+{
+	pid_t child = fork();
+	char p[32];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+
+	if (child == 0)
+		_exit(0);
+	for (int i = 0; i < 500 && task_state(child, child) != 'Z'; i++)
+		usleep(10000);
+	cr_assert_eq(task_state(child, child), 'Z');
+	snprintf(p, sizeof(p), "%d", (int)child);
+	expect_error(argv, 2, "is a zombie");
+	waitpid(child, NULL, 0);
+}
+
+Test(dump_errors, process_exits_during_dump, .timeout = 30)
+{
+	pid_t pid = fx_start(FX("fx_eintr"), NULL);
+	struct run_result r;
+	char p[32], hdr[64];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+	int st;
+
+	cr_assert_gt(pid, 0);
+	wait_parked(pid, NULL, 5000);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 4, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "exited during the dump; the stacks above were captured"), "%s",
+		r.err);
+	snprintf(hdr, sizeof(hdr), "thread %d (fx_eintr)", (int)pid);
+	cr_expect(strstr(r.out, hdr), "what was captured is printed:\n%s", r.out);
+	waitpid(pid, &st, 0);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "the fixture exited through its EINTR path");
+	run_result_free(&r);
+}
