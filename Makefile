@@ -58,7 +58,7 @@ FX := $(O)/fixtures
 # pointers, no sibling calls so that the known chains stay chains.
 FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
-	$(FX)/fx_chain_stripped $(FX)/demo
+	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo
 
 MANS := man/tracerd.8
 
@@ -105,6 +105,12 @@ $(FX)/fx_eintr: test/fixtures/fx_eintr.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/fx_nocfi: test/fixtures/fx_nocfi.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		-fno-optimize-sibling-calls -o $@.tmp $< && objcopy --remove-section .debug_frame $@.tmp $@ && \
+		rm -f $@.tmp
 $(FX)/demo: test/fixtures/demo.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

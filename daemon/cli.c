@@ -113,7 +113,9 @@ bool td_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, u
 		v <<= 30, end++;
 		break;
 	}
-	if (*end == 'i' || *end == 'B')
+	if (*end == 'i')
+		end++;
+	if (*end == 'B')
 		end++;
 	if (*end || v < min || v > max)
 		goto bad;

@@ -508,20 +508,30 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 	r = dwfl_getthread_frames(s->dwfl, sample->tid, cb_frame, s);
 	s->cur = NULL;
 	s->out = NULL;
-	if (r == 0) {
+	if (r == 0 && !s->window_exhausted && !s->read_failed) {
 		ret->end = SYM_END_OUTERMOST;
+	} else if (r == 0) {
+		/* libdw takes a return address it could not read for "no
+		 * caller"; the stack was cut short, not finished. */
+		ret->end = s->window_exhausted ? SYM_END_WINDOW : SYM_END_READ_FAILED;
 	} else if (s->frame_limit) {
 		ret->end = SYM_END_FRAME_LIMIT;
-	} else if (s->window_exhausted) {
-		ret->end = SYM_END_WINDOW;
-	} else if (s->read_failed) {
-		ret->end = SYM_END_READ_FAILED;
 	} else {
+		/* The frame we could not get past: its pc says why first (no
+		 * module means no CFI; the frame-pointer fallback's failed
+		 * read after it is a consequence, not the cause). */
 		uint64_t last = ret->n ? ret->pc[ret->n - 1] : sample->regs.rip;
 
 		if (ret->n && !ret->activation[ret->n - 1])
 			last--;
-		ret->end = dwfl_addrmodule(s->dwfl, last) ? SYM_END_NO_CFI : SYM_END_NO_MODULE;
+		if (!dwfl_addrmodule(s->dwfl, last))
+			ret->end = SYM_END_NO_MODULE;
+		else if (s->window_exhausted)
+			ret->end = SYM_END_WINDOW;
+		else if (s->read_failed)
+			ret->end = SYM_END_READ_FAILED;
+		else
+			ret->end = SYM_END_NO_CFI;
 		snprintf(ret->detail, sizeof(ret->detail), "%s", dwfl_errmsg(-1));
 	}
 	if (ret->n == 0 && ret->end == SYM_END_OUTERMOST)

@@ -501,3 +501,21 @@ Test(dump_errors, process_exits_during_dump, .timeout = 30)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "the fixture exited through its EINTR path");
 	run_result_free(&r);
 }
+
+Test(dump, frame_pointer_fallback_without_cfi, .timeout = 30)
+{
+	pid_t pid = fx_start(FX("fx_nocfi"), NULL);
+	struct run_result r;
+	char chain[4096];
+	int n;
+
+	cr_assert_gt(pid, 0);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	own_chain(frames, n, FX("fx_nocfi"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "nocfi_leaf nocfi_middle main _start",
+		"no CFI covers the fixture's code: frame pointers get us back:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
