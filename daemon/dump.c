@@ -91,8 +91,8 @@ static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t 
 
 static void usage(FILE *f)
 {
-	fputs("usage: tracerd dump --pid PID [--tid TID]... [--no-inline] [--json] [-v]\n"
-	      "                    [--debuginfo-dir DIR] [--stack-bytes N]\n"
+	fputs("usage: tracerd dump --pid PID [--tid TID]... [--no-inline] [--no-dwarf] [--json]\n"
+	      "                    [-v] [--debuginfo-dir DIR] [--stack-bytes N]\n"
 	      "\n"
 	      "Print the stack of every thread of PID once.  Each thread is stopped only\n"
 	      "while its registers and the top of its stack are copied; unwinding and\n"
@@ -101,6 +101,8 @@ static void usage(FILE *f)
 	      "  -p, --pid PID          process to dump\n"
 	      "  -t, --tid TID          only this thread (repeatable)\n"
 	      "      --no-inline        do not show inlined frames\n"
+	      "      --no-dwarf         ELF symbol names only (no inlines, no file:line);\n"
+	      "                         fastest, skips inflating compressed debuginfo\n"
 	      "      --json             one JSON object on stdout\n"
 	      "  -v, --verbose          add stopped time, live reads and module counts\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
@@ -228,6 +230,7 @@ int cmd_dump(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "no-inline", no_argument, NULL, 'I' },
+		{ "no-dwarf", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "debuginfo-dir", required_argument, NULL, 'D' },
@@ -248,6 +251,7 @@ int cmd_dump(int argc, char **argv)
 	struct sym_frame *frames = NULL;
 	struct pt_round_stats stats;
 	size_t slot_size;
+	uint64_t t_start = td_now_ns(), t_attach = 0, t_modules = 0, t_capture = 0;
 	int c, r, n, ret = TD_EXIT_IO;
 	uint64_t v;
 
@@ -269,6 +273,9 @@ int cmd_dump(int argc, char **argv)
 			break;
 		case 'I':
 			inlines = false;
+			break;
+		case 'N':
+			sopt.no_dwarf = true;
 			break;
 		case 'j':
 			json = true;
@@ -316,6 +323,7 @@ int cmd_dump(int argc, char **argv)
 		ret = td_explain_attach(d.pid, r);
 		goto out;
 	}
+	t_attach = td_now_ns();
 	tids = calloc(DUMP_MAX_THREADS, sizeof(*tids));
 	if (!tids)
 		goto out_nomem;
@@ -373,7 +381,9 @@ int cmd_dump(int argc, char **argv)
 		goto out;
 	}
 
+	t_modules = td_now_ns();
 	pt_tracer_sample(tr, tids, (unsigned)n, &dump_ops, &d, 2000, PT_ROUND_DETACH, &stats);
+	t_capture = td_now_ns();
 	/* Detach whatever is left (threads born meanwhile, stragglers). */
 	pt_tracer_free(tr);
 	tr = NULL;
@@ -389,8 +399,12 @@ int cmd_dump(int argc, char **argv)
 
 		sym_session_modules(ss, &m, &e, &w);
 		printf("\n%u threads, %u captured, %u gone, %u did not stop in time; "
-		       "%u modules, %u with ELF, %u with DWARF\n",
+		       "%u modules, %u with ELF, %u with DWARF used\n",
 			stats.requested, stats.captured, stats.gone, stats.timeout, m, e, w);
+		printf("attach %.1f ms, modules %.1f ms, capture %.1f ms, unwind and "
+		       "symbolize %.1f ms\n",
+			(t_attach - t_start) / 1e6, (t_modules - t_attach) / 1e6,
+			(t_capture - t_modules) / 1e6, (td_now_ns() - t_capture) / 1e6);
 	}
 	fflush(stdout);
 	ret = TD_EXIT_OK;

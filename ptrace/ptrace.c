@@ -83,6 +83,9 @@ struct pt_tracer {
 	unsigned pending; /* threads with want or detach_want set */
 	uint64_t last_empty_ns;
 	/* the round in progress */
+	const pid_t *round_tids;
+	unsigned round_n, round_next;
+	uint64_t round_last_issue_ns;
 	const struct pt_round_ops *ops;
 	void *arg;
 	unsigned round_flags;
@@ -181,6 +184,8 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 	t->cfg = *cfg;
 	if (t->cfg.max_threads == 0)
 		t->cfg.max_threads = 8192;
+	if (t->cfg.max_inflight == 0)
+		t->cfg.max_inflight = 4;
 	while (cap < 2 * t->cfg.max_threads)
 		cap <<= 1;
 	t->cap = cap;
@@ -661,6 +666,41 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 	}
 }
 
+/* Interrupt more of the round's threads while fewer than max_inflight are
+ * outstanding.  A thread that does not stop (uninterruptible sleep) must
+ * not hold a slot forever: after 10 ms without progress one more is sent. */
+static void refill(struct pt_tracer *t)
+{
+	uint64_t now = 0;
+
+	while (t->round_next < t->round_n) {
+		struct pt_thread *th;
+
+		if (t->pending >= t->cfg.max_inflight) {
+			now = now ? now : td_now_ns();
+			if (now - t->round_last_issue_ns < 10000000u)
+				return;
+		}
+		th = thread_find(t, t->round_tids[t->round_next++]);
+		if (!th) {
+			t->stats->gone++;
+			continue;
+		}
+		if (th->want || th->detach_want)
+			continue;
+		if (th->late) {
+			th->late = false; /* still owes us the stop of an earlier interrupt */
+		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
+			t->stats->gone++; /* ESRCH: exiting; its exit follows */
+			continue;
+		}
+		th->interrupt_ns = now = td_now_ns();
+		t->round_last_issue_ns = now;
+		th->want = true;
+		t->pending++;
+	}
+}
+
 /* Dispatch every ready status without blocking. */
 static int drain(struct pt_tracer *t)
 {
@@ -680,6 +720,7 @@ static int drain(struct pt_tracer *t)
 			return n ? n : -errno;
 		}
 		dispatch(t, w, status);
+		refill(t);
 		n++;
 	}
 }
@@ -692,12 +733,20 @@ static void clear_sigfd(struct pt_tracer *t)
 		;
 }
 
-/* Wait until no thread is pending or the deadline passes.  SIGCHLD wakes
- * us; the poll is capped at 10 ms so that a SIGCHLD lost to a handler with
- * SA_NOCLDSTOP (a host program that embeds us) only costs latency. */
+/* Wait until no thread is pending or the deadline passes.
+ *
+ * First spin on waitpid(WNOHANG) for up to 200 us: a stop usually arrives
+ * within tens of microseconds, and every empty answer moves last_empty_ns,
+ * the lower bound of when a thread reported next actually stopped, so the
+ * stopped time we record is tight.  Then sleep on SIGCHLD; the poll is
+ * capped at 10 ms so that a SIGCHLD lost to a handler with SA_NOCLDSTOP (a
+ * host program that embeds us) only costs latency.  After a sleep the
+ * wake-up is the bound: the thread sent SIGCHLD as it stopped. */
 static void wait_pending(struct pt_tracer *t, uint64_t deadline)
 {
-	while (t->pending > 0) {
+	uint64_t spin_until = td_now_ns() + 200000u;
+
+	while (t->pending > 0 || t->round_next < t->round_n) {
 		struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 		uint64_t now;
 		int r = drain(t);
@@ -714,14 +763,22 @@ static void wait_pending(struct pt_tracer *t, uint64_t deadline)
 					t->pending--;
 				}
 			}
+			t->stats->gone += t->round_n - t->round_next;
+			t->round_next = t->round_n;
 			break;
 		}
-		if (t->pending == 0)
+		refill(t);
+		if (t->pending == 0 && t->round_next >= t->round_n)
 			break;
 		now = td_now_ns();
 		if (now >= deadline)
 			break;
+		if (r > 0)
+			spin_until = now + 200000u; /* progress: keep spinning */
+		if (now < spin_until)
+			continue;
 		poll(&pfd, 1, (int)TD_MIN((deadline - now) / 1000000 + 1, 10));
+		t->last_empty_ns = td_now_ns();
 		clear_sigfd(t);
 	}
 }
@@ -738,6 +795,8 @@ static void round_begin(struct pt_tracer *t, const struct pt_round_ops *ops, voi
 
 static void round_end(struct pt_tracer *t)
 {
+	t->round_tids = NULL;
+	t->round_n = t->round_next = 0;
 	t->ops = NULL;
 	t->arg = NULL;
 	t->round_flags = 0;
@@ -752,31 +811,13 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	uint64_t now;
 
 	round_begin(t, ops, arg, flags, &stats);
-	/* Interrupt them all first: a thread must be scheduled before it can
-	 * stop, so waiting for one thread at a time costs milliseconds. */
 	now = td_now_ns();
 	t->last_empty_ns = now;
-	for (unsigned i = 0; i < n; i++) {
-		struct pt_thread *th = thread_find(t, tids[i]);
-
-		stats.requested++;
-		if (!th) {
-			stats.gone++;
-			continue;
-		}
-		if (th->want || th->detach_want)
-			continue;
-		if (th->late) {
-			/* Still owes us the stop of an earlier interrupt. */
-			th->late = false;
-		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
-			stats.gone++; /* ESRCH: exiting; its exit follows */
-			continue;
-		}
-		th->interrupt_ns = now;
-		th->want = true;
-		t->pending++;
-	}
+	t->round_tids = tids;
+	t->round_n = n;
+	t->round_next = 0;
+	stats.requested = n;
+	refill(t);
 	wait_pending(t, now + (uint64_t)timeout_ms * 1000000u);
 	if (t->pending) {
 		/* Stragglers (a thread in D state cannot stop until it leaves
@@ -792,6 +833,7 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 			}
 		}
 	}
+	stats.timeout += t->round_n - t->round_next; /* never interrupted */
 	round_end(t);
 	if (ret_stats)
 		*ret_stats = stats;

@@ -349,7 +349,7 @@ static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 static void load_module(struct sym_session *s, struct sym_module *m)
 {
 	const unsigned char *bid;
-	Dwarf_Addr bias = 0, dbias;
+	Dwarf_Addr bias = 0;
 	GElf_Addr vaddr;
 	int len;
 
@@ -367,8 +367,11 @@ static void load_module(struct sym_session *s, struct sym_module *m)
 	} else {
 		m->key = sym_hash(m->path, strlen(m->path), 2);
 	}
-	if (m->has_elf)
-		m->has_dwarf = dwfl_module_getdwarf(m->mod, &dbias) != NULL;
+	/* DWARF stays lazy: it comes from files on our side (the ELF or its
+	 * separate debuginfo), not from the target, and inflating a module
+	 * no frame lands in (ld.so with libc6-dbg) is wasted time. */
+	if (s->opt.no_dwarf)
+		m->key = ~m->key; /* its cache entries hold other answers */
 }
 
 int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *cache,
@@ -669,8 +672,12 @@ static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
 	struct sym_line *out)
 {
 	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-	Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+	Dwarf_Die *cu = s->opt.no_dwarf ? NULL : dwfl_module_addrdie(mod, addr, &bias);
+	void **ud;
+
+	if (cu && dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && *ud)
+		((struct sym_module *)*ud)->has_dwarf = true;
+	Dwfl_Line *dl = s->opt.no_dwarf ? NULL : dwfl_module_getsrc(mod, addr);
 	const char *file = NULL;
 	int line = 0;
 	unsigned n = 0;

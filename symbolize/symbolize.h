@@ -67,6 +67,10 @@ struct sym_options {
 	sym_read_fn read_live;	   /* may be NULL */
 	void *read_arg;
 	unsigned max_frames;	   /* 0: SYM_MAX_FRAMES */
+	/* ELF symbol names only: no DWARF, so no inline frames and no
+	 * file:line, but no inflating of compressed debuginfo either (for
+	 * libc6-dbg that is most of a one-shot dump's time). */
+	bool no_dwarf;
 };
 
 /* owns: strings, pc results; bounded (flushed between stacks when over
@@ -86,7 +90,8 @@ struct sym_session;
 int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *cache,
 	struct sym_session **ret_session);
 void sym_session_free(struct sym_session *s);
-/* Number of modules and how many have DWARF / an ELF at all. */
+/* Number of modules, how many have an ELF, and how many had their DWARF
+ * read so far (it is loaded on first use). */
 void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
 	unsigned *ret_with_elf, unsigned *ret_with_dwarf);
 

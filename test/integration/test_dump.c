@@ -519,3 +519,24 @@ Test(dump, frame_pointer_fallback_without_cfi, .timeout = 30)
 	run_result_free(&r);
 	fx_stop(pid);
 }
+
+Test(dump, no_dwarf_names_from_symbol_tables, .timeout = 30)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	struct run_result r;
+	char chain[4096];
+	int n;
+
+	cr_assert_gt(pid, 0);
+	dump_text(pid, &r, "--no-dwarf", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	n = parse_thread(r.out, pid, frames, MAXF);
+	own_chain(frames, n, FX("fx_chain"), chain, sizeof(chain));
+	/* no inline frame, no source position: only what .symtab knows */
+	cr_expect_str_eq(chain, "fx_leaf fx_compare fx_sort fx_outer main _start", "%s", r.out);
+	for (int i = 0; i < n; i++)
+		cr_expect_eq(frames[i].file[0], '\0', "no file:line without DWARF");
+	cr_expect(strstr(r.out, "@@") == NULL, "version suffixes stripped:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
