@@ -238,7 +238,7 @@ int cmd_dump(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct pt_config pcfg = { .max_threads = DUMP_MAX_THREADS };
+	struct pt_config pcfg = { .max_threads = DUMP_MAX_THREADS, .round_nice = -10 };
 	struct sym_options sopt = { .read_live = read_live };
 	struct dump d = { .window = DUMP_DEFAULT_WINDOW };
 	pid_t want_tids[DUMP_MAX_TIDS], *tids = NULL;

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -91,6 +92,8 @@ struct pt_tracer {
 	unsigned round_flags;
 	struct pt_round_stats *stats;
 	struct pt_round_stats scratch; /* stats sink outside rounds */
+	int saved_nice;
+	bool nice_raised;
 };
 
 static unsigned hash_tid(pid_t tid, unsigned cap)
@@ -783,6 +786,33 @@ static void wait_pending(struct pt_tracer *t, uint64_t deadline)
 	}
 }
 
+/* Raise the tracer thread's priority for the round (per-thread nice on
+ * Linux); restored by round_end so unwinding runs at normal priority. */
+static void priority_raise(struct pt_tracer *t)
+{
+	pid_t self = gettid();
+	int cur;
+
+	t->nice_raised = false;
+	if (!t->cfg.round_nice)
+		return;
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, (id_t)self);
+	if (errno || cur <= t->cfg.round_nice)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)self, t->cfg.round_nice) == 0) {
+		t->saved_nice = cur;
+		t->nice_raised = true;
+	}
+}
+
+static void priority_restore(struct pt_tracer *t)
+{
+	if (t->nice_raised)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), t->saved_nice);
+	t->nice_raised = false;
+}
+
 static void round_begin(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg,
 	unsigned flags, struct pt_round_stats *stats)
 {
@@ -811,6 +841,7 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	uint64_t now;
 
 	round_begin(t, ops, arg, flags, &stats);
+	priority_raise(t);
 	now = td_now_ns();
 	t->last_empty_ns = now;
 	t->round_tids = tids;
@@ -834,6 +865,7 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 		}
 	}
 	stats.timeout += t->round_n - t->round_next; /* never interrupted */
+	priority_restore(t);
 	round_end(t);
 	if (ret_stats)
 		*ret_stats = stats;

@@ -92,6 +92,11 @@ struct pt_config {
 	 * handled keeps every thread's stop to about its own capture, and
 	 * still never waits for threads one at a time. */
 	unsigned max_inflight;
+	/* Nice value of the tracer thread while a round holds threads (0:
+	 * unchanged).  On a saturated machine a trapped thread otherwise
+	 * waits for the tracer to win a CPU back from the target's other
+	 * threads.  Needs CAP_SYS_NICE; without it nothing changes. */
+	int round_nice;
 };
 
 struct pt_round_stats {
