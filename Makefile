@@ -40,7 +40,8 @@ TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CF
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
 TD_LIBS = $(PKG_LIBS) -liberty
 
-LIB_SRCS := common/td.c \
+LIB_SRCS := common/td.c common/fault.c \
+	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/cli.c daemon/dump.c
@@ -49,7 +50,8 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
 TRACERD := $(B)/tracerd
 
-TEST_SRCS := $(wildcard test/unit/test_*.c) $(wildcard test/integration/test_*.c) test/helpers.c
+TEST_SRCS := $(wildcard test/unit/test_*.c) $(wildcard test/integration/test_*.c) test/helpers.c \
+	test/tools/synth.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 TEST_BIN := $(B)/test/tracerd-tests
 
@@ -90,7 +92,7 @@ $(B)/obj/test/%.o: TD_CFLAGS += -DTD_BUILD_DIR='"$(abspath $(B))"' -DTD_FIXTURE_
 $(TEST_BIN): $(TEST_OBJS) $(B)/libtracerd.a
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(TD_LDFLAGS) -o $@ $^ $(TD_LIBS) -lcriterion
+	$(Q)$(CC) $(TD_LDFLAGS) -o $@ $^ $(TD_LIBS) -lcriterion -lm
 
 # ---- fixtures
 $(FX)/fx_chain: test/fixtures/fx_chain.c

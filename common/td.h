@@ -4,6 +4,7 @@
 #ifndef TD_COMMON_H
 #define TD_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -46,6 +47,27 @@ int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
 /* Append-only output helpers for JSON strings (escapes per RFC 8259). */
 #include <stdio.h>
 void td_json_string(FILE *f, const char *s);
+
+/* I/O and allocation that tests can make fail (SQLite's countdown fault
+ * injector): td_fault_arm(ops, n) fails the n-th call among ops from now
+ * on (1 = the next), once.  An injected write failure writes half of the
+ * bytes first, as a full disk does.  Disarmed: plain system calls. */
+enum td_fault_op {
+	TD_FAULT_WRITE = 1u << 0,
+	TD_FAULT_FSYNC = 1u << 1,
+	TD_FAULT_RENAME = 1u << 2,
+	TD_FAULT_MALLOC = 1u << 3,
+	TD_FAULT_ALL = 0xf,
+};
+void td_fault_arm(unsigned ops, long countdown);
+bool td_fault_fired(void);
+ssize_t td_write_all(int fd, const void *buf, size_t len); /* len or -errno */
+int td_fdatasync(int fd);
+int td_fsync(int fd);
+int td_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
+void *td_malloc(size_t n);
+void *td_calloc(size_t n, size_t size);
+void *td_realloc(void *p, size_t n);
 
 #define TD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define TD_MIN(a, b) ((a) < (b) ? (a) : (b))

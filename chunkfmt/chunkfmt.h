@@ -1,0 +1,306 @@
+/* tracerd chunk format (TCF v1): writer and reader.  Specified record by
+ * record in tracerd-chunk(5); the design and its reasons are there too.
+ *
+ *   chunk := HEADER(112) BLOCK* [TRAILER(32)]   (trailer iff finished)
+ *   file  := chunk+                              (concatenation is valid)
+ *   BLOCK := BLOCK_HEADER(40) RECORD*            (the commit unit, CRC32C)
+ *
+ * Guarantees: the header is never rewritten; a block is written with one
+ * write() and trusted only when both its CRCs match, so any byte prefix of a
+ * chunk decodes to exactly the samples of its complete blocks; definitions
+ * (strings, mappings, functions, locations, stack nodes, threads) precede
+ * every use inside the chunk, so each chunk is self-contained; a damaged
+ * block costs only itself.  No raw stack memory is ever written: the writer
+ * takes frames, not bytes. */
+#ifndef TD_CHUNKFMT_H
+#define TD_CHUNKFMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/td.h"
+
+#define TCF_MAJOR 1
+#define TCF_MINOR 0
+#define TCF_HEADER_LEN 112
+#define TCF_BLOCK_HEADER_LEN 40
+#define TCF_TRAILER_LEN 32
+#define TCF_MAX_PAYLOAD (16u << 20) /* reader bound on one block */
+
+/* Record types (tag = type << 1 | must_understand).  Never reuse a number. */
+enum tcf_record {
+	TCF_REC_META = 1,
+	TCF_REC_STRINGS = 2,
+	TCF_REC_MAPPINGS = 3,
+	TCF_REC_FUNCTIONS = 4,
+	TCF_REC_LOCATIONS = 5,
+	TCF_REC_STACK_NODES = 6,
+	TCF_REC_THREADS = 7,
+	TCF_REC_THREAD_EVENTS = 8,
+	TCF_REC_SAMPLE_TYPES = 9,
+	TCF_REC_SAMPLES = 10,
+	TCF_REC_CLOCK_SYNC = 11,
+	TCF_REC_LOST = 12,
+	TCF_REC_PROCESS_EVENT = 13,
+	TCF_REC_CHUNK_END = 14,
+	TCF_REC_INDEX = 15,
+	TCF_REC_MAX_KNOWN = 15,
+};
+
+enum tcf_state { /* 3 bits in a sample row */
+	TCF_STATE_ONCPU = 0,
+	TCF_STATE_RUNNABLE = 1,
+	TCF_STATE_SLEEPING = 2,
+	TCF_STATE_DISK = 3,
+	TCF_STATE_STOPPED = 4,
+	TCF_STATE_DEAD = 5,
+	TCF_STATE_UNKNOWN = 7,
+};
+
+enum tcf_thread_event { TCF_THREAD_START = 0, TCF_THREAD_EXIT = 1, TCF_THREAD_RENAME = 2 };
+enum tcf_process_event { TCF_PROC_EXEC = 0, TCF_PROC_EXIT = 1, TCF_PROC_CRASH = 2 };
+enum tcf_lost_reason {
+	TCF_LOST_RING_FULL = 0,
+	TCF_LOST_UNWIND_FAILED = 1,
+	TCF_LOST_THROTTLED = 2,
+	TCF_LOST_NOT_STOPPED = 3,
+};
+enum tcf_end_reason {
+	TCF_END_ROTATE = 0,
+	TCF_END_STOP = 1,
+	TCF_END_TARGET_EXIT = 2,
+	TCF_END_TARGET_CRASH = 3,
+	TCF_END_SHUTDOWN = 4,
+	TCF_END_RECOVERED = 5,
+	TCF_END_DICT_FULL = 6,
+};
+enum { TCF_HDR_RECOVERED = 1u << 0, TCF_HDR_EMERGENCY = 1u << 1 };
+enum { TCF_MAP_DELETED = 1u << 0, TCF_MAP_VDSO = 1u << 1, TCF_MAP_HAS_LINES = 1u << 2 };
+
+const char *tcf_record_name(unsigned type);
+const char *tcf_end_reason_name(unsigned reason);
+const char *tcf_lost_reason_name(unsigned reason);
+const char *tcf_state_name(unsigned state);
+
+/* ---------------------------------------------------------------- writer */
+
+/* Output for the writer: one call per block (all or an error).  Default:
+ * write(2) to fd through common/'s fault-injectable td_write_all. */
+struct chunk_writer_opts {
+	int fd;			   /* borrowed */
+	uint8_t session_id[16];	   /* zero: random */
+	uint64_t chunk_seq;
+	uint32_t target_pid;
+	uint32_t tick_ns;	   /* 0: 1000 (microseconds) */
+	uint32_t block_bytes;	   /* 0: 64 KiB of payload per block */
+	uint64_t max_dict_bytes;   /* 0: 32 MiB; past it chunk_writer_full() */
+	uint32_t header_flags;	   /* TCF_HDR_* */
+	bool sync_every_block;	   /* fdatasync after each block */
+};
+
+struct chunk_mapping {
+	uint64_t start, size, file_offset;
+	const char *path;
+	const uint8_t *build_id;
+	unsigned build_id_len; /* <= 64 */
+	uint32_t flags;	       /* TCF_MAP_* */
+};
+
+struct chunk_line {
+	uint32_t function_id;
+	uint32_t line;
+	uint32_t column;
+};
+
+/* owns: its buffers and dictionaries; borrows: fd. */
+struct chunk_writer;
+
+int chunk_writer_open(const struct chunk_writer_opts *opts, struct chunk_writer **ret_writer);
+/* NULL-safe; does not finish the chunk (a killed writer leaves the same). */
+void chunk_writer_free(struct chunk_writer *w);
+
+/* Definitions: return a dense id (>= 1) that stays valid for this chunk,
+ * 0 on failure (out of memory; see chunk_writer_error).  Equal content
+ * gives the same id. */
+uint32_t chunk_writer_string(struct chunk_writer *w, const char *s);
+uint32_t chunk_writer_mapping(struct chunk_writer *w, const struct chunk_mapping *m);
+uint32_t chunk_writer_function(struct chunk_writer *w, const char *name,
+	const char *system_name, const char *file, uint32_t start_line);
+/* lines innermost first (the inline chain), at least one */
+uint32_t chunk_writer_location(struct chunk_writer *w, uint32_t mapping_id, uint64_t addr,
+	const struct chunk_line *lines, unsigned nlines);
+/* locations leaf first, as unwound; returns the stack (leaf node) id */
+uint32_t chunk_writer_stack(struct chunk_writer *w, const uint32_t *locations, unsigned n);
+uint32_t chunk_writer_thread(struct chunk_writer *w, uint32_t tid, uint32_t pid,
+	const char *name);
+
+/* Events and samples; time is CLOCK_MONOTONIC ns.  Return 0 or -errno. */
+int chunk_writer_sample(struct chunk_writer *w, uint64_t time_ns, uint32_t thread_id,
+	enum tcf_state state, uint32_t stack_id, const uint64_t *values, unsigned nvalues);
+int chunk_writer_thread_event(struct chunk_writer *w, uint64_t time_ns, uint32_t thread_id,
+	enum tcf_thread_event kind, uint64_t arg);
+int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
+	uint32_t thread_id, uint32_t stack_id);
+int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason);
+int chunk_writer_clock_sync(struct chunk_writer *w, uint64_t clock_ns, uint64_t real_ns);
+int chunk_writer_meta(struct chunk_writer *w, const char *key, const char *value);
+/* Names of the sample values (e.g. "cpu"/"nanoseconds"), before any sample
+ * that carries values. */
+int chunk_writer_sample_types(struct chunk_writer *w, const char *const *types,
+	const char *const *units, unsigned n);
+
+/* Commit what is buffered as one block (nothing if empty). */
+int chunk_writer_flush(struct chunk_writer *w);
+/* Flush, then the final block (CHUNK_END), the INDEX block and the trailer;
+ * fdatasync.  The writer accepts nothing after. */
+int chunk_writer_finish(struct chunk_writer *w, enum tcf_end_reason reason, int32_t exit_status);
+/* The dictionaries passed max_dict_bytes: finish and start a new chunk. */
+bool chunk_writer_full(const struct chunk_writer *w);
+/* Bytes written to the file so far (committed blocks). */
+uint64_t chunk_writer_bytes(const struct chunk_writer *w);
+uint64_t chunk_writer_samples(const struct chunk_writer *w);
+/* First error that stopped the writer (0 if none). */
+int chunk_writer_error(const struct chunk_writer *w);
+const uint8_t *chunk_writer_session(const struct chunk_writer *w);
+
+/* ---------------------------------------------------------------- reader */
+
+struct chunk_info {
+	uint16_t major, minor;
+	uint32_t incompat, compat;
+	uint8_t session_id[16];
+	uint64_t chunk_seq;
+	uint64_t start_clock_ns, start_real_ns;
+	uint8_t boot_id[16];
+	uint32_t clock_id, tick_ns, target_pid, header_flags;
+	uint64_t offset; /* of the chunk in the file */
+};
+
+struct chunk_sample {
+	uint64_t time_ns; /* clock of the chunk (CLOCK_MONOTONIC) */
+	uint32_t thread_id;
+	uint32_t stack_id;
+	enum tcf_state state;
+	unsigned nvalues;
+	const uint64_t *values;
+};
+
+enum chunk_event_kind {
+	CHUNK_EV_THREAD,  /* kind: enum tcf_thread_event */
+	CHUNK_EV_PROCESS, /* kind: enum tcf_process_event */
+	CHUNK_EV_LOST,
+	CHUNK_EV_CLOCK_SYNC,
+	CHUNK_EV_META,
+	CHUNK_EV_END,
+};
+
+struct chunk_event {
+	enum chunk_event_kind type;
+	unsigned kind;
+	uint64_t time_ns;
+	uint32_t thread_id, pid, stack_id;
+	int32_t status, signo;
+	uint64_t arg, count, real_ns, fault_addr;
+	const char *key, *value; /* META (NUL-terminated copies) */
+	uint64_t total_samples, total_blocks;
+};
+
+/* One decoded function / location / thread. Strings NUL-terminated, owned
+ * by the reader, valid until the next chunk starts. NULL when unknown. */
+struct chunk_function {
+	const char *name, *system_name, *file;
+	uint32_t start_line;
+};
+struct chunk_location {
+	uint32_t mapping_id;
+	uint64_t addr;
+	unsigned nlines;
+	const struct chunk_line *lines; /* innermost first */
+};
+struct chunk_thread {
+	uint32_t tid, pid;
+	const char *name;
+};
+struct chunk_map_info {
+	uint64_t start, size, file_offset;
+	const char *path;
+	const uint8_t *build_id;
+	unsigned build_id_len;
+	uint32_t flags;
+};
+
+/* owns: the tables of the chunk being read */
+struct chunk_reader;
+
+const struct chunk_info *chunk_reader_info(const struct chunk_reader *r);
+const char *chunk_reader_string(const struct chunk_reader *r, uint32_t id);
+bool chunk_reader_function(const struct chunk_reader *r, uint32_t id, struct chunk_function *ret);
+bool chunk_reader_location(const struct chunk_reader *r, uint32_t id, struct chunk_location *ret);
+bool chunk_reader_thread(const struct chunk_reader *r, uint32_t id, struct chunk_thread *ret);
+bool chunk_reader_mapping(const struct chunk_reader *r, uint32_t id, struct chunk_map_info *ret);
+/* Locations of a stack, leaf first; returns the depth (may exceed n, only
+ * n written); a node whose definition was lost yields location 0. */
+unsigned chunk_reader_stack(const struct chunk_reader *r, uint32_t stack_id, uint32_t *locs,
+	unsigned n);
+
+/* Callbacks; any may be NULL.  A non-zero return stops the reading. */
+struct chunk_visitor {
+	int (*chunk_begin)(void *arg, struct chunk_reader *r);
+	int (*sample)(void *arg, struct chunk_reader *r, const struct chunk_sample *s);
+	int (*event)(void *arg, struct chunk_reader *r, const struct chunk_event *e);
+	int (*chunk_end)(void *arg, struct chunk_reader *r, bool finished);
+};
+
+/* What reading found.  Damage is counted, never fatal. */
+struct chunk_report {
+	unsigned chunks, chunks_finished, chunks_skipped; /* skipped: newer major or incompat */
+	unsigned blocks, blocks_bad, seq_gaps;
+	uint64_t samples, events, bytes, bytes_skipped;
+	uint64_t first_real_ns, last_real_ns;
+	uint64_t unknown_refs;	  /* ids referenced but not defined (lost block) */
+	bool torn_tail;		  /* bytes after the last whole block: crash or live */
+	bool newer_reader_needed; /* a must-understand record we do not know */
+	unsigned records_skipped; /* unknown optional records */
+	char first_damage[160];	  /* where and what, for people */
+};
+
+/* Read a buffer holding one or more chunks (a file, a snapshot). Returns 0
+ * if at least one chunk header was valid, -TD_E_CORRUPT if none. */
+int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report);
+/* Map and read a file. -errno on I/O errors. */
+int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report);
+
+/* ------------------------------------------------------- low-level, shared */
+
+uint32_t tcf_crc32c(uint32_t crc, const void *buf, size_t len);
+static inline uint32_t tcf_crc_mask(uint32_t c)
+{
+	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+/* Parse a chunk header at p (len bytes available). */
+int tcf_parse_header(const uint8_t *p, size_t len, struct chunk_info *ret);
+/* Block header fields */
+struct tcf_block {
+	uint32_t payload_len, block_seq, raw_len;
+	uint64_t base_clock_ns;
+	uint16_t flags;
+};
+/* Valid block header (sync marker and header CRC) at p? */
+bool tcf_parse_block_header(const uint8_t *p, size_t len, uint64_t sync, struct tcf_block *ret);
+bool tcf_is_trailer(const uint8_t *p, size_t len);
+uint64_t tcf_chunk_sync(const uint8_t *header);
+/* Encode a synthesized final block (CHUNK_END) + empty INDEX + trailer for
+ * a chunk cut at chunk_len bytes with next block_seq; into out (>= 256
+ * bytes).  Returns the byte count.  Used by repair (snapshot). */
+size_t tcf_encode_close(uint8_t *out, uint64_t sync, uint32_t block_seq, uint64_t chunk_len,
+	uint64_t last_clock_ns, uint64_t total_samples, enum tcf_end_reason reason);
+/* Set header flags in a copy of a header and fix its CRC. */
+void tcf_header_set_flags(uint8_t *header, uint32_t flags);
+
+#endif

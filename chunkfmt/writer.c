@@ -1,0 +1,754 @@
+/* The chunk writer: streams definitions, samples and events into blocks.
+ *
+ * States:
+ *   OPEN  --chunk_writer_open(): header written and synced-->  WRITING
+ *   WRITING --append: buffered; a block is committed with one write() when
+ *             its payload reaches block_bytes or on chunk_writer_flush()
+ *   WRITING --chunk_writer_finish(): CHUNK_END block, INDEX block,
+ *             trailer, fdatasync-->  FINISHED
+ *   any     --a failed write/fsync/allocation-->  FAILED (error kept; the
+ *             file holds whole blocks, plus at most one torn tail)
+ *
+ * Definitions are deduplicated by content (one hash map over all tables,
+ * keyed by the encoded entry) and emitted in the block that first needs
+ * them, before its records that use them.  The memory the dictionaries use
+ * is bounded: past max_dict_bytes chunk_writer_full() asks for rotation,
+ * and the next chunk starts empty. */
+#define _GNU_SOURCE
+#include "chunkfmt-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+enum dict_kind { K_STRING, K_MAPPING, K_FUNCTION, K_LOCATION, K_NODE, K_THREAD, K_COUNT };
+static const enum tcf_record kind_record[K_COUNT] = { TCF_REC_STRINGS, TCF_REC_MAPPINGS,
+	TCF_REC_FUNCTIONS, TCF_REC_LOCATIONS, TCF_REC_STACK_NODES, TCF_REC_THREADS };
+
+struct dict_slot {
+	uint64_t hash;
+	uint32_t off, len; /* key bytes in arena */
+	uint32_t id;	   /* 0: free */
+	uint8_t kind;
+};
+
+struct pending {
+	struct tcf_buf entries;
+	uint32_t first_id, count;
+};
+
+struct chunk_writer {
+	struct chunk_writer_opts o;
+	uint64_t sync;
+	int err;
+	bool finished;
+	/* dictionaries */
+	struct dict_slot *slots;
+	size_t slots_cap, slots_used;
+	struct tcf_buf arena;
+	uint32_t next_id[K_COUNT];
+	struct pending pend[K_COUNT];
+	/* the block being built */
+	struct tcf_buf rows, tev, misc, block, scratch;
+	uint32_t nrows, ntev, nvalues;
+	uint64_t base_ns;
+	bool have_base;
+	int64_t prev_rel;
+	uint32_t *last_stack; /* per thread id, this block */
+	uint32_t *last_gen;
+	size_t threads_cap;
+	uint32_t gen;
+	/* the chunk */
+	uint64_t bytes, samples, block_samples, last_clock;
+	uint32_t block_seq;
+	struct tcf_buf index; /* (offset, base, samples) per block */
+};
+
+static int fail(struct chunk_writer *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+	return err;
+}
+
+static void random_bytes(void *p, size_t n)
+{
+	if (getrandom(p, n, 0) != (ssize_t)n) {
+		/* never fails for n <= 256 after boot; keep going anyway */
+		uint64_t x = td_now_ns() ^ (uint64_t)getpid() << 32;
+
+		for (size_t i = 0; i < n; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			((uint8_t *)p)[i] = (uint8_t)(x >> 56);
+		}
+	}
+}
+
+static void read_boot_id(uint8_t out[16])
+{
+	char buf[64];
+	int k = 0;
+
+	memset(out, 0, 16);
+	if (td_read_text(AT_FDCWD, "/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) <= 0)
+		return;
+	for (char *p = buf; *p && k < 32; p++) {
+		int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		out[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
+		k++;
+	}
+}
+
+int chunk_writer_open(const struct chunk_writer_opts *opts, struct chunk_writer **ret_writer)
+{
+	struct chunk_writer *w = td_calloc(1, sizeof(*w));
+	uint8_t h[TCF_HEADER_LEN] = { 0 };
+	struct timespec mono, real;
+	static const uint8_t zero[16];
+	ssize_t r;
+
+	if (!w)
+		return -ENOMEM;
+	w->o = *opts;
+	if (!w->o.tick_ns)
+		w->o.tick_ns = 1000;
+	if (!w->o.block_bytes)
+		w->o.block_bytes = 64 * 1024;
+	if (!w->o.max_dict_bytes)
+		w->o.max_dict_bytes = 32u << 20;
+	if (!memcmp(w->o.session_id, zero, 16))
+		random_bytes(w->o.session_id, 16);
+	random_bytes(&w->sync, sizeof(w->sync));
+	for (int k = 0; k < K_COUNT; k++)
+		w->next_id[k] = 1;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+
+	memcpy(h, tcf_magic, 8);
+	tcf_le16(h + 8, TCF_MAJOR);
+	tcf_le16(h + 10, TCF_MINOR);
+	tcf_le32(h + 12, TCF_HEADER_LEN);
+	memcpy(h + 24, w->o.session_id, 16);
+	tcf_le64(h + 40, w->o.chunk_seq);
+	tcf_le64(h + 48, w->sync);
+	tcf_le64(h + 56, (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec);
+	tcf_le64(h + 64, (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec);
+	read_boot_id(h + 72);
+	tcf_le32(h + 88, CLOCK_MONOTONIC);
+	tcf_le32(h + 92, w->o.tick_ns);
+	tcf_le32(h + 96, w->o.target_pid);
+	tcf_le32(h + 100, w->o.header_flags);
+	tcf_le32(h + 108, tcf_crc_mask(tcf_crc32c(0, h, 108)));
+	r = td_write_all(w->o.fd, h, sizeof(h));
+	if (r < 0 || (r = td_fdatasync(w->o.fd)) < 0) {
+		chunk_writer_free(w);
+		return (int)r;
+	}
+	w->bytes = sizeof(h);
+	*ret_writer = w;
+	return 0;
+}
+
+void chunk_writer_free(struct chunk_writer *w)
+{
+	if (!w)
+		return;
+	free(w->slots);
+	tcf_buf_free(&w->arena);
+	for (int k = 0; k < K_COUNT; k++)
+		tcf_buf_free(&w->pend[k].entries);
+	tcf_buf_free(&w->rows);
+	tcf_buf_free(&w->tev);
+	tcf_buf_free(&w->misc);
+	tcf_buf_free(&w->block);
+	tcf_buf_free(&w->scratch);
+	tcf_buf_free(&w->index);
+	free(w->last_stack);
+	free(w->last_gen);
+	free(w);
+}
+
+static uint64_t dict_bytes(const struct chunk_writer *w)
+{
+	return w->arena.cap + w->slots_cap * sizeof(struct dict_slot);
+}
+
+bool chunk_writer_full(const struct chunk_writer *w)
+{
+	return dict_bytes(w) > w->o.max_dict_bytes;
+}
+
+static bool slots_grow(struct chunk_writer *w)
+{
+	size_t cap = w->slots_cap ? w->slots_cap * 2 : 1024;
+	struct dict_slot *n = td_calloc(cap, sizeof(*n));
+
+	if (!n)
+		return false;
+	for (size_t i = 0; i < w->slots_cap; i++) {
+		size_t j;
+
+		if (!w->slots[i].id)
+			continue;
+		j = w->slots[i].hash & (cap - 1);
+		while (n[j].id)
+			j = (j + 1) & (cap - 1);
+		n[j] = w->slots[i];
+	}
+	free(w->slots);
+	w->slots = n;
+	w->slots_cap = cap;
+	return true;
+}
+
+/* Id of key in table kind; a new id is appended to that table's pending
+ * definitions as 'entry' (or as the key itself when entry is NULL). */
+static uint32_t intern(struct chunk_writer *w, enum dict_kind kind, const uint8_t *key, size_t len,
+	const uint8_t *entry, size_t entry_len, uint32_t *ret_new)
+{
+	uint64_t h = (tcf_crc32c(kind, key, len) | (uint64_t)len << 32) * 0x9e3779b97f4a7c15ull;
+	struct pending *p = &w->pend[kind];
+	size_t i;
+	uint32_t id;
+
+	if (ret_new)
+		*ret_new = 0;
+	if (w->err || w->finished)
+		return 0;
+	if ((w->slots_used + 1) * 2 > w->slots_cap && !slots_grow(w)) {
+		fail(w, -ENOMEM);
+		return 0;
+	}
+	i = h & (w->slots_cap - 1);
+	while (w->slots[i].id) {
+		struct dict_slot *s = &w->slots[i];
+
+		if (s->hash == h && s->kind == kind && s->len == len &&
+			!memcmp(w->arena.p + s->off, key, len))
+			return s->id;
+		i = (i + 1) & (w->slots_cap - 1);
+	}
+	if (w->arena.len + len > UINT32_MAX) {
+		fail(w, -TD_E_LIMIT);
+		return 0;
+	}
+	id = w->next_id[kind];
+	if (!p->count)
+		p->first_id = id;
+	tcf_put_bytes(&w->arena, key, len);
+	if (entry)
+		tcf_put_bytes(&p->entries, entry, entry_len);
+	else if (ret_new)
+		*ret_new = id; /* the caller appends the entry */
+	else
+		tcf_put_bytes(&p->entries, key, len);
+	if (w->arena.failed || p->entries.failed) {
+		fail(w, -ENOMEM);
+		return 0;
+	}
+	w->slots[i] = (struct dict_slot){ h, (uint32_t)(w->arena.len - len), (uint32_t)len, id,
+		(uint8_t)kind };
+	w->slots_used++;
+	w->next_id[kind]++;
+	p->count++;
+	return id;
+}
+
+uint32_t chunk_writer_string(struct chunk_writer *w, const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return 0;
+	n = strnlen(s, 65535);
+	tcf_buf_reserve(&w->scratch, n + 10);
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, n);
+	tcf_put_bytes(&w->scratch, s, n);
+	if (w->scratch.failed) {
+		fail(w, -ENOMEM);
+		return 0;
+	}
+	return intern(w, K_STRING, w->scratch.p, w->scratch.len, NULL, 0, NULL);
+}
+
+static uint32_t intern_scratch(struct chunk_writer *w, enum dict_kind kind)
+{
+	if (w->scratch.failed) {
+		fail(w, -ENOMEM);
+		return 0;
+	}
+	return intern(w, kind, w->scratch.p, w->scratch.len, NULL, 0, NULL);
+}
+
+uint32_t chunk_writer_mapping(struct chunk_writer *w, const struct chunk_mapping *m)
+{
+	uint32_t path = chunk_writer_string(w, m->path);
+	unsigned bl = m->build_id_len > 64 ? 64 : m->build_id_len;
+
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, m->start);
+	tcf_put_varint(&w->scratch, m->size);
+	tcf_put_varint(&w->scratch, m->file_offset);
+	tcf_put_varint(&w->scratch, path);
+	tcf_put_varint(&w->scratch, bl);
+	tcf_put_bytes(&w->scratch, m->build_id, bl);
+	tcf_put_varint(&w->scratch, m->flags);
+	return intern_scratch(w, K_MAPPING);
+}
+
+uint32_t chunk_writer_function(struct chunk_writer *w, const char *name, const char *system_name,
+	const char *file, uint32_t start_line)
+{
+	uint32_t n = chunk_writer_string(w, name), s = chunk_writer_string(w, system_name),
+		 f = chunk_writer_string(w, file);
+
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, n);
+	tcf_put_varint(&w->scratch, s);
+	tcf_put_varint(&w->scratch, f);
+	tcf_put_varint(&w->scratch, start_line);
+	return intern_scratch(w, K_FUNCTION);
+}
+
+uint32_t chunk_writer_location(struct chunk_writer *w, uint32_t mapping_id, uint64_t addr,
+	const struct chunk_line *lines, unsigned nlines)
+{
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, mapping_id);
+	tcf_put_varint(&w->scratch, addr);
+	tcf_put_varint(&w->scratch, 0); /* flags */
+	tcf_put_varint(&w->scratch, nlines);
+	for (unsigned i = 0; i < nlines; i++) {
+		tcf_put_varint(&w->scratch, lines[i].function_id);
+		tcf_put_varint(&w->scratch, lines[i].line);
+		tcf_put_varint(&w->scratch, lines[i].column);
+	}
+	return intern_scratch(w, K_LOCATION);
+}
+
+uint32_t chunk_writer_stack(struct chunk_writer *w, const uint32_t *locs, unsigned n)
+{
+	uint32_t parent = 0;
+
+	/* The prefix tree: a root-to-leaf path is a node; shared prefixes and
+	 * repeated stacks cost nothing new.  Keyed by (parent, location); the
+	 * entry written is (id - parent, location), usually one byte. */
+	for (unsigned i = n; i-- > 0;) {
+		uint8_t key[20], entry[20];
+		struct tcf_buf kb = { key, 0, sizeof(key), false };
+		uint32_t id, fresh;
+
+		tcf_put_varint(&kb, parent);
+		tcf_put_varint(&kb, locs[i]);
+		id = intern(w, K_NODE, key, kb.len, NULL, 0, &fresh);
+		if (!id)
+			return 0;
+		if (fresh) {
+			struct tcf_buf eb = { entry, 0, sizeof(entry), false };
+
+			tcf_put_varint(&eb, id - parent);
+			tcf_put_varint(&eb, locs[i]);
+			tcf_put_bytes(&w->pend[K_NODE].entries, entry, eb.len);
+		}
+		parent = id;
+	}
+	return parent;
+}
+
+uint32_t chunk_writer_thread(struct chunk_writer *w, uint32_t tid, uint32_t pid, const char *name)
+{
+	uint32_t n = chunk_writer_string(w, name);
+
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, tid);
+	tcf_put_varint(&w->scratch, pid);
+	tcf_put_varint(&w->scratch, n);
+	tcf_put_varint(&w->scratch, 0); /* flags */
+	return intern_scratch(w, K_THREAD);
+}
+
+static size_t pending_bytes(const struct chunk_writer *w)
+{
+	size_t n = w->rows.len + w->tev.len + w->misc.len;
+
+	for (int k = 0; k < K_COUNT; k++)
+		n += w->pend[k].entries.len;
+	return n;
+}
+
+static int64_t rel_ticks(struct chunk_writer *w, uint64_t time_ns)
+{
+	if (!w->have_base) {
+		w->have_base = true;
+		w->base_ns = time_ns;
+		w->prev_rel = 0;
+	}
+	if (time_ns > w->last_clock)
+		w->last_clock = time_ns;
+	return ((int64_t)(time_ns - w->base_ns)) / (int64_t)w->o.tick_ns;
+}
+
+static int maybe_flush(struct chunk_writer *w)
+{
+	if (w->err)
+		return w->err;
+	if (w->rows.failed || w->tev.failed || w->misc.failed)
+		return fail(w, -ENOMEM);
+	return pending_bytes(w) >= w->o.block_bytes ? chunk_writer_flush(w) : 0;
+}
+
+static bool same_stack(struct chunk_writer *w, uint32_t thread_id, uint32_t stack_id)
+{
+	if (thread_id >= w->threads_cap) {
+		size_t cap = w->threads_cap ? w->threads_cap : 64;
+		uint32_t *a, *g;
+
+		while (cap <= thread_id)
+			cap *= 2;
+		a = td_realloc(w->last_stack, cap * sizeof(*a));
+		if (a)
+			w->last_stack = a;
+		g = a ? td_realloc(w->last_gen, cap * sizeof(*g)) : NULL;
+		if (!a || !g) {
+			fail(w, -ENOMEM);
+			return false;
+		}
+		w->last_gen = g;
+		memset(g + w->threads_cap, 0, (cap - w->threads_cap) * sizeof(*g));
+		w->threads_cap = cap;
+	}
+	if (w->last_gen[thread_id] == w->gen + 1 && w->last_stack[thread_id] == stack_id)
+		return true;
+	w->last_gen[thread_id] = w->gen + 1;
+	w->last_stack[thread_id] = stack_id;
+	return false;
+}
+
+int chunk_writer_sample(struct chunk_writer *w, uint64_t time_ns, uint32_t thread_id,
+	enum tcf_state state, uint32_t stack_id, const uint64_t *values, unsigned nvalues)
+{
+	int64_t rel;
+	bool same;
+
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	if (w->nrows && nvalues != w->nvalues) {
+		int r = chunk_writer_flush(w); /* one value count per record */
+
+		if (r < 0)
+			return r;
+	}
+	w->nvalues = nvalues;
+	rel = rel_ticks(w, time_ns);
+	same = same_stack(w, thread_id, stack_id);
+	if (w->err)
+		return w->err;
+	tcf_put_varint(&w->rows, tcf_zigzag(rel - w->prev_rel));
+	w->prev_rel = rel;
+	tcf_put_varint(&w->rows, (uint64_t)thread_id << 4 | (uint64_t)(state & 7) << 1 | same);
+	if (!same)
+		tcf_put_varint(&w->rows, stack_id);
+	for (unsigned i = 0; i < nvalues; i++)
+		tcf_put_varint(&w->rows, values[i]);
+	w->nrows++;
+	w->samples++;
+	w->block_samples++;
+	return maybe_flush(w);
+}
+
+int chunk_writer_thread_event(struct chunk_writer *w, uint64_t time_ns, uint32_t thread_id,
+	enum tcf_thread_event kind, uint64_t arg)
+{
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	tcf_put_varint(&w->tev, tcf_zigzag(rel_ticks(w, time_ns)));
+	tcf_put_varint(&w->tev, thread_id);
+	tcf_put_varint(&w->tev, kind);
+	tcf_put_varint(&w->tev, arg);
+	w->ntev++;
+	return maybe_flush(w);
+}
+
+/* A whole record (tag, length, body from scratch) into misc. */
+static void misc_record(struct chunk_writer *w, enum tcf_record type)
+{
+	tcf_put_varint(&w->misc, (uint64_t)type << 1);
+	tcf_put_varint(&w->misc, w->scratch.len);
+	tcf_put_bytes(&w->misc, w->scratch.p, w->scratch.len);
+	if (w->scratch.failed)
+		w->misc.failed = true;
+}
+
+int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
+	uint32_t thread_id, uint32_t stack_id)
+{
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, tcf_zigzag(rel_ticks(w, time_ns)));
+	tcf_put_varint(&w->scratch, pid);
+	tcf_put_varint(&w->scratch, kind);
+	tcf_put_varint(&w->scratch, tcf_zigzag(status));
+	tcf_put_varint(&w->scratch, tcf_zigzag(signo));
+	tcf_put_varint(&w->scratch, fault_addr);
+	tcf_put_varint(&w->scratch, thread_id);
+	tcf_put_varint(&w->scratch, stack_id);
+	misc_record(w, TCF_REC_PROCESS_EVENT);
+	return maybe_flush(w);
+}
+
+int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason)
+{
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, count);
+	tcf_put_varint(&w->scratch, reason);
+	misc_record(w, TCF_REC_LOST);
+	return maybe_flush(w);
+}
+
+int chunk_writer_clock_sync(struct chunk_writer *w, uint64_t clock_ns, uint64_t real_ns)
+{
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, clock_ns);
+	tcf_put_varint(&w->scratch, real_ns);
+	misc_record(w, TCF_REC_CLOCK_SYNC);
+	return maybe_flush(w);
+}
+
+int chunk_writer_meta(struct chunk_writer *w, const char *key, const char *value)
+{
+	size_t kl = strnlen(key, 4096), vl = strnlen(value, 65536);
+
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, 1);
+	tcf_put_varint(&w->scratch, kl);
+	tcf_put_bytes(&w->scratch, key, kl);
+	tcf_put_varint(&w->scratch, vl);
+	tcf_put_bytes(&w->scratch, value, vl);
+	misc_record(w, TCF_REC_META);
+	return maybe_flush(w);
+}
+
+int chunk_writer_sample_types(struct chunk_writer *w, const char *const *types,
+	const char *const *units, unsigned n)
+{
+	uint32_t ids[2 * 16];
+
+	if (n > 16)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		ids[2 * i] = chunk_writer_string(w, types[i]);
+		ids[2 * i + 1] = chunk_writer_string(w, units[i]);
+	}
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, n);
+	for (unsigned i = 0; i < 2 * n; i++)
+		tcf_put_varint(&w->scratch, ids[i]);
+	misc_record(w, TCF_REC_SAMPLE_TYPES);
+	return maybe_flush(w);
+}
+
+static void block_record(struct chunk_writer *w, enum tcf_record type, const struct tcf_buf *head,
+	const struct tcf_buf *body)
+{
+	tcf_put_varint(&w->block, (uint64_t)type << 1);
+	tcf_put_varint(&w->block, head->len + body->len);
+	tcf_put_bytes(&w->block, head->p, head->len);
+	tcf_put_bytes(&w->block, body->p, body->len);
+}
+
+/* Commit the block in w->block (payload after the reserved header). */
+static int commit_block(struct chunk_writer *w, uint16_t flags, uint64_t base)
+{
+	uint8_t *h;
+	size_t n;
+	ssize_t r;
+
+	if (w->block.failed)
+		return fail(w, -ENOMEM);
+	h = w->block.p;
+	n = w->block.len - TCF_BLOCK_HEADER_LEN;
+	tcf_le64(h, w->sync);
+	tcf_le32(h + 8, (uint32_t)n);
+	tcf_le32(h + 12, w->block_seq);
+	tcf_le64(h + 16, base);
+	tcf_le16(h + 24, flags);
+	tcf_le16(h + 26, 0);
+	tcf_le32(h + 28, (uint32_t)n);
+	tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
+	tcf_le32(h + 36, tcf_crc_mask(tcf_crc32c(0, h + TCF_BLOCK_HEADER_LEN, n)));
+	r = td_write_all(w->o.fd, h, w->block.len);
+	if (r < 0)
+		return fail(w, (int)r);
+	if (w->o.sync_every_block && (r = td_fdatasync(w->o.fd)) < 0)
+		return fail(w, (int)r);
+	if (!(flags & TCF_BLK_INDEX)) {
+		uint8_t e[24];
+
+		tcf_le64(e, w->bytes);
+		tcf_le64(e + 8, base);
+		tcf_le64(e + 16, w->block_samples);
+		tcf_put_bytes(&w->index, e, sizeof(e));
+	}
+	w->bytes += w->block.len;
+	w->block_seq++;
+	return 0;
+}
+
+int chunk_writer_flush(struct chunk_writer *w)
+{
+	struct tcf_buf head = { 0 };
+	uint16_t flags = 0;
+	int r;
+
+	if (w->err || w->finished)
+		return w->err;
+	if (!pending_bytes(w))
+		return 0;
+	w->block.len = 0;
+	tcf_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN + pending_bytes(w) + 64);
+	w->block.len = TCF_BLOCK_HEADER_LEN;
+	for (int k = 0; k < K_COUNT; k++) {
+		struct pending *p = &w->pend[k];
+
+		if (!p->count)
+			continue;
+		flags |= TCF_BLK_HAS_DEFS;
+		head.len = 0;
+		tcf_put_varint(&head, p->first_id);
+		tcf_put_varint(&head, p->count);
+		block_record(w, kind_record[k], &head, &p->entries);
+	}
+	tcf_put_bytes(&w->block, w->misc.p, w->misc.len);
+	if (w->ntev) {
+		head.len = 0;
+		tcf_put_varint(&head, w->ntev);
+		block_record(w, TCF_REC_THREAD_EVENTS, &head, &w->tev);
+	}
+	if (w->nrows) {
+		head.len = 0;
+		tcf_put_varint(&head, w->nrows);
+		tcf_put_varint(&head, w->nvalues);
+		block_record(w, TCF_REC_SAMPLES, &head, &w->rows);
+	}
+	if (head.failed)
+		w->block.failed = true;
+	tcf_buf_free(&head);
+	r = commit_block(w, flags, w->have_base ? w->base_ns : w->last_clock);
+	if (r < 0)
+		return r;
+	for (int k = 0; k < K_COUNT; k++) {
+		w->pend[k].entries.len = 0;
+		w->pend[k].count = 0;
+	}
+	w->rows.len = w->tev.len = w->misc.len = 0;
+	w->nrows = w->ntev = 0;
+	w->have_base = false;
+	w->block_samples = 0;
+	w->gen++; /* same_stack state is per block: each decodes alone */
+	return 0;
+}
+
+int chunk_writer_finish(struct chunk_writer *w, enum tcf_end_reason reason, int32_t exit_status)
+{
+	struct timespec real;
+	uint64_t index_off, nblocks;
+	uint8_t t[TCF_TRAILER_LEN];
+	ssize_t r;
+
+	if (w->finished)
+		return -EINVAL;
+	r = chunk_writer_flush(w);
+	if (r < 0)
+		return (int)r;
+	clock_gettime(CLOCK_REALTIME, &real);
+	/* final block: CHUNK_END */
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, reason);
+	tcf_put_varint(&w->scratch, w->samples);
+	tcf_put_varint(&w->scratch, (uint64_t)w->block_seq + 2);
+	tcf_put_varint(&w->scratch, w->last_clock);
+	tcf_put_varint(&w->scratch, (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec);
+	tcf_put_varint(&w->scratch, tcf_zigzag(exit_status));
+	w->block.len = 0;
+	tcf_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN);
+	w->block.len = TCF_BLOCK_HEADER_LEN;
+	tcf_put_varint(&w->block, TCF_REC_CHUNK_END << 1);
+	tcf_put_varint(&w->block, w->scratch.len);
+	tcf_put_bytes(&w->block, w->scratch.p, w->scratch.len);
+	if (w->scratch.failed)
+		w->block.failed = true;
+	if ((r = commit_block(w, TCF_BLK_FINAL, w->last_clock)) < 0)
+		return (int)r;
+	/* INDEX: per data block (offset delta, base clock delta, samples) */
+	index_off = w->bytes;
+	nblocks = w->index.len / 24;
+	w->scratch.len = 0;
+	tcf_put_varint(&w->scratch, nblocks);
+	for (uint64_t i = 0, po = 0, pb = 0; i < nblocks; i++) {
+		const uint8_t *e = w->index.p + 24 * i;
+
+		tcf_put_varint(&w->scratch, tcf_rd64(e) - po);
+		tcf_put_varint(&w->scratch, tcf_zigzag((int64_t)(tcf_rd64(e + 8) - pb)));
+		tcf_put_varint(&w->scratch, tcf_rd64(e + 16));
+		po = tcf_rd64(e);
+		pb = tcf_rd64(e + 8);
+	}
+	w->block.len = TCF_BLOCK_HEADER_LEN;
+	tcf_put_varint(&w->block, TCF_REC_INDEX << 1);
+	tcf_put_varint(&w->block, w->scratch.len);
+	tcf_put_bytes(&w->block, w->scratch.p, w->scratch.len);
+	if (w->scratch.failed || w->index.failed)
+		w->block.failed = true;
+	if ((r = commit_block(w, TCF_BLK_INDEX, w->last_clock)) < 0)
+		return (int)r;
+	memcpy(t, tcf_end_magic, 8);
+	tcf_le64(t + 8, index_off);
+	tcf_le64(t + 16, w->bytes + TCF_TRAILER_LEN);
+	tcf_le32(t + 24, w->block_seq);
+	tcf_le32(t + 28, tcf_crc_mask(tcf_crc32c(0, t, 28)));
+	if ((r = td_write_all(w->o.fd, t, sizeof(t))) < 0)
+		return fail(w, (int)r);
+	w->bytes += sizeof(t);
+	if ((r = td_fdatasync(w->o.fd)) < 0)
+		return fail(w, (int)r);
+	w->finished = true;
+	return 0;
+}
+
+uint64_t chunk_writer_bytes(const struct chunk_writer *w)
+{
+	return w->bytes;
+}
+
+uint64_t chunk_writer_samples(const struct chunk_writer *w)
+{
+	return w->samples;
+}
+
+int chunk_writer_error(const struct chunk_writer *w)
+{
+	return w->err;
+}
+
+const uint8_t *chunk_writer_session(const struct chunk_writer *w)
+{
+	return w->o.session_id;
+}

@@ -1,0 +1,473 @@
+/* Unit tests of chunkfmt/: round trip of every record type, prefix
+ * closure, single-fault containment, absurd lengths, compactness. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../chunkfmt/chunkfmt-internal.h"
+#include "../tools/synth.h"
+
+static int memfd(void)
+{
+	int fd = memfd_create("tcf", MFD_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+static uint8_t *slurp_fd(int fd, size_t *len)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	uint8_t *b = malloc((size_t)n + 1);
+
+	cr_assert_eq(pread(fd, b, (size_t)n, 0), n);
+	*len = (size_t)n;
+	return b;
+}
+
+/* ---- collecting visitor */
+struct seen {
+	uint64_t samples, events, chunks, finished;
+	uint64_t thread_ev, process_ev, lost, clock, meta, end;
+	char leaf_fn[256], inl_fn[256], thread_name[64], meta_kv[64];
+	uint32_t depth, crash_signo, crash_depth;
+	uint64_t last_time, values_sum;
+};
+
+static int v_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
+{
+	struct seen *x = arg;
+	uint32_t locs[128];
+	struct chunk_location l;
+	struct chunk_function f;
+	struct chunk_thread t;
+
+	x->samples++;
+	x->last_time = s->time_ns;
+	for (unsigned i = 0; i < s->nvalues; i++)
+		x->values_sum += s->values[i];
+	x->depth = chunk_reader_stack(r, s->stack_id, locs, 128);
+	if (x->depth && chunk_reader_location(r, locs[0], &l) && l.nlines &&
+		chunk_reader_function(r, l.lines[0].function_id, &f)) {
+		snprintf(x->leaf_fn, sizeof(x->leaf_fn), "%s", f.name);
+		if (l.nlines > 1 && chunk_reader_function(r, l.lines[1].function_id, &f))
+			snprintf(x->inl_fn, sizeof(x->inl_fn), "%s", f.name);
+	}
+	if (chunk_reader_thread(r, s->thread_id, &t))
+		snprintf(x->thread_name, sizeof(x->thread_name), "%s", t.name ? t.name : "");
+	return 0;
+}
+
+static int v_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	struct seen *x = arg;
+	uint32_t locs[128];
+
+	x->events++;
+	switch (e->type) {
+	case CHUNK_EV_THREAD:
+		x->thread_ev++;
+		break;
+	case CHUNK_EV_PROCESS:
+		x->process_ev++;
+		x->crash_signo = (uint32_t)e->signo;
+		x->crash_depth = chunk_reader_stack(r, e->stack_id, locs, 128);
+		break;
+	case CHUNK_EV_LOST:
+		x->lost += e->count;
+		break;
+	case CHUNK_EV_CLOCK_SYNC:
+		x->clock++;
+		break;
+	case CHUNK_EV_META:
+		x->meta++;
+		snprintf(x->meta_kv, sizeof(x->meta_kv), "%s=%s", e->key, e->value);
+		break;
+	case CHUNK_EV_END:
+		x->end++;
+		break;
+	}
+	return 0;
+}
+
+static int v_begin(void *arg, struct chunk_reader *r)
+{
+	(void)r;
+	((struct seen *)arg)->chunks++;
+	return 0;
+}
+
+static int v_end(void *arg, struct chunk_reader *r, bool finished)
+{
+	(void)r;
+	((struct seen *)arg)->finished += finished;
+	return 0;
+}
+
+static const struct chunk_visitor collect = { v_begin, v_sample, v_event, v_end };
+
+Test(chunkfmt, round_trip_every_record)
+{
+	int fd = memfd();
+	struct chunk_writer *w;
+	struct chunk_writer_opts o = { .fd = fd, .chunk_seq = 7, .target_pid = 4242 };
+	struct seen x = { 0 };
+	struct chunk_report rep;
+	uint32_t fn_leaf, fn_inl, fn_main, loc_leaf, loc_main, stack, th, map;
+	uint8_t *buf;
+	size_t len;
+	static const uint8_t bid[20] = { 1, 2, 3 };
+	const char *types[] = { "cpu" }, *units[] = { "nanoseconds" };
+
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	map = chunk_writer_mapping(w, &(struct chunk_mapping){ 0x1000, 0x2000, 0, "/bin/x", bid, 20,
+					      0 });
+	fn_leaf = chunk_writer_function(w, "leaf()", "_Z4leafv", "x.c", 3);
+	fn_inl = chunk_writer_function(w, "helper()", NULL, "x.h", 9);
+	fn_main = chunk_writer_function(w, "main", NULL, "x.c", 20);
+	cr_assert_eq(chunk_writer_function(w, "leaf()", "_Z4leafv", "x.c", 3), fn_leaf,
+		"same content, same id");
+	loc_leaf = chunk_writer_location(w, map, 0x1234,
+		(struct chunk_line[]){ { fn_inl, 10, 2 }, { fn_leaf, 5, 0 } }, 2);
+	loc_main = chunk_writer_location(w, map, 0x1100, (struct chunk_line[]){ { fn_main, 22, 0 } },
+		1);
+	stack = chunk_writer_stack(w, (uint32_t[]){ loc_leaf, loc_main }, 2);
+	cr_assert_eq(chunk_writer_stack(w, (uint32_t[]){ loc_leaf, loc_main }, 2), stack);
+	th = chunk_writer_thread(w, 4243, 4242, "worker");
+	cr_assert_eq(chunk_writer_meta(w, "host", "box1"), 0);
+	cr_assert_eq(chunk_writer_clock_sync(w, 1000, 2000), 0);
+	cr_assert_eq(chunk_writer_sample_types(w, types, units, 1), 0);
+	cr_assert_eq(chunk_writer_thread_event(w, 5000000, th, TCF_THREAD_START, 0), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(chunk_writer_sample(w, 5000000 + i * 10000000ull, th, TCF_STATE_ONCPU,
+				     stack, NULL, 0),
+			0);
+	cr_assert_eq(chunk_writer_sample(w, 200000000, th, TCF_STATE_SLEEPING, stack,
+			     (uint64_t[]){ 10101010 }, 1),
+		0);
+	cr_assert_eq(chunk_writer_lost(w, 3, TCF_LOST_RING_FULL), 0);
+	cr_assert_eq(chunk_writer_process_event(w, 300000000, 4242, TCF_PROC_CRASH, 0, 11, 0xdead,
+			     th, stack),
+		0);
+	cr_assert_eq(chunk_writer_thread_event(w, 300000001, th, TCF_THREAD_EXIT, 0), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_TARGET_CRASH, 139), 0);
+	cr_expect_eq(chunk_writer_samples(w), 11);
+	chunk_writer_free(w);
+
+	buf = slurp_fd(fd, &len);
+	cr_assert_eq(chunk_read_buffer(buf, len, &collect, &x, &rep), 0);
+	cr_expect_eq(rep.chunks, 1);
+	cr_expect_eq(rep.chunks_finished, 1);
+	cr_expect_eq(x.finished, 1);
+	cr_expect_eq(rep.blocks_bad + rep.seq_gaps + rep.unknown_refs, 0, "%s", rep.first_damage);
+	cr_expect_not(rep.torn_tail);
+	cr_expect_eq(x.samples, 11);
+	cr_expect_eq(x.values_sum, 10101010);
+	cr_expect_eq(x.depth, 2);
+	cr_expect_str_eq(x.leaf_fn, "helper()", "inline chain innermost first");
+	cr_expect_str_eq(x.inl_fn, "leaf()");
+	cr_expect_str_eq(x.thread_name, "worker");
+	cr_expect_eq(x.thread_ev, 2);
+	cr_expect_eq(x.process_ev, 1);
+	cr_expect_eq(x.crash_signo, 11);
+	cr_expect_eq(x.crash_depth, 2, "the crash event carries the stack");
+	cr_expect_eq(x.lost, 3);
+	cr_expect_eq(x.clock, 1);
+	cr_expect_str_eq(x.meta_kv, "host=box1");
+	cr_expect_eq(x.end, 1);
+	cr_expect_eq(x.last_time, 200000000, "times round-trip at tick precision");
+	free(buf);
+	close(fd);
+}
+
+/* A multi-chunk file with small blocks; boundaries[] holds (end offset,
+ * samples so far) of every complete block. */
+struct layout {
+	uint8_t *buf;
+	size_t len;
+	size_t nb;
+	size_t end[4096];
+	uint64_t samples[4096];
+};
+
+static void build(struct layout *L, int chunks, int samples_per_chunk, uint32_t block_bytes,
+	unsigned functions)
+{
+	int fd = memfd();
+	uint64_t base = 0, total = 0;
+
+	L->nb = 0;
+	for (int c = 0; c < chunks; c++) {
+		struct chunk_writer *w;
+		struct chunk_writer_opts o = { .fd = fd, .chunk_seq = (uint64_t)c,
+			.block_bytes = block_bytes };
+		struct synth_opts so = { .threads = 4, .seconds = 1000, .hz = 99, .stacks = 50,
+			.min_depth = 5, .max_depth = 12, .seed = (uint64_t)c + 1,
+			.max_samples = (uint64_t)samples_per_chunk, .functions = functions };
+
+		cr_assert_eq(chunk_writer_open(&o, &w), 0);
+		cr_assert_geq(synth_write(w, &so, 1000000000ull), 0);
+		cr_assert_eq(chunk_writer_finish(w, TCF_END_ROTATE, 0), 0);
+		total += chunk_writer_samples(w);
+		base += chunk_writer_bytes(w);
+		chunk_writer_free(w);
+	}
+	L->buf = slurp_fd(fd, &L->len);
+	cr_assert_eq(L->len, base);
+	close(fd);
+	/* find block ends by walking the verified structure */
+	{
+		size_t pos = 0;
+
+		while (pos < L->len) {
+			struct chunk_info ci;
+			int hl = tcf_parse_header(L->buf + pos, L->len - pos, &ci);
+			uint64_t sync = tcf_chunk_sync(L->buf + pos);
+
+			cr_assert_gt(hl, 0);
+			pos += (size_t)hl;
+			while (!tcf_is_trailer(L->buf + pos, L->len - pos)) {
+				struct tcf_block b;
+				size_t bl;
+
+				cr_assert(tcf_parse_block_header(L->buf + pos, L->len - pos, sync, &b));
+				bl = TCF_BLOCK_HEADER_LEN + b.payload_len;
+				pos += bl;
+				L->end[L->nb] = pos;
+				L->samples[L->nb] = 0;
+				L->nb++;
+			}
+			pos += TCF_TRAILER_LEN;
+		}
+	}
+	/* samples per prefix at each block end: read that prefix */
+	for (size_t i = 0; i < L->nb; i++) {
+		struct chunk_report rep;
+
+		chunk_read_buffer(L->buf, L->end[i], NULL, NULL, &rep);
+		L->samples[i] = rep.samples;
+	}
+	cr_assert_eq(L->samples[L->nb - 1], total);
+}
+
+Test(chunkfmt, prefix_closure_every_byte, .timeout = 120)
+{
+	static struct layout L;
+	size_t bi = 0;
+
+	build(&L, 2, 300, 256, 24);
+	cr_assert_gt(L.nb, 6, "several blocks per chunk");
+	cr_log_info("%zu bytes, %zu blocks", L.len, L.nb);
+	for (size_t cut = 0; cut <= L.len; cut++) {
+		struct chunk_report rep;
+		uint64_t want = 0;
+
+		while (bi < L.nb && L.end[bi] <= cut)
+			bi++;
+		want = bi ? L.samples[bi - 1] : 0;
+		chunk_read_buffer(L.buf, cut, NULL, NULL, &rep);
+		if (rep.samples != want)
+			cr_assert_eq(rep.samples, want, "prefix %zu: %llu samples, want %llu", cut,
+				(unsigned long long)rep.samples, (unsigned long long)want);
+		if (rep.blocks_bad)
+			cr_assert_eq(rep.blocks_bad, 0, "prefix %zu: a cut is a torn tail, not damage",
+				cut);
+	}
+	free(L.buf);
+}
+
+Test(chunkfmt, prefix_closure_random_offsets_large, .timeout = 120)
+{
+	static struct layout L;
+	uint64_t s = 12345;
+
+	build(&L, 3, 20000, 16384, 0);
+	for (int k = 0; k < 400; k++) {
+		struct chunk_report rep;
+		size_t cut, bi = 0;
+
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		cut = (size_t)(s >> 11) % (L.len + 1);
+		while (bi < L.nb && L.end[bi] <= cut)
+			bi++;
+		chunk_read_buffer(L.buf, cut, NULL, NULL, &rep);
+		cr_assert_eq(rep.samples, bi ? L.samples[bi - 1] : 0, "cut at %zu", cut);
+	}
+	free(L.buf);
+}
+
+Test(chunkfmt, flipped_bit_costs_one_block, .timeout = 120)
+{
+	static struct layout L;
+	uint64_t total;
+
+	build(&L, 2, 300, 256, 24);
+	total = L.samples[L.nb - 1];
+	for (size_t i = 0; i < L.nb; i++) {
+		size_t start = i ? L.end[i - 1] : 0, end = L.end[i];
+		uint64_t in_block = L.samples[i] - (i ? L.samples[i - 1] : 0);
+		struct chunk_report rep;
+		size_t at;
+
+		/* skip a chunk header in front of the first block of a chunk */
+		if (end - start > TCF_HEADER_LEN + 60 && !memcmp(L.buf + start, tcf_magic, 8))
+			start += TCF_HEADER_LEN;
+		at = start + (end - start) * 2 / 3;
+		L.buf[at] ^= 0x10;
+		chunk_read_buffer(L.buf, L.len, NULL, NULL, &rep);
+		L.buf[at] ^= 0x10;
+		cr_expect_eq(rep.samples, total - in_block, "flip in block %zu at %zu: %llu of %llu", i,
+			at, (unsigned long long)rep.samples, (unsigned long long)total);
+		cr_expect_eq(rep.blocks_bad + (rep.torn_tail ? 1 : 0) + rep.seq_gaps > 0, true,
+			"damage is reported");
+		cr_expect_eq(rep.chunks, 2, "both chunks still found");
+	}
+	free(L.buf);
+}
+
+static uint8_t *block_with_payload(const uint8_t *payload, size_t n, size_t *ret_len)
+{
+	int fd = memfd();
+	struct chunk_writer *w;
+	struct chunk_writer_opts o = { .fd = fd };
+	uint8_t *buf, *out;
+	size_t len;
+
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(fd, &len);
+	close(fd);
+	out = malloc(len + TCF_BLOCK_HEADER_LEN + n);
+	memcpy(out, buf, len);
+	{
+		uint8_t *h = out + len;
+
+		tcf_le64(h, tcf_chunk_sync(buf));
+		tcf_le32(h + 8, (uint32_t)n);
+		tcf_le32(h + 12, 0);
+		tcf_le64(h + 16, 0);
+		tcf_le16(h + 24, 0);
+		tcf_le16(h + 26, 0);
+		tcf_le32(h + 28, (uint32_t)n);
+		tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
+		tcf_le32(h + 36, tcf_crc_mask(tcf_crc32c(0, payload, n)));
+		memcpy(h + 40, payload, n);
+	}
+	*ret_len = len + TCF_BLOCK_HEADER_LEN + n;
+	free(buf);
+	return out;
+}
+
+Test(chunkfmt, absurd_lengths_and_counts)
+{
+	/* valid CRCs around nonsense: huge counts, ids, lengths */
+	static const uint8_t cases[][24] = {
+		/* STRINGS first_id 1, n = 2^56 */
+		{ 4, 10, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0 },
+		/* LOCATIONS first 1, n 1, nlines 2^40 */
+		{ 10, 9, 1, 1, 1, 1, 0, 0x80, 0x80, 0x80, 0x80, 0x20 },
+		/* SAMPLES rows 2^35 */
+		{ 20, 7, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0 },
+		/* record length past the block */
+		{ 20, 0xff, 0xff, 0x03, 1, 2 },
+		/* STACK_NODES first_id 2^40 */
+		{ 12, 8, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 1 },
+		/* SAMPLES one row, thread id 2^50 */
+		{ 20, 12, 1, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 1 },
+		/* unknown must-understand record type 40 */
+		{ 81, 1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len;
+		uint8_t *buf = block_with_payload(cases[i], sizeof(cases[i]), &len);
+		struct chunk_report rep;
+		struct seen x = { 0 };
+
+		cr_expect_eq(chunk_read_buffer(buf, len, &collect, &x, &rep), 0, "case %zu", i);
+		cr_expect_eq(rep.chunks, 1);
+		cr_expect_lt(x.samples, 2, "case %zu decoded nothing absurd", i);
+		if (i == 6)
+			cr_expect(rep.newer_reader_needed);
+		else
+			cr_expect(rep.first_damage[0] || rep.unknown_refs, "case %zu reported", i);
+		free(buf);
+	}
+	{
+		/* a block header claiming 4 GiB */
+		uint8_t payload[1] = { 0 };
+		size_t len;
+		uint8_t *buf = block_with_payload(payload, 1, &len);
+		struct chunk_report rep;
+		uint8_t *h = buf + TCF_HEADER_LEN;
+
+		tcf_le32(h + 8, 0xffffffffu);
+		tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
+		chunk_read_buffer(buf, len, NULL, NULL, &rep);
+		cr_expect(rep.torn_tail || rep.blocks_bad, "rejected, not allocated");
+		free(buf);
+	}
+}
+
+Test(chunkfmt, garbage_is_not_a_chunk)
+{
+	static const uint8_t junk[300] = "this is not a chunk at all";
+	struct chunk_report rep;
+
+	cr_expect_eq(chunk_read_buffer(junk, sizeof(junk), NULL, NULL, &rep), -TD_E_CORRUPT);
+	cr_expect_eq(chunk_read_buffer(junk, 0, NULL, NULL, &rep), -TD_E_CORRUPT);
+}
+
+Test(chunkfmt, newer_major_is_skipped_not_misread)
+{
+	static struct layout L;
+	struct chunk_report rep;
+	uint8_t *h;
+
+	build(&L, 2, 100, 1024, 24);
+	h = L.buf;
+	tcf_le16(h + 8, 2); /* major 2 in the first chunk */
+	tcf_le32(h + 108, tcf_crc_mask(tcf_crc32c(0, h, 108)));
+	chunk_read_buffer(L.buf, L.len, NULL, NULL, &rep);
+	cr_expect_eq(rep.chunks_skipped, 1);
+	cr_expect_eq(rep.chunks, 1, "the second chunk is still read");
+	cr_expect_eq(rep.samples, 100);
+	free(L.buf);
+}
+
+Test(chunkfmt, at_most_4_bytes_per_sample_steady_state, .timeout = 120)
+{
+	int fd = memfd();
+	struct chunk_writer *w;
+	struct chunk_writer_opts o = { .fd = fd };
+	struct synth_opts so = { .threads = 64, .seconds = 60, .hz = 99 };
+	uint64_t b0, s0;
+	long long n;
+
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	/* warm up: the first 20 s define the popular stacks */
+	so.seconds = 20;
+	cr_assert_gt(synth_write(w, &so, 1000000000ull), 0);
+	chunk_writer_flush(w);
+	b0 = chunk_writer_bytes(w);
+	s0 = chunk_writer_samples(w);
+	so.seconds = 60;
+	so.seed = 1; /* same candidate stacks, steady state */
+	n = synth_write(w, &so, 30000000000ull);
+	cr_assert_gt(n, 0);
+	chunk_writer_flush(w);
+	{
+		double bps = (double)(chunk_writer_bytes(w) - b0) /
+			(double)(chunk_writer_samples(w) - s0);
+
+		cr_log_info("steady state: %.2f bytes per sample", bps);
+		cr_expect_leq(bps, 4.0, "%.2f bytes per sample", bps);
+	}
+	chunk_writer_free(w);
+	close(fd);
+}
