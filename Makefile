@@ -41,10 +41,10 @@ TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
 TD_LIBS = $(PKG_LIBS) -liberty
 
 LIB_SRCS := common/td.c common/fault.c \
-	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c \
+	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
-	daemon/cli.c daemon/dump.c
+	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c
 MAIN_SRC := daemon/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
@@ -54,6 +54,7 @@ TEST_SRCS := $(wildcard test/unit/test_*.c) $(wildcard test/integration/test_*.c
 	test/tools/synth.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 TEST_BIN := $(B)/test/tracerd-tests
+GEN := $(B)/tools/tracerd-gen
 
 FX := $(O)/fixtures
 # Fixtures are targets, not tracerd: never sanitized, -O2 without frame
@@ -130,7 +131,7 @@ $(FX)/fx_chain_stripped: $(FX)/fx_chain
 		strip --strip-all -o $@ $<
 
 fixtures: $(FIXTURES)
-test-build: $(TRACERD) $(TEST_BIN) fixtures
+test-build: $(TRACERD) $(TEST_BIN) $(GEN) fixtures
 
 deps:
 	$(Q)scripts/install-deps check
@@ -145,6 +146,11 @@ demo:
 	$(Q)scripts/install-deps demo
 	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(FX)/demo
 	$(Q)scripts/demo $(TRACERD) $(FX)/demo
+
+$(GEN): test/tools/tracerd-gen.c $(B)/obj/test/tools/synth.o $(B)/libtracerd.a
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -o $@ $^ $(TD_LDFLAGS) $(TD_LIBS) -lm
 
 BENCH_BIN := $(B)/bench/bench_dump
 $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags

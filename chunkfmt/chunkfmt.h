@@ -275,6 +275,27 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report);
 
+/* ------------------------------------------------------ repository listing */
+
+/* A chunk file in a repository directory.  Names are
+ * c<seq:10 digits>-<UTC start>.tcf, ".part" while being written; they are
+ * hints: the order is the sequence in the header. */
+struct tcf_dir_entry {
+	char name[64];
+	uint64_t seq;	 /* from the header; from the name if unreadable */
+	uint64_t size;
+	int64_t mtime;	 /* seconds */
+	bool part;	 /* .part: unfinished (active, or its writer died) */
+	bool header_ok;
+};
+
+/* Fill entries (at most cap, fixed storage: no allocation) with the chunk
+ * files of dir, sorted by sequence.  Returns the count, -ENOSPC if there
+ * are more than cap, or -errno. */
+int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap);
+/* Is name a chunk file name (c<10 digits>-...tcf[.part])? */
+bool tcf_is_chunk_name(const char *name, uint64_t *ret_seq, bool *ret_part);
+
 /* ------------------------------------------------------- low-level, shared */
 
 uint32_t tcf_crc32c(uint32_t crc, const void *buf, size_t len);

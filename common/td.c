@@ -23,6 +23,8 @@ static const char *const td_messages[] = {
 	[TD_E_DWFL - TD_E_BASE] = "libdwfl error",
 	[TD_E_CORRUPT - TD_E_BASE] = "malformed input",
 	[TD_E_FULL - TD_E_BASE] = "buffer full",
+	[TD_E_LOCKED - TD_E_BASE] = "repository is in use by another tracerd",
+	[TD_E_UNSAFE - TD_E_BASE] = "path is a symbolic link or writable by others",
 };
 
 const char *td_strerror(int err)

@@ -22,6 +22,8 @@ enum td_error {
 	TD_E_DWFL,	/* libdw/libdwfl reported an error */
 	TD_E_CORRUPT,	/* malformed input */
 	TD_E_FULL,	/* ring or table full */
+	TD_E_LOCKED,	/* repository in use by another writer */
+	TD_E_UNSAFE,	/* path is a symlink or writable by others */
 	TD_E_MAX
 };
 

@@ -126,3 +126,35 @@ bad:
 		(unsigned long long)min, (unsigned long long)max);
 	return false;
 }
+
+bool td_parse_duration(const char *opt, const char *s, uint64_t *ret_ns)
+{
+	char *end;
+	double v;
+	uint64_t unit = 1000000000u;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		goto bad;
+	if (!strcmp(end, "ms"))
+		unit = 1000000u;
+	else if (!strcmp(end, "s") || !*end)
+		unit = 1000000000u;
+	else if (!strcmp(end, "m"))
+		unit = 60000000000u;
+	else if (!strcmp(end, "h"))
+		unit = 3600000000000u;
+	else if (!strcmp(end, "d"))
+		unit = 86400000000000u;
+	else
+		goto bad;
+	if (v * (double)unit > 1e19)
+		goto bad;
+	*ret_ns = (uint64_t)(v * (double)unit);
+	return true;
+bad:
+	td_msg("%s: '%s' is not a duration; give a number with ms, s, m, h or d (e.g. 10m)", opt,
+		s);
+	return false;
+}

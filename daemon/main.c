@@ -15,7 +15,10 @@ static void usage(FILE *f)
 	      "Out-of-process sampling profiler for native Linux programs.\n"
 	      "\n"
 	      "commands:\n"
-	      "  dump --pid PID     print the stack of every thread of PID, once\n"
+	      "  dump --pid PID             print the stack of every thread of PID, once\n"
+	      "  snapshot REPO -o FILE      one file from a repository's chunks, repairing\n"
+	      "                             an unfinished one (the emergency dump)\n"
+	      "  verify PATH...             check chunk files and repositories\n"
 	      "\n"
 	      "  tracerd COMMAND --help   options of a command\n"
 	      "  tracerd --version        version\n"
@@ -40,6 +43,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "verify"))
+		return cmd_verify(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot"))
+		return cmd_snapshot(argc - 1, argv + 1);
 	td_msg("unknown command '%s'; see tracerd --help", argv[1]);
 	return TD_EXIT_USAGE;
 }

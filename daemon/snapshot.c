@@ -1,0 +1,273 @@
+/* tracerd snapshot REPO -o FILE [--since DURATION]: the emergency and
+ * on-demand dump.  Orders the repository's chunks by the sequence in their
+ * headers, copies finished chunks whole, repairs an unfinished one (its
+ * valid prefix of whole blocks, then a synthesized CHUNK_END{recovered},
+ * an empty INDEX and a trailer; the header copy gets the "recovered" flag),
+ * and writes one file: a concatenation of finished chunks.
+ *
+ * Built for memory pressure: one fixed table of entries and one fixed copy
+ * buffer, allocated up front; nothing grows with the number or size of the
+ * chunks.  The output appears only when complete (written to FILE.tmp,
+ * fsync'ed, renamed). */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../chunkfmt/chunkfmt-internal.h"
+
+#define SNAP_MAX_CHUNKS 65536
+#define SNAP_BUF (1u << 20)
+
+struct snap {
+	int out;
+	uint8_t *buf;
+	uint64_t bytes;
+	unsigned copied, repaired, skipped;
+};
+
+static int out_write(struct snap *s, const void *p, size_t n)
+{
+	ssize_t r = td_write_all(s->out, p, n);
+
+	if (r < 0)
+		return (int)r;
+	s->bytes += n;
+	return 0;
+}
+
+static int copy_range(struct snap *s, int fd, uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		size_t n = (size_t)TD_MIN(to - from, SNAP_BUF);
+		ssize_t r = pread(fd, s->buf, n, (off_t)from);
+
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		if ((r = out_write(s, s->buf, (size_t)r)) < 0)
+			return (int)r;
+		from += n;
+	}
+	return 0;
+}
+
+/* Samples in a block payload held in buf (SAMPLES records' row counts). */
+static uint64_t count_samples(const uint8_t *p, size_t n)
+{
+	struct tcf_cur c = { p, p + n, false };
+	uint64_t total = 0;
+
+	while (c.p < c.end && !c.bad) {
+		uint64_t tag = tcf_get_varint(&c), len = tcf_get_varint(&c);
+		const uint8_t *body = tcf_get_bytes(&c, len);
+
+		if (!body)
+			break;
+		if ((tag >> 1) == TCF_REC_SAMPLES) {
+			struct tcf_cur rc = { body, body + len, false };
+
+			total += tcf_get_varint(&rc);
+		}
+	}
+	return total;
+}
+
+/* Copy one chunk file: whole if finished, else its valid prefix, closed. */
+static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
+{
+	uint8_t hdr[4096], close_buf[512];
+	struct chunk_info ci;
+	uint64_t pos, size, sync, last_clock = 0, samples = 0;
+	uint32_t seq = 0;
+	int fd, hl, r = 0;
+
+	fd = openat(dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size = e->size;
+	if (pread(fd, hdr, TCF_HEADER_LEN, 0) != TCF_HEADER_LEN ||
+		(hl = tcf_parse_header(hdr, TCF_HEADER_LEN, &ci)) < 0 ||
+		(hl > TCF_HEADER_LEN && pread(fd, hdr, (size_t)hl, 0) != hl)) {
+		s->skipped++;
+		close(fd);
+		return 0; /* not a chunk we can read: leave it out, say so */
+	}
+	/* finished: the trailer closes the file exactly */
+	if (size >= (uint64_t)hl + TCF_TRAILER_LEN) {
+		uint8_t t[TCF_TRAILER_LEN];
+
+		if (pread(fd, t, sizeof(t), (off_t)(size - TCF_TRAILER_LEN)) == TCF_TRAILER_LEN &&
+			tcf_is_trailer(t, sizeof(t)) && tcf_rd64(t + 16) == size) {
+			r = copy_range(s, fd, 0, size);
+			s->copied++;
+			close(fd);
+			return r;
+		}
+	}
+	/* unfinished: walk the whole blocks */
+	sync = tcf_chunk_sync(hdr);
+	pos = (uint64_t)hl;
+	for (;;) {
+		uint8_t bh[TCF_BLOCK_HEADER_LEN];
+		struct tcf_block b;
+		uint32_t crc = 0;
+		uint64_t off;
+
+		if (pread(fd, bh, sizeof(bh), (off_t)pos) != (ssize_t)sizeof(bh) ||
+			!tcf_parse_block_header(bh, sizeof(bh), sync, &b) ||
+			b.payload_len > size - pos - TCF_BLOCK_HEADER_LEN || (b.flags & 0x60))
+			break; /* torn tail, or the old final/index blocks: re-closed */
+		for (off = 0; off < b.payload_len;) {
+			size_t n = (size_t)TD_MIN(b.payload_len - off, SNAP_BUF);
+
+			if (pread(fd, s->buf, n, (off_t)(pos + TCF_BLOCK_HEADER_LEN + off)) !=
+				(ssize_t)n)
+				break;
+			crc = tcf_crc32c(crc, s->buf, n);
+			off += n;
+		}
+		if (off != b.payload_len || tcf_rd32(bh + 36) != tcf_crc_mask(crc))
+			break;
+		if (b.payload_len <= SNAP_BUF)
+			samples += count_samples(s->buf, b.payload_len);
+		if (b.base_clock_ns > last_clock)
+			last_clock = b.base_clock_ns;
+		seq = b.block_seq + 1;
+		pos += TCF_BLOCK_HEADER_LEN + b.payload_len;
+	}
+	tcf_header_set_flags(hdr, TCF_HDR_RECOVERED);
+	r = out_write(s, hdr, (size_t)hl);
+	if (!r)
+		r = copy_range(s, fd, (uint64_t)hl, pos);
+	if (!r)
+		r = out_write(s, close_buf,
+			tcf_encode_close(close_buf, sync, seq, pos, last_clock, samples,
+				TCF_END_RECOVERED));
+	s->repaired++;
+	close(fd);
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: tracerd snapshot REPO -o FILE [--since DURATION]\n"
+	      "\n"
+	      "Write the chunks of repository REPO, in sequence order, into one file.\n"
+	      "An unfinished chunk (being written, or its writer died) is repaired: its\n"
+	      "whole blocks are kept and it is closed properly.  --since keeps only\n"
+	      "chunks written in the last DURATION (e.g. 5m, 2h).\n",
+		f);
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "since", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct tcf_dir_entry *e = NULL;
+	struct snap s = { .out = -1 };
+	const char *repo = NULL, *out = NULL;
+	char tmp[4096 + 8];
+	uint64_t since = 0;
+	struct timespec now;
+	int c, n, dirfd = -1, r = 0, ret = TD_EXIT_IO;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 's':
+			if (!td_parse_duration("--since", optarg, &since))
+				return TD_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return TD_EXIT_OK;
+		default:
+			usage(stderr);
+			return TD_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc || !out) {
+		td_msg("snapshot: give one repository and -o FILE; see tracerd snapshot --help");
+		return TD_EXIT_USAGE;
+	}
+	repo = argv[optind];
+	if (strlen(out) > 4096) {
+		td_msg("snapshot: output path too long");
+		return TD_EXIT_USAGE;
+	}
+	/* everything this command needs, up front */
+	e = malloc(SNAP_MAX_CHUNKS * sizeof(*e));
+	s.buf = malloc(SNAP_BUF);
+	if (!e || !s.buf) {
+		td_msg("snapshot: out of memory (needs %u MiB)", (unsigned)(SNAP_BUF >> 20) + 5);
+		goto out;
+	}
+	n = tcf_dir_scan(repo, e, SNAP_MAX_CHUNKS);
+	if (n == -ENOSPC) {
+		td_msg("%s holds more than %d chunks; lower its retention", repo, SNAP_MAX_CHUNKS);
+		goto out;
+	}
+	if (n < 0) {
+		td_msg("cannot read repository %s: %s; give the directory tracerd records into",
+			repo, td_strerror(n));
+		ret = TD_EXIT_USAGE;
+		goto out;
+	}
+	if (n == 0) {
+		td_msg("%s holds no chunks: nothing to snapshot", repo);
+		ret = TD_EXIT_USAGE;
+		goto out;
+	}
+	dirfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+	s.out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (dirfd < 0 || s.out < 0) {
+		td_msg("cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (int i = 0; i < n && !r; i++) {
+		if (since && (uint64_t)(now.tv_sec - e[i].mtime) * 1000000000u > since)
+			continue;
+		r = snap_chunk(&s, dirfd, &e[i]);
+	}
+	if (!r)
+		r = td_fsync(s.out);
+	if (!r)
+		r = td_renameat(AT_FDCWD, tmp, AT_FDCWD, out);
+	if (r < 0) {
+		td_msg("cannot write snapshot %s: %s; free space and try again (the repository "
+		       "is unchanged)",
+			out, td_strerror(r));
+		unlink(tmp);
+		goto out;
+	}
+	printf("%s: %u chunks (%u repaired), %llu bytes\n", out, s.copied + s.repaired,
+		s.repaired, (unsigned long long)s.bytes);
+	if (s.skipped)
+		td_msg("%u files in %s are not readable chunks and were left out", s.skipped, repo);
+	ret = TD_EXIT_OK;
+out:
+	if (s.out >= 0)
+		close(s.out);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(e);
+	free(s.buf);
+	return ret;
+}

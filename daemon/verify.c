@@ -1,0 +1,167 @@
+/* tracerd verify PATH...: check chunk files and repositories and say what
+ * they hold and what is damaged.  Exit 0 clean, 1 damaged but partly
+ * readable, 2 unreadable. */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../chunkfmt/chunkfmt.h"
+
+#define VERIFY_MAX_CHUNKS 100000
+
+struct vtotal {
+	unsigned files, chunks, finished, blocks, bad;
+	uint64_t samples, bytes;
+	int worst;
+};
+
+static void fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int verify_file(const char *path, bool part, struct vtotal *t)
+{
+	struct chunk_report rep;
+	char a[32], b[32];
+	int r = chunk_read_file(path, NULL, NULL, &rep), status = 0;
+	bool damaged;
+
+	t->files++;
+	if (r == -TD_E_CORRUPT) {
+		printf("%s: not a tracerd chunk file (no valid chunk header)\n", path);
+		return 2;
+	}
+	if (r < 0) {
+		printf("%s: cannot read: %s\n", path, td_strerror(r));
+		return 2;
+	}
+	damaged = rep.blocks_bad || rep.seq_gaps || rep.unknown_refs || rep.chunks_skipped ||
+		rep.newer_reader_needed || (rep.bytes_skipped && !rep.torn_tail) ||
+		(rep.torn_tail && !part);
+	printf("%s: %u chunk%s (%u finished), %u blocks, %llu samples, %llu bytes", path,
+		rep.chunks, rep.chunks == 1 ? "" : "s", rep.chunks_finished, rep.blocks,
+		(unsigned long long)rep.samples, (unsigned long long)rep.bytes);
+	if (rep.samples)
+		printf(", %.2f bytes/sample", (double)rep.bytes / (double)rep.samples);
+	putchar('\n');
+	if (rep.first_real_ns) {
+		fmt_time(rep.first_real_ns, a, sizeof(a));
+		fmt_time(rep.last_real_ns, b, sizeof(b));
+		printf("  time %s .. %s (%.1f s)\n", a, b,
+			(rep.last_real_ns - rep.first_real_ns) / 1e9);
+	}
+	if (rep.chunks_finished < rep.chunks)
+		printf("  unfinished chunk: %s\n",
+			part ? "still being written, or its writer died (tracerd snapshot repairs it)" :
+			       "no trailer (tracerd snapshot repairs it)");
+	if (rep.torn_tail)
+		printf("  torn tail: %llu bytes after the last whole block are ignored\n",
+			(unsigned long long)rep.bytes_skipped);
+	if (rep.blocks_bad)
+		printf("  damaged blocks: %u (skipped; the others were read)\n", rep.blocks_bad);
+	if (rep.seq_gaps)
+		printf("  block sequence gaps: %u\n", rep.seq_gaps);
+	if (rep.unknown_refs)
+		printf("  references to undefined entries: %llu (shown as unknown frames)\n",
+			(unsigned long long)rep.unknown_refs);
+	if (rep.chunks_skipped || rep.newer_reader_needed)
+		printf("  parts need a newer tracerd (%u chunks skipped)\n", rep.chunks_skipped);
+	if (rep.records_skipped)
+		printf("  %u optional records of newer versions skipped\n", rep.records_skipped);
+	if (rep.first_damage[0])
+		printf("  first problem: %s\n", rep.first_damage);
+	if (damaged)
+		status = 1;
+	t->chunks += rep.chunks;
+	t->finished += rep.chunks_finished;
+	t->blocks += rep.blocks;
+	t->bad += rep.blocks_bad;
+	t->samples += rep.samples;
+	t->bytes += rep.bytes;
+	return status;
+}
+
+static int verify_dir(const char *path, struct vtotal *t)
+{
+	struct tcf_dir_entry *e = malloc(VERIFY_MAX_CHUNKS * sizeof(*e));
+	int n, worst = 0;
+
+	if (!e)
+		return 2;
+	n = tcf_dir_scan(path, e, VERIFY_MAX_CHUNKS);
+	if (n == -ENOSPC) {
+		td_msg("%s: more than %d chunk files; verify them in parts", path, VERIFY_MAX_CHUNKS);
+		n = VERIFY_MAX_CHUNKS;
+	}
+	if (n < 0) {
+		td_msg("cannot read %s: %s", path, td_strerror(n));
+		free(e);
+		return 2;
+	}
+	if (n == 0) {
+		printf("%s: empty repository (no chunk files)\n", path);
+		free(e);
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		char full[4096 + 64];
+		int s;
+
+		snprintf(full, sizeof(full), "%s/%s", path, e[i].name);
+		s = verify_file(full, e[i].part, t);
+		worst = s > worst ? s : worst;
+		if (i && e[i].seq != e[i - 1].seq + 1)
+			printf("  chunk sequence gap before %s (chunks deleted by retention or "
+			       "lost)\n",
+				e[i].name);
+	}
+	free(e);
+	return worst;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	struct vtotal t = { 0 };
+	int worst = 0;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs("usage: tracerd verify PATH...\n"
+		      "\n"
+		      "Check chunk files, snapshots and repositories: CRCs, definitions before\n"
+		      "use, sequence gaps.  Prints chunks, blocks, samples, time range, damage\n"
+		      "and bytes per sample.  Exit 0 clean, 1 damaged but partly readable,\n"
+		      "2 unreadable.\n",
+			argc < 2 ? stderr : stdout);
+		return argc < 2 ? TD_EXIT_USAGE : TD_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		struct stat st;
+		int s;
+
+		if (stat(argv[i], &st) < 0) {
+			td_msg("%s: %s; give a chunk file or a repository directory", argv[i],
+				strerror(errno));
+			worst = 2;
+			continue;
+		}
+		s = S_ISDIR(st.st_mode) ? verify_dir(argv[i], &t) : verify_file(argv[i], false, &t);
+		worst = s > worst ? s : worst;
+	}
+	if (t.files > 1)
+		printf("total: %u files, %u chunks (%u finished), %u blocks (%u damaged), %llu "
+		       "samples, %llu bytes\n",
+			t.files, t.chunks, t.finished, t.blocks, t.bad, (unsigned long long)t.samples,
+			(unsigned long long)t.bytes);
+	return worst;
+}

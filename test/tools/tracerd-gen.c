@@ -1,0 +1,148 @@
+/* tracerd-gen: synthetic recordings for tests and benchmarks, until real
+ * recordings exist everywhere.
+ *   tracerd-gen -o FILE [options]        one finished chunk per --chunks
+ *   tracerd-gen -r REPO [options]        chunks in a repository
+ * options: --chunks N (1) --seconds S per chunk (60) --threads N (64)
+ *   --hz N (99) --stacks N (4000) --functions N (600) --seed N (1)
+ *   --max-samples N (per chunk) --unfinished (leave the last chunk as a
+ *   killed writer does: a .part without trailer) */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../chunkfmt/chunkfmt.h"
+#include "../../daemon/daemon.h"
+#include "synth.h"
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "chunks", required_argument, NULL, 'c' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "hz", required_argument, NULL, 'F' },
+		{ "stacks", required_argument, NULL, 'S' },
+		{ "functions", required_argument, NULL, 'f' },
+		{ "seed", required_argument, NULL, 'x' },
+		{ "max-samples", required_argument, NULL, 'm' },
+		{ "unfinished", no_argument, NULL, 'u' },
+		{ 0 },
+	};
+	struct synth_opts so = { 0 };
+	const char *out = NULL, *repo = NULL;
+	unsigned chunks = 1;
+	bool unfinished = false;
+	long long total = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "o:r:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			repo = optarg;
+			break;
+		case 'c':
+			chunks = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			so.seconds = atof(optarg);
+			break;
+		case 't':
+			so.threads = (unsigned)atoi(optarg);
+			break;
+		case 'F':
+			so.hz = (unsigned)atoi(optarg);
+			break;
+		case 'S':
+			so.stacks = (unsigned)atoi(optarg);
+			break;
+		case 'f':
+			so.functions = (unsigned)atoi(optarg);
+			break;
+		case 'x':
+			so.seed = strtoull(optarg, NULL, 10);
+			break;
+		case 'm':
+			so.max_samples = strtoull(optarg, NULL, 10);
+			break;
+		case 'u':
+			unfinished = true;
+			break;
+		default:
+			fprintf(stderr, "usage: tracerd-gen (-o FILE | -r REPO) [options]\n");
+			return 1;
+		}
+	}
+	if (!out == !repo) {
+		fprintf(stderr, "tracerd-gen: give -o FILE or -r REPO\n");
+		return 1;
+	}
+	if (out) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+
+		if (fd < 0) {
+			perror(out);
+			return 1;
+		}
+		for (unsigned i = 0; i < chunks; i++) {
+			struct chunk_writer_opts wo = { .fd = fd, .chunk_seq = i, .target_pid = 10000 };
+			struct chunk_writer *w;
+			long long n;
+
+			if (chunk_writer_open(&wo, &w) < 0)
+				return 1;
+			so.seed += 1;
+			n = synth_write(w, &so, 1000000000ull + (uint64_t)i * 100000000000ull);
+			if (n < 0)
+				return 1;
+			total += n;
+			if (unfinished && i + 1 == chunks)
+				chunk_writer_flush(w);
+			else if (chunk_writer_finish(w, TCF_END_STOP, 0) < 0)
+				return 1;
+			chunk_writer_free(w);
+		}
+		close(fd);
+	} else {
+		struct repo_opts ro = { .target_pid = 10000 };
+		struct repo *r;
+		pid_t owner = 0;
+		int e = repo_open(repo, &ro, &r, &owner);
+
+		if (e < 0) {
+			fprintf(stderr, "tracerd-gen: %s: %s\n", repo, td_strerror(e));
+			return 1;
+		}
+		for (unsigned i = 0; i < chunks; i++) {
+			struct chunk_writer *w = repo_writer(r);
+			long long n;
+
+			if (!w)
+				return 1;
+			so.seed += 1;
+			n = synth_write(w, &so, 1000000000ull + (uint64_t)i * 100000000000ull);
+			if (n < 0)
+				return 1;
+			total += n;
+			if (i + 1 < chunks && repo_rotate(r, TCF_END_ROTATE) < 0)
+				return 1;
+		}
+		if (unfinished) {
+			chunk_writer_flush(repo_writer(r));
+			_exit(0); /* as kill -9 would: no trailer, lock dies with us */
+		}
+		if (repo_close(r, TCF_END_STOP) < 0)
+			return 1;
+	}
+	printf("%lld samples\n", total);
+	return 0;
+}

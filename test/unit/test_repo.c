@@ -1,0 +1,360 @@
+/* Unit tests of the repository: lock, unsafe paths, permissions, rotation
+ * (size, age, many per second), retention (size, age, clock stepped back,
+ * never the active chunk), and the countdown fault injector over writes,
+ * fsyncs, renames and allocations. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../chunkfmt/chunkfmt.h"
+#include "../../daemon/daemon.h"
+#include "../tools/synth.h"
+
+static char dir[64];
+
+static void mkrepo(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tracerd-repo-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	rmdir(dir); /* repo_open creates it */
+}
+
+static void rmrepo(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s.snap", dir, dir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", dir);
+}
+
+static long long write_some(struct repo *r, unsigned samples, uint64_t seed)
+{
+	struct chunk_writer *w = repo_writer(r);
+	struct synth_opts so = { .threads = 4, .seconds = 1000, .stacks = 40, .min_depth = 5,
+		.max_depth = 10, .functions = 30, .seed = seed, .max_samples = samples };
+
+	if (!w)
+		return repo_error(r);
+	return synth_write(w, &so, 1000000000ull + seed * 1000000000000ull);
+}
+
+struct census {
+	unsigned finished, part, other;
+	uint64_t samples;
+	bool damage;
+};
+
+/* Every file: a finished chunk that reads clean, or a .part whose blocks
+ * are whole (a torn tail is allowed, nothing else). */
+static struct census census(void)
+{
+	struct census c = { 0 };
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[512];
+		struct chunk_report rep;
+		uint64_t seq;
+		bool part;
+		int r;
+
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "LOCK"))
+			continue;
+		if (!tcf_is_chunk_name(de->d_name, &seq, &part)) {
+			c.other++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		r = chunk_read_file(path, NULL, NULL, &rep);
+		if (r < 0) {
+			c.damage = true;
+			continue;
+		}
+		c.samples += rep.samples;
+		if (rep.blocks_bad || rep.seq_gaps || rep.unknown_refs)
+			c.damage = true;
+		if (part) {
+			c.part++;
+		} else {
+			c.finished++;
+			if (rep.chunks_finished != 1 || rep.torn_tail)
+				c.damage = true;
+		}
+	}
+	closedir(d);
+	return c;
+}
+
+Test(repo, create_lock_permissions)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r, *r2;
+	pid_t owner = 0;
+	struct stat st;
+	char path[512];
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_eq(stat(dir, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0750);
+	cr_expect_eq(repo_open(dir, &o, &r2, &owner), -TD_E_LOCKED, "a second writer is refused");
+	cr_expect_eq(owner, getpid(), "the lock names its holder");
+	cr_assert_gt(write_some(r, 100, 1), 0);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	snprintf(path, sizeof(path), "%s/c0000000000-", dir);
+	{
+		struct tcf_dir_entry e[4];
+		int n = tcf_dir_scan(dir, e, 4);
+
+		cr_assert_eq(n, 1);
+		cr_expect_not(e[0].part);
+		cr_expect_eq(e[0].seq, 0);
+		snprintf(path, sizeof(path), "%s/%s", dir, e[0].name);
+		cr_assert_eq(stat(path, &st), 0);
+		cr_expect_eq(st.st_mode & 0777, 0640);
+	}
+	/* the lock died with the writer: a new one may open, and continues
+	 * the sequence */
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 100, 2), 0);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	{
+		struct tcf_dir_entry e[4];
+
+		cr_assert_eq(tcf_dir_scan(dir, e, 4), 2);
+		cr_expect_eq(e[1].seq, 1);
+	}
+	rmrepo();
+}
+
+Test(repo, unsafe_paths_refused)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r;
+	char link[96];
+
+	mkrepo();
+	cr_assert_eq(mkdir(dir, 0777), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_expect_eq(repo_open(dir, &o, &r, NULL), -TD_E_UNSAFE, "writable by others");
+	cr_assert_eq(chmod(dir, 0750), 0);
+	snprintf(link, sizeof(link), "%s.link", dir);
+	cr_assert_eq(symlink(dir, link), 0);
+	cr_expect_eq(repo_open(link, &o, &r, NULL), -TD_E_UNSAFE, "a symlink");
+	unlink(link);
+	rmrepo();
+}
+
+Test(repo, rotation_by_size_many_per_second)
+{
+	struct repo_opts o = { .max_chunk_size = 2000 };
+	struct repo *r;
+	struct tcf_dir_entry e[128];
+	int n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 40; i++) {
+		cr_assert_gt(write_some(r, 50, (uint64_t)i + 1), 0);
+		chunk_writer_flush(repo_writer(r));
+		cr_assert_geq(repo_tick(r, td_now_ns()), 0);
+	}
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	n = tcf_dir_scan(dir, e, 128);
+	cr_expect_geq(n, 30, "chunks rotated by size: %d", n);
+	for (int i = 0; i < n; i++) {
+		cr_expect_eq(e[i].seq, (uint64_t)i, "names sort by sequence, no gaps");
+		cr_expect_not(e[i].part);
+	}
+	cr_expect_not(census().damage);
+	rmrepo();
+}
+
+Test(repo, rotation_by_age)
+{
+	struct repo_opts o = { .max_chunk_age_ns = 1000000 }; /* 1 ms */
+	struct repo *r;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 50, 1), 0);
+	cr_expect_eq(repo_tick(r, td_now_ns()), 0, "young");
+	usleep(5000);
+	cr_expect_eq(repo_tick(r, td_now_ns()), 1, "old enough: rotated");
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+Test(repo, retention_by_size_keeps_active)
+{
+	struct repo_opts o = { .max_chunk_size = 1 << 30, .max_size = 30000 };
+	struct repo *r;
+	struct tcf_dir_entry e[128];
+	uint64_t total = 0;
+	int n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 20; i++) {
+		cr_assert_gt(write_some(r, 300, (uint64_t)i + 1), 0);
+		cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	}
+	cr_assert_gt(write_some(r, 300, 99), 0);
+	chunk_writer_flush(repo_writer(r));
+	cr_assert_geq(repo_retain(r), 0);
+	n = tcf_dir_scan(dir, e, 128);
+	for (int i = 0; i < n; i++)
+		total += e[i].size;
+	cr_expect_lt(n, 21, "old chunks deleted");
+	cr_expect(e[n - 1].part, "the active chunk is never deleted");
+	cr_expect_leq(total, 30000 + e[n - 1].size + 1);
+	cr_expect_eq(e[n - 1].seq, 20);
+	for (int i = 1; i < n; i++)
+		cr_expect_eq(e[i].seq, e[i - 1].seq + 1, "the oldest go first");
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+static void set_mtime(const char *name, time_t t)
+{
+	char path[512];
+	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+Test(repo, retention_by_age_and_clock_steps)
+{
+	struct repo_opts o = { .max_age_ns = 3600ull * 1000000000u };
+	struct repo *r;
+	struct tcf_dir_entry e[16];
+	int n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_gt(write_some(r, 50, (uint64_t)i + 1), 0);
+		cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	}
+	n = tcf_dir_scan(dir, e, 16);
+	cr_assert_eq(n, 4);
+	set_mtime(e[0].name, time(NULL) - 2 * 86400);	/* two days old */
+	set_mtime(e[1].name, time(NULL) + 10 * 86400); /* clock was ahead */
+	cr_expect_eq(repo_retain(r), 1, "only the old chunk goes");
+	n = tcf_dir_scan(dir, e, 16);
+	cr_expect_eq(n, 3);
+	cr_expect_eq(e[0].seq, 1, "a chunk from the future is kept");
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+Test(repo, disk_full_keeps_what_was_written)
+{
+	struct repo_opts o = { .block_bytes = 1024 };
+	struct repo *r;
+	struct census c;
+	long long n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 2000, 1), 0);
+	chunk_writer_flush(repo_writer(r));
+	td_fault_arm(TD_FAULT_WRITE, 3);
+	n = write_some(r, 5000, 2);
+	td_fault_arm(0, 0);
+	cr_expect_eq(n, -ENOSPC);
+	cr_expect_eq(repo_error(r), -ENOSPC);
+	cr_expect_null(repo_writer(r), "recording stops");
+	cr_expect_eq(repo_close(r, TCF_END_STOP), -ENOSPC);
+	c = census();
+	cr_expect_not(c.damage);
+	cr_expect_eq(c.part, 1, "the chunk stays as a .part of whole blocks");
+	cr_expect_geq(c.samples, 2000, "nothing already written is lost");
+	rmrepo();
+}
+
+/* A recording of 3 chunks with rotations; stops at the first error as the
+ * daemon does. */
+static void scenario(void)
+{
+	struct repo_opts o = { .max_chunk_size = 6000, .block_bytes = 1024 };
+	struct repo *r;
+
+	if (repo_open(dir, &o, &r, NULL) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		if (write_some(r, 200, (uint64_t)i + 1) < 0)
+			break;
+		if (chunk_writer_flush(repo_writer(r)) < 0 || repo_tick(r, td_now_ns()) < 0)
+			break;
+	}
+	repo_close(r, TCF_END_STOP);
+}
+
+static void fault_sweep(unsigned ops)
+{
+	unsigned fired = 0;
+
+	for (long n = 1; n < 400; n++) {
+		struct census c;
+		char snap[96], a0[] = "snapshot", a2[] = "-o";
+		char *argv[] = { a0, dir, a2, snap, NULL };
+		struct chunk_report rep;
+
+		mkrepo();
+		td_fault_arm(ops, n);
+		scenario();
+		if (!td_fault_fired()) {
+			td_fault_arm(0, 0);
+			rmrepo();
+			break;
+		}
+		td_fault_arm(0, 0);
+		fired++;
+		c = census();
+		cr_expect_not(c.damage, "fault %ld: only whole chunks or clean prefixes", n);
+		cr_expect_eq(c.other, 0, "fault %ld: no stray files", n);
+		if (c.finished + c.part) {
+			snprintf(snap, sizeof(snap), "%s.snap", dir);
+			cr_expect_eq(cmd_snapshot(4, argv), 0, "fault %ld: snapshot", n);
+			cr_expect_eq(chunk_read_file(snap, NULL, NULL, &rep), 0);
+			cr_expect_eq(rep.chunks_finished, rep.chunks, "fault %ld: repaired", n);
+			cr_expect_eq(rep.blocks_bad + rep.seq_gaps + rep.unknown_refs, 0);
+			cr_expect_eq(rep.samples, c.samples, "fault %ld: the snapshot keeps all", n);
+		}
+		rmrepo();
+	}
+	cr_expect_gt(fired, 3, "the injector reached several points (%u)", fired);
+}
+
+Test(repo_faults, writes, .timeout = 120)
+{
+	fault_sweep(TD_FAULT_WRITE);
+}
+
+Test(repo_faults, fsyncs, .timeout = 120)
+{
+	fault_sweep(TD_FAULT_FSYNC);
+}
+
+Test(repo_faults, renames, .timeout = 120)
+{
+	fault_sweep(TD_FAULT_RENAME);
+}
+
+Test(repo_faults, mallocs, .timeout = 120)
+{
+	fault_sweep(TD_FAULT_MALLOC);
+}
