@@ -63,9 +63,9 @@ FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo
 
-MANS := man/tracerd.8
+MANS := man/tracerd.8 man/tracerd-chunk.5
 
-.PHONY: all check demo bench install lint clean deps fixtures test-build
+.PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
 all: $(TRACERD)
 
 $(B)/obj/%.o: %.c $(B)/.flags
@@ -141,6 +141,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(MAKE) --no-print-directory lint
 	$(Q)scripts/run-tests $(TEST_BIN)
+	$(Q)$(MAKE) --no-print-directory fuzz-check
 
 demo:
 	$(Q)scripts/install-deps demo
@@ -163,13 +164,40 @@ bench:
 	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
 
+# The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
+FUZZ_SECONDS ?= 300
+FUZZ_BIN := $(O)/fuzz/fuzz_reader
+FUZZ_SRCS := test/fuzz/fuzz_reader.c common/td.c common/fault.c chunkfmt/format.c \
+	chunkfmt/reader.c chunkfmt/writer.c chunkfmt/dir.c
+$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard chunkfmt/*.h common/*.h)
+	$(call say,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SRCS)
+
+fuzz: $(FUZZ_BIN)
+	$(Q)mkdir -p $(O)/fuzz/corpus && cp test/golden/*.tcf $(O)/fuzz/corpus/
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+		-print_final_stats=1 $(O)/fuzz/corpus
+
+# In make check: a short run, skipped (with the reason) without libFuzzer.
+fuzz-check:
+	$(Q)if printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
+		| clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then \
+		mkdir -p $(O)/fuzz; \
+		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 > $(O)/fuzz/check.log 2>&1 || \
+			{ tail -40 $(O)/fuzz/check.log; echo "fuzz: FAILED (input saved in the current directory)"; exit 1; }; \
+		echo "fuzz: reader survived $$(grep -o 'Done [0-9]* runs' $(O)/fuzz/check.log)"; \
+	else echo "fuzz: skipped: clang with libFuzzer is not installed (apt-get install clang libclang-rt-14-dev)"; fi
+
 lint:
 	$(Q)mandoc -Tlint -W warning $(MANS)
 
 install: $(TRACERD)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0755 $(TRACERD) $(DESTDIR)$(PREFIX)/bin/tracerd
 	install -m 0644 man/tracerd.8 $(DESTDIR)$(PREFIX)/share/man/man8/tracerd.8
+	install -m 0644 man/tracerd-chunk.5 $(DESTDIR)$(PREFIX)/share/man/man5/tracerd-chunk.5
 
 clean:
 	rm -rf $(O)

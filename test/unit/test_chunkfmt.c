@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../../chunkfmt/chunkfmt-internal.h"
+#include "../helpers.h"
 #include "../tools/synth.h"
 
 static int memfd(void)
@@ -470,4 +471,23 @@ Test(chunkfmt, at_most_4_bytes_per_sample_steady_state, .timeout = 120)
 	}
 	chunk_writer_free(w);
 	close(fd);
+}
+
+Test(chunkfmt, every_record_type_is_in_the_man_page)
+{
+	char *text = NULL, want[64];
+	size_t cap = 0;
+	FILE *f = fopen(TD_SOURCE_DIR "/man/tracerd-chunk.5", "r");
+	ssize_t n;
+
+	cr_assert_not_null(f, "man/tracerd-chunk.5 missing");
+	n = getdelim(&text, &cap, '\0', f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	for (unsigned t = 1; t <= TCF_REC_MAX_KNOWN; t++) {
+		snprintf(want, sizeof(want), ".It Dv %s No (%u)", tcf_record_name(t), t);
+		cr_expect(strstr(text, want), "record %u (%s) is not described", t,
+			tcf_record_name(t));
+	}
+	free(text);
 }

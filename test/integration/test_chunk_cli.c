@@ -1,0 +1,238 @@
+/* tracerd verify and tracerd snapshot from the command line, and the
+ * golden files every future reader must keep reading. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../chunkfmt/chunkfmt.h"
+#include "../helpers.h"
+
+#define GEN TD_BUILD_DIR "/tools/tracerd-gen"
+
+static char dir[64];
+
+static void gen(const char *args)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s -r %s %s >/dev/null", GEN, dir, args);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tracerd-cli-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	rmdir(dir);
+}
+
+static void teardown(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s.snap %s.bad", dir, dir, dir);
+	if (system(cmd) != 0)
+		cr_log_warn("cleanup failed");
+}
+
+TestSuite(chunk_cli, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(chunk_cli, verify_clean_repository)
+{
+	const char *argv[] = { "tracerd", "verify", dir, NULL };
+	struct run_result r;
+
+	gen("--chunks 3 --seconds 5 --threads 4 --functions 40 --stacks 50");
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "total: 3 files, 3 chunks (3 finished)"), "%s", r.out);
+	cr_expect(strstr(r.out, "bytes/sample"), "%s", r.out);
+	cr_expect(strstr(r.out, "time "), "%s", r.out);
+	run_result_free(&r);
+}
+
+Test(chunk_cli, verify_damage_and_unreadable)
+{
+	char file[128], junk[128];
+	const char *argv[] = { "tracerd", "verify", file, NULL };
+	const char *argj[] = { "tracerd", "verify", junk, NULL };
+	const char *argn[] = { "tracerd", "verify", "/nonexistent/x.tcf", NULL };
+	struct tcf_dir_entry e[8];
+	struct run_result r;
+	FILE *f;
+
+	gen("--chunks 1 --seconds 20 --threads 4 --functions 40 --stacks 50");
+	cr_assert_eq(tcf_dir_scan(dir, e, 8), 1);
+	snprintf(file, sizeof(file), "%s/%s", dir, e[0].name);
+	f = fopen(file, "r+");
+	fseek(f, (long)(e[0].size / 2), SEEK_SET);
+	fputc(0x55 ^ fgetc(f), f); /* one flipped byte in the middle */
+	fclose(f);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1, "damaged but partly readable: %s", r.out);
+	cr_expect(strstr(r.out, "damaged blocks: 1"), "%s", r.out);
+	run_result_free(&r);
+
+	snprintf(junk, sizeof(junk), "%s.bad", dir);
+	f = fopen(junk, "w");
+	fputs("definitely not a chunk\n", f);
+	fclose(f);
+	run_tracerd(&r, argj);
+	cr_expect_eq(r.status, 2, "%s", r.out);
+	cr_expect(strstr(r.out, "not a tracerd chunk file"), "%s", r.out);
+	run_result_free(&r);
+	run_tracerd(&r, argn);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "No such file or directory; give a chunk file or a repository"),
+		"%s", r.err);
+	run_result_free(&r);
+}
+
+Test(chunk_cli, snapshot_repairs_a_killed_writer)
+{
+	char snap[128];
+	const char *argv[] = { "tracerd", "snapshot", dir, "-o", snap, NULL };
+	const char *argv_v[] = { "tracerd", "verify", snap, NULL };
+	const char *argv_r[] = { "tracerd", "verify", dir, NULL };
+	struct chunk_report rep_dir, rep_snap;
+	struct tcf_dir_entry e[8];
+	struct run_result r;
+	uint64_t samples = 0;
+	int n;
+
+	gen("--chunks 3 --seconds 5 --threads 4 --functions 40 --stacks 50 --unfinished");
+	n = tcf_dir_scan(dir, e, 8);
+	cr_assert_eq(n, 3);
+	cr_expect(e[2].part, "the killed writer left a .part");
+	for (int i = 0; i < n; i++) {
+		char p[1024];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, e[i].name);
+		chunk_read_file(p, NULL, NULL, &rep_dir);
+		samples += rep_dir.samples;
+	}
+	run_tracerd(&r, argv_r);
+	cr_expect_eq(r.status, 0, "an unfinished chunk with a clean end is not damage: %s", r.out);
+	run_result_free(&r);
+	snprintf(snap, sizeof(snap), "%s.snap", dir);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "3 chunks (1 repaired)"), "%s", r.out);
+	run_result_free(&r);
+	cr_assert_eq(chunk_read_file(snap, NULL, NULL, &rep_snap), 0);
+	cr_expect_eq(rep_snap.chunks, 3);
+	cr_expect_eq(rep_snap.chunks_finished, 3, "the repaired chunk is closed");
+	cr_expect_eq(rep_snap.samples, samples, "every sample kept");
+	run_tracerd(&r, argv_v);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	run_result_free(&r);
+	/* the repository itself is unchanged */
+	cr_expect_eq(tcf_dir_scan(dir, e, 8), 3);
+	cr_expect(e[2].part);
+}
+
+Test(chunk_cli, snapshot_errors_and_since)
+{
+	char snap[128];
+	const char *empty[] = { "tracerd", "snapshot", "/tmp", "-o", snap, NULL };
+	const char *noout[] = { "tracerd", "snapshot", dir, NULL };
+	const char *since[] = { "tracerd", "snapshot", dir, "-o", snap, "--since", "1h", NULL };
+	const char *badd[] = { "tracerd", "snapshot", dir, "-o", snap, "--since", "soon", NULL };
+	struct run_result r;
+
+	snprintf(snap, sizeof(snap), "%s.snap", dir);
+	run_tracerd(&r, empty);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "holds no chunks"), "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, noout);
+	cr_expect_eq(r.status, 1);
+	run_result_free(&r);
+	run_tracerd(&r, badd);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "'soon' is not a duration"), "%s", r.err);
+	run_result_free(&r);
+	gen("--chunks 2 --seconds 2 --threads 2 --functions 20 --stacks 20");
+	{
+		struct tcf_dir_entry e[4];
+		char p[1024];
+		struct timespec old[2] = { { time(NULL) - 7200, 0 }, { time(NULL) - 7200, 0 } };
+
+		cr_assert_eq(tcf_dir_scan(dir, e, 4), 2);
+		snprintf(p, sizeof(p), "%s/%s", dir, e[0].name);
+		utimensat(AT_FDCWD, p, old, 0);
+	}
+	run_tracerd(&r, since);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "1 chunks (0 repaired)"), "only the recent chunk: %s", r.out);
+	run_result_free(&r);
+}
+
+/* ---- golden files */
+
+struct gsum {
+	unsigned chunks, finished;
+	uint64_t samples, thread_events;
+	char names[512];
+};
+
+static int g_sample(void *arg, struct chunk_reader *rd, const struct chunk_sample *s)
+{
+	struct gsum *g = arg;
+	uint32_t locs[64];
+	struct chunk_location l;
+	struct chunk_function f;
+	unsigned n = chunk_reader_stack(rd, s->stack_id, locs, 64);
+
+	if (g->samples++ == 0 && n && chunk_reader_location(rd, locs[n - 1], &l) &&
+		chunk_reader_function(rd, l.lines[l.nlines - 1].function_id, &f))
+		snprintf(g->names, sizeof(g->names), "root=%s depth=%u", f.name, n);
+	return 0;
+}
+
+static int g_event(void *arg, struct chunk_reader *rd, const struct chunk_event *e)
+{
+	(void)rd;
+	if (e->type == CHUNK_EV_THREAD)
+		((struct gsum *)arg)->thread_events++;
+	return 0;
+}
+
+static int g_end(void *arg, struct chunk_reader *rd, bool finished)
+{
+	struct gsum *g = arg;
+
+	(void)rd;
+	g->chunks++;
+	g->finished += finished;
+	return 0;
+}
+
+Test(golden, v1_0_small_reads_the_same_forever)
+{
+	static const struct chunk_visitor v = { NULL, g_sample, g_event, g_end };
+	struct gsum g = { 0 };
+	struct chunk_report rep;
+	char got[1024], want[1024] = "";
+	FILE *f;
+
+	cr_assert_eq(chunk_read_file(TD_SOURCE_DIR "/test/golden/tcf-v1.0-small.tcf", &v, &g, &rep),
+		0);
+	snprintf(got, sizeof(got),
+		"chunks %u finished %u samples %llu thread_events %llu blocks %u damage %u\n%s\n",
+		g.chunks, g.finished, (unsigned long long)g.samples,
+		(unsigned long long)g.thread_events, rep.blocks,
+		rep.blocks_bad + rep.seq_gaps + (unsigned)rep.unknown_refs, g.names);
+	f = fopen(TD_SOURCE_DIR "/test/golden/tcf-v1.0-small.txt", "r");
+	cr_assert_not_null(f, "golden summary missing");
+	cr_assert_gt(fread(want, 1, sizeof(want) - 1, f), 0);
+	fclose(f);
+	cr_expect_str_eq(got, want);
+}
