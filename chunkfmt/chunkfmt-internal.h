@@ -24,6 +24,8 @@ void tcf_buf_free(struct tcf_buf *b);
 
 static inline void tcf_put_bytes(struct tcf_buf *b, const void *p, size_t n)
 {
+	if (n == 0) /* p may be NULL (an empty buffer): memcpy must not see it */
+		return;
 	if (!tcf_buf_reserve(b, n))
 		return;
 	memcpy(b->p + b->len, p, n);
