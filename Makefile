@@ -159,10 +159,17 @@ $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
 
+BENCH_CHUNK := $(B)/bench/bench_chunk
+$(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtracerd.a
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -o $@ $^ $(TD_LDFLAGS) $(TD_LIBS) -lm
+
 bench:
 	$(Q)scripts/install-deps bench
-	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) fixtures
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) $(BENCH_CHUNK) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
+	$(Q)$(BENCH_CHUNK) 600
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

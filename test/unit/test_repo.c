@@ -358,3 +358,26 @@ Test(repo_faults, mallocs, .timeout = 120)
 {
 	fault_sweep(TD_FAULT_MALLOC);
 }
+
+Test(repo, dictionary_cap_rotates)
+{
+	struct repo_opts o = { .max_dict_bytes = 30 * 1024 }; /* table 24 KiB + names */
+	struct repo *r;
+	struct tcf_dir_entry e[64];
+	int rotated = 0, last = 0, n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 20; i++) {
+		cr_assert_gt(write_some(r, 200, (uint64_t)i + 1), 0);
+		last = repo_tick(r, td_now_ns());
+		rotated += last == 1;
+	}
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	cr_expect_gt(rotated, 0, "the writer's memory cap forced rotation");
+	n = tcf_dir_scan(dir, e, 64);
+	/* one file per rotation, plus the chunk closed at the end if any */
+	cr_expect_eq(n, rotated + (last == 1 ? 0 : 1));
+	cr_expect_not(census().damage, "every chunk is self-contained after a reset");
+	rmrepo();
+}
