@@ -143,6 +143,13 @@ static bool table_grow(void **p, size_t *cap, size_t elem, size_t upto)
 	*cap = c;
 	return true;
 }
+/* The table now holds ids up to first + n - 1 (a late duplicate of
+ * earlier ids leaves the count as it was). */
+#define DEFS_END(r, name, first, n)                \
+	do {                                       \
+		if ((first) + (n) > (r)->n_##name + 1) \
+			(r)->n_##name = (first) + (n)-1; \
+	} while (0)
 #define GROW(r, name, upto) \
 	table_grow((void **)&(r)->name, &(r)->cap_##name, sizeof(*(r)->name), (upto))
 
@@ -178,8 +185,7 @@ static bool decode_strings(struct chunk_reader *r, struct tcf_cur *c)
 			return false;
 		r->strs[first + i] = arena_copy(r, p, len);
 	}
-	if (first + n > r->n_strs + 1)
-		r->n_strs = first + n - 1;
+	DEFS_END(r, strs, first, n);
 	return true;
 }
 
@@ -207,8 +213,7 @@ static bool decode_maps(struct chunk_reader *r, struct tcf_cur *c)
 		if (c->bad)
 			return false;
 	}
-	if (first + n > r->n_maps + 1)
-		r->n_maps = first + n - 1;
+	DEFS_END(r, maps, first, n);
 	return true;
 }
 
@@ -228,8 +233,7 @@ static bool decode_funcs(struct chunk_reader *r, struct tcf_cur *c)
 	}
 	if (c->bad)
 		return false;
-	if (first + n > r->n_funcs + 1)
-		r->n_funcs = first + n - 1;
+	DEFS_END(r, funcs, first, n);
 	return true;
 }
 
@@ -261,8 +265,7 @@ static bool decode_locs(struct chunk_reader *r, struct tcf_cur *c)
 		if (c->bad)
 			return false;
 	}
-	if (first + n > r->n_locs + 1)
-		r->n_locs = first + n - 1;
+	DEFS_END(r, locs, first, n);
 	return true;
 }
 
@@ -282,8 +285,7 @@ static bool decode_nodes(struct chunk_reader *r, struct tcf_cur *c)
 	}
 	if (c->bad)
 		return false;
-	if (first + n > r->n_nodes + 1)
-		r->n_nodes = first + n - 1;
+	DEFS_END(r, nodes, first, n);
 	return true;
 }
 
@@ -303,8 +305,7 @@ static bool decode_threads(struct chunk_reader *r, struct tcf_cur *c)
 	}
 	if (c->bad)
 		return false;
-	if (first + n > r->n_threads + 1)
-		r->n_threads = first + n - 1;
+	DEFS_END(r, threads, first, n);
 	return true;
 }
 
