@@ -140,8 +140,8 @@ deps:
 check: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(MAKE) --no-print-directory lint
-	$(Q)scripts/run-tests $(TEST_BIN)
 	$(Q)$(MAKE) --no-print-directory fuzz-check
+	$(Q)scripts/run-tests $(TEST_BIN)
 
 demo:
 	$(Q)scripts/install-deps demo
