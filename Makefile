@@ -44,7 +44,8 @@ LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
-	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c
+	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c \
+	daemon/record.c daemon/sampler.c daemon/unwinder.c
 MAIN_SRC := daemon/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
@@ -61,7 +62,8 @@ FX := $(O)/fixtures
 # pointers, no sibling calls so that the known chains stay chains.
 FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
-	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo
+	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
+	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash
 
 MANS := man/tracerd.8 man/tracerd-chunk.5
 
@@ -100,7 +102,8 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
-$(FX)/fx_threads: test/fixtures/fx_threads.c
+$(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
+$(FX)/fx_crash: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<

@@ -354,12 +354,14 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 			size_t cap = nlast ? nlast : 64;
 			uint32_t *n;
 
-			while (cap <= s.thread_id)
-				cap *= 2;
-			if (cap > r->n_threads + 65 + (size_t)(c->end - c->p)) {
-				ok = false; /* absurd thread id */
+			/* ids come from THREADS: far past the table is corrupt
+			 * (bounds the allocation below) */
+			if (key >> 4 > (uint64_t)r->n_threads + 65536) {
+				ok = false;
 				break;
 			}
+			while (cap <= s.thread_id)
+				cap *= 2;
 			n = realloc(last, cap * sizeof(*n));
 			if (!n) {
 				ok = false;

@@ -3,6 +3,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,14 +41,21 @@ int td_explain_attach(pid_t pid, int err)
 		break;
 	case TD_E_TRACED:
 		if (td_task_info_read(pid, pid, &info) == 0 && info.tracer) {
+			/* TracerPid is the tracer's thread: name its process */
+			char path[64], buf[1024], *p;
+			pid_t tgid = info.tracer;
 			struct td_task_info tracer;
 			const char *name = "?";
 
-			if (td_task_info_read(info.tracer, info.tracer, &tracer) == 0)
+			snprintf(path, sizeof(path), "/proc/%d/status", (int)info.tracer);
+			if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
+				(p = strstr(buf, "\nTgid:")))
+				tgid = (pid_t)strtol(p + 6, NULL, 10);
+			if (td_task_info_read(tgid, tgid, &tracer) == 0)
 				name = tracer.name;
 			td_msg("cannot attach to %d: it is already traced by PID %d (%s); "
 			       "detach that debugger or tracer first",
-				(int)pid, (int)info.tracer, name);
+				(int)pid, (int)tgid, name);
 			break;
 		}
 		td_msg("cannot attach to %d: it is already traced by another process; "

@@ -19,6 +19,12 @@ enum td_exit {
 int cmd_dump(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+
+/* Write the chunks of repo into out (see tracerd snapshot).  -ENODATA: no
+ * chunks. */
+int td_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes);
 
 /* One line on stderr, prefixed "tracerd: ". */
 void td_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@ static void usage(FILE *f)
 	      "Out-of-process sampling profiler for native Linux programs.\n"
 	      "\n"
 	      "commands:\n"
+	      "  [record] --pid PID         sample PID into a repository (the daemon)\n"
 	      "  dump --pid PID             print the stack of every thread of PID, once\n"
 	      "  snapshot REPO -o FILE      one file from a repository's chunks, repairing\n"
 	      "                             an unfinished one (the emergency dump)\n"
@@ -41,6 +42,10 @@ int main(int argc, char **argv)
 		puts("tracerd " TD_VERSION);
 		return TD_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		return cmd_record(argc, argv); /* tracerd --pid N */
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))

@@ -167,6 +167,65 @@ static void usage(FILE *f)
 		f);
 }
 
+int td_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes)
+{
+	struct tcf_dir_entry *e = NULL;
+	struct snap s = { .out = -1 };
+	char tmp[4096 + 8];
+	struct timespec now;
+	int n, dirfd = -1, r = 0;
+
+	if (strlen(out) > 4096)
+		return -ENAMETOOLONG;
+	/* everything this needs, up front */
+	e = malloc(SNAP_MAX_CHUNKS * sizeof(*e));
+	s.buf = malloc(SNAP_BUF);
+	if (!e || !s.buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	n = tcf_dir_scan(repo, e, SNAP_MAX_CHUNKS);
+	if (n < 0) {
+		r = n;
+		goto out;
+	}
+	if (n == 0) {
+		r = -ENODATA;
+		goto out;
+	}
+	dirfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+	s.out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (dirfd < 0 || s.out < 0) {
+		r = -errno;
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (int i = 0; i < n && !r; i++) {
+		if (since_ns && (uint64_t)(now.tv_sec - e[i].mtime) * 1000000000u > since_ns)
+			continue;
+		r = snap_chunk(&s, dirfd, &e[i]);
+	}
+	if (!r)
+		r = td_fsync(s.out);
+	if (!r)
+		r = td_renameat(AT_FDCWD, tmp, AT_FDCWD, out);
+	if (r < 0)
+		unlink(tmp);
+	*ret_chunks = s.copied + s.repaired;
+	*ret_repaired = s.repaired;
+	*ret_bytes = s.bytes;
+out:
+	if (s.out >= 0)
+		close(s.out);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(e);
+	free(s.buf);
+	return r;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -175,13 +234,10 @@ int cmd_snapshot(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct tcf_dir_entry *e = NULL;
-	struct snap s = { .out = -1 };
-	const char *repo = NULL, *out = NULL;
-	char tmp[4096 + 8];
-	uint64_t since = 0;
-	struct timespec now;
-	int c, n, dirfd = -1, r = 0, ret = TD_EXIT_IO;
+	const char *repo, *out = NULL;
+	unsigned chunks = 0, repaired = 0;
+	uint64_t since = 0, bytes = 0;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -206,68 +262,27 @@ int cmd_snapshot(int argc, char **argv)
 		return TD_EXIT_USAGE;
 	}
 	repo = argv[optind];
-	if (strlen(out) > 4096) {
-		td_msg("snapshot: output path too long");
-		return TD_EXIT_USAGE;
-	}
-	/* everything this command needs, up front */
-	e = malloc(SNAP_MAX_CHUNKS * sizeof(*e));
-	s.buf = malloc(SNAP_BUF);
-	if (!e || !s.buf) {
-		td_msg("snapshot: out of memory (needs %u MiB)", (unsigned)(SNAP_BUF >> 20) + 5);
-		goto out;
-	}
-	n = tcf_dir_scan(repo, e, SNAP_MAX_CHUNKS);
-	if (n == -ENOSPC) {
-		td_msg("%s holds more than %d chunks; lower its retention", repo, SNAP_MAX_CHUNKS);
-		goto out;
-	}
-	if (n < 0) {
-		td_msg("cannot read repository %s: %s; give the directory tracerd records into",
-			repo, td_strerror(n));
-		ret = TD_EXIT_USAGE;
-		goto out;
-	}
-	if (n == 0) {
+	r = td_snapshot(repo, out, since, &chunks, &repaired, &bytes);
+	switch (r) {
+	case 0:
+		printf("%s: %u chunks (%u repaired), %llu bytes\n", out, chunks, repaired,
+			(unsigned long long)bytes);
+		return TD_EXIT_OK;
+	case -ENODATA:
 		td_msg("%s holds no chunks: nothing to snapshot", repo);
-		ret = TD_EXIT_USAGE;
-		goto out;
-	}
-	dirfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
-	s.out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (dirfd < 0 || s.out < 0) {
-		td_msg("cannot create %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	for (int i = 0; i < n && !r; i++) {
-		if (since && (uint64_t)(now.tv_sec - e[i].mtime) * 1000000000u > since)
-			continue;
-		r = snap_chunk(&s, dirfd, &e[i]);
-	}
-	if (!r)
-		r = td_fsync(s.out);
-	if (!r)
-		r = td_renameat(AT_FDCWD, tmp, AT_FDCWD, out);
-	if (r < 0) {
+		return TD_EXIT_USAGE;
+	case -ENOSPC:
 		td_msg("cannot write snapshot %s: %s; free space and try again (the repository "
 		       "is unchanged)",
 			out, td_strerror(r));
-		unlink(tmp);
-		goto out;
+		return TD_EXIT_IO;
+	case -ENOENT:
+	case -ENOTDIR:
+		td_msg("cannot read repository %s: %s; give the directory tracerd records into",
+			repo, td_strerror(r));
+		return TD_EXIT_USAGE;
+	default:
+		td_msg("cannot write snapshot %s: %s", out, td_strerror(r));
+		return TD_EXIT_IO;
 	}
-	printf("%s: %u chunks (%u repaired), %llu bytes\n", out, s.copied + s.repaired,
-		s.repaired, (unsigned long long)s.bytes);
-	if (s.skipped)
-		td_msg("%u files in %s are not readable chunks and were left out", s.skipped, repo);
-	ret = TD_EXIT_OK;
-out:
-	if (s.out >= 0)
-		close(s.out);
-	if (dirfd >= 0)
-		close(dirfd);
-	free(e);
-	free(s.buf);
-	return ret;
 }

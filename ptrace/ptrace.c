@@ -55,6 +55,8 @@ struct pt_thread {
 	bool late;	   /* interrupted, round ended: resume when it stops */
 	bool detach_want;  /* interrupted for a detach */
 	bool group_stopped;
+	int held_sig;	  /* held in a signal-delivery-stop with this signal */
+	uint64_t held_addr;
 	uint64_t interrupt_ns;
 };
 
@@ -296,7 +298,8 @@ static int attach_pass(struct pt_tracer *t, struct pt_proc *p, unsigned long opt
 			continue;
 		if (info.state == 'Z' || info.state == 'X')
 			continue;
-		if (info.tracer == getpid()) {
+		/* TracerPid names the tracer thread, not its process */
+		if (info.tracer == gettid()) {
 			if (thread_insert(t, tid, p->pid))
 				n++;
 			continue;
@@ -335,7 +338,7 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 	 * live process; a zombie leader alone is not. */
 	if ((info.state == 'Z' || info.state == 'X') && tasks <= 1)
 		return -TD_E_ZOMBIE;
-	if (info.tracer && info.tracer != getpid())
+	if (info.tracer && !is_own_task(info.tracer))
 		return -TD_E_TRACED;
 
 	p = &t->procs[t->nprocs++];
@@ -365,7 +368,7 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 	return (int)p->nthreads;
 out_unwind:
 	if (r == -EPERM && td_task_info_read(pid, pid, &info) == 0 && info.tracer &&
-		info.tracer != getpid())
+		!is_own_task(info.tracer))
 		r = -TD_E_TRACED;
 	t->nprocs--;
 	return r;
@@ -655,6 +658,11 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0)
 			ev.addr = (uint64_t)(uintptr_t)si.si_addr;
 		emit(t, &ev);
+		if (!th->detach_want && t->ops && t->ops->hold && t->ops->hold(t->arg, &ev)) {
+			th->held_sig = sig; /* stays stopped until pt_tracer_release */
+			th->held_addr = ev.addr;
+			return;
+		}
 		if (th->detach_want) {
 			ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
 			thread_remove(t, th);
@@ -691,6 +699,20 @@ static void refill(struct pt_tracer *t)
 		}
 		if (th->want || th->detach_want)
 			continue;
+		if (th->held_sig) {
+			/* already stopped: copy it as it is, keep holding it */
+			struct td_sample *smp;
+
+			th->want = true;
+			t->pending++;
+			smp = capture(t, th, TD_SAMPLE_HELD);
+			if (smp) {
+				smp->stopped_ns = 0; /* held for the crash, not for sampling */
+				t->stats->captured++;
+				t->ops->slot_put(t->arg, smp);
+			}
+			continue;
+		}
 		if (th->late) {
 			th->late = false; /* still owes us the stop of an earlier interrupt */
 		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
@@ -898,6 +920,13 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 			th->want = false;
 			t->pending--;
 		}
+		if (th->held_sig) {
+			/* stopped already: detach delivers the signal it held */
+			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
+			thread_remove(t, th);
+			i--; /* backward shift may have moved another entry here */
+			continue;
+		}
 		/* PTRACE_DETACH needs a stopped tracee: interrupt, then
 		 * detach each as its stop arrives (batched). */
 		if (!th->late && ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0)
@@ -922,4 +951,27 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 		return -TD_E_TIMEOUT;
 	}
 	return n;
+}
+
+pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_addr)
+{
+	for (unsigned i = 0; i < t->cap; i++)
+		if (t->threads[i].tid && t->threads[i].held_sig) {
+			*ret_signo = t->threads[i].held_sig;
+			*ret_addr = t->threads[i].held_addr;
+			return t->threads[i].tid;
+		}
+	return 0;
+}
+
+int pt_tracer_release(struct pt_tracer *t, pid_t tid)
+{
+	struct pt_thread *th = thread_find(t, tid);
+	int sig;
+
+	if (!th || !th->held_sig)
+		return -ESRCH;
+	sig = th->held_sig;
+	th->held_sig = 0;
+	return ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) < 0 ? -errno : 0;
 }

@@ -27,6 +27,7 @@ enum {
 	TD_SAMPLE_IN_SYSCALL = 1u << 1,	   /* stopped inside a system call */
 	TD_SAMPLE_STACK_PROCMEM = 1u << 2, /* stack read via /proc/PID/mem */
 	TD_SAMPLE_STACK_FAILED = 1u << 3,  /* no stack bytes could be read */
+	TD_SAMPLE_HELD = 1u << 4,	   /* taken in a held signal stop (crash) */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -80,6 +81,10 @@ struct pt_round_ops {
 	void (*slot_put)(void *arg, struct td_sample *s);
 	/* An event seen while waiting; may be NULL. */
 	void (*event)(void *arg, const struct pt_event *ev);
+	/* For a signal-delivery-stop: return true to keep the thread in that
+	 * stop (crash capture) until pt_tracer_release().  May be NULL.
+	 * Must be cheap: other threads of a round may be waiting. */
+	bool (*hold)(void *arg, const struct pt_event *ev);
 };
 
 struct pt_config {
@@ -138,6 +143,12 @@ enum {
 int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
 	struct pt_round_stats *ret_stats);
+
+/* A thread held in its signal-delivery-stop (ops->hold), or 0. */
+pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_addr);
+/* Let a held thread go on with its signal (the target then dies as it
+ * would have).  Returns 0 or -errno. */
+int pt_tracer_release(struct pt_tracer *t, pid_t tid);
 
 /* Handle every pending ptrace event without blocking. Returns the count. */
 int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg);

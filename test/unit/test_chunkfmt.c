@@ -491,3 +491,28 @@ Test(chunkfmt, every_record_type_is_in_the_man_page)
 	}
 	free(text);
 }
+
+Test(chunkfmt, many_threads_all_rows_decode)
+{
+	int fd = memfd();
+	struct chunk_writer *w;
+	struct chunk_writer_opts o = { .fd = fd };
+	struct synth_opts so = { .threads = 300, .seconds = 2, .stacks = 40, .functions = 20,
+		.min_depth = 5, .max_depth = 10 };
+	struct chunk_report rep;
+	long long n;
+	uint8_t *buf;
+	size_t len;
+
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	n = synth_write(w, &so, 1000000000ull);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(fd, &len);
+	chunk_read_buffer(buf, len, NULL, NULL, &rep);
+	cr_expect_eq(rep.samples, (uint64_t)n, "every row of 300 threads decodes");
+	cr_expect_eq(rep.unknown_refs, 0, "%s", rep.first_damage);
+	free(buf);
+	close(fd);
+}

@@ -94,7 +94,7 @@ static void put(void *arg, struct td_sample *s)
 
 static void setup(void)
 {
-	static const struct pt_round_ops ops = { get, put, NULL };
+	static const struct pt_round_ops ops = { get, put, NULL, NULL };
 	struct pt_config cfg = { .max_threads = 8 };
 	struct sym_options opt = { 0 };
 	struct pt_round_stats st;

@@ -1,0 +1,123 @@
+/* Private to daemon/: the recorder's shared state and its rings. */
+#ifndef TD_DAEMON_INTERNAL_H
+#define TD_DAEMON_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../ptrace/ptrace.h"
+#include "daemon.h"
+
+/* A single-producer single-consumer ring of fixed-size slots, allocated
+ * once.  The producer fills the slot at tail and publishes it with a
+ * release store; the consumer reads up to tail with an acquire load.  A
+ * full ring makes the producer drop (and count), never wait. */
+struct spsc {
+	_Atomic uint64_t head; /* consumer */
+	_Atomic uint64_t tail; /* producer */
+	uint32_t cap;	       /* power of two */
+	uint32_t slot_size;
+	uint8_t *mem;
+};
+
+int spsc_init(struct spsc *q, uint32_t cap, uint32_t slot_size);
+void spsc_free(struct spsc *q);
+/* Producer: the next free slot, or NULL if full. */
+static inline void *spsc_reserve(struct spsc *q)
+{
+	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+	if (t - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cap)
+		return NULL;
+	return q->mem + (size_t)(t & (q->cap - 1)) * q->slot_size;
+}
+static inline void spsc_publish(struct spsc *q)
+{
+	atomic_fetch_add_explicit(&q->tail, 1, memory_order_release);
+}
+/* Consumer: the oldest published slot, or NULL if empty. */
+static inline void *spsc_peek(struct spsc *q)
+{
+	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
+		return NULL;
+	return q->mem + (size_t)(h & (q->cap - 1)) * q->slot_size;
+}
+static inline void spsc_pop(struct spsc *q)
+{
+	atomic_fetch_add_explicit(&q->head, 1, memory_order_release);
+}
+
+/* An event from the sampler to the unwinder (flat). */
+enum rec_event_kind {
+	REC_EV_THREAD_NEW,
+	REC_EV_THREAD_EXIT,
+	REC_EV_EXEC,
+	REC_EV_PROCESS_EXIT,
+	REC_EV_CRASH, /* followed by the stacks of that crash's threads */
+	REC_EV_CRASH_DONE,
+};
+
+struct rec_event {
+	enum rec_event_kind kind;
+	pid_t pid, tid, old_tid;
+	int signo, status;
+	uint64_t addr, time_ns;
+	uint32_t crash_id; /* samples with this id belong to the crash */
+};
+
+#define REC_MAX_PIDS 16
+#define REC_STOP_RING 8192
+
+struct rec_config {
+	pid_t pids[REC_MAX_PIDS];
+	unsigned npids;
+	unsigned hz;
+	uint64_t duration_ns; /* 0: until stopped */
+	const char *repo;
+	struct repo_opts ropts;
+	uint32_t max_window;  /* --stack-bytes */
+	uint32_t first_window;
+	const char *debuginfo_dir;
+	bool quiet;
+};
+
+/* Shared by the main, sampler and unwinder threads.  Counters are atomics
+ * written by one thread and read by others. */
+struct rec {
+	struct rec_config cfg;
+	struct spsc samples; /* struct td_sample + window; flags bit 31: crash */
+	struct spsc events;  /* struct rec_event */
+	int unwinder_wake;   /* eventfd */
+	int sampler_wake;    /* eventfd */
+	int main_wake;	     /* eventfd */
+	_Atomic int stop;    /* 1: stop, 2: hurry */
+	_Atomic int rotate_req, snapshot_req;
+	_Atomic int sampler_done, unwinder_done;
+	/* sampler startup */
+	_Atomic int attach_state; /* 0 pending, 1 ok, -1 failed */
+	int attach_err;
+	pid_t attach_pid;
+	/* unwinder asks the sampler to grow a thread's window */
+	_Atomic uint32_t grow[1024]; /* tid % 1024 -> tid */
+	/* statistics */
+	_Atomic uint64_t samples_taken, samples_written, ticks;
+	_Atomic uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
+	_Atomic uint64_t threads_seen, threads_live, targets_live;
+	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* recent stopped times */
+	_Atomic uint64_t stop_n, stop_max;
+	_Atomic uint64_t bytes_written;
+	_Atomic int io_err;
+	_Atomic int crashes;
+	_Atomic uint32_t crash_acked; /* the unwinder synced this crash's chunk */
+	int exit_status_of_target;
+	void *repo_handle; /* struct repo *, owned by the unwinder once started */
+};
+
+void *sampler_main(void *arg);
+void *unwinder_main(void *arg);
+void rec_wake(int fd);
+
+#endif

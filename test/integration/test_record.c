@@ -1,0 +1,539 @@
+/* The recording daemon against fixtures: the recorded CPU split, thread
+ * churn, signals and job control passing through untouched, exec, crash
+ * capture, kill -9, targets that exit, signals to tracerd, and errors. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../chunkfmt/chunkfmt.h"
+#include "../helpers.h"
+
+#define FX(name) TD_FIXTURE_DIR "/" name
+#define TRACERD TD_BUILD_DIR "/tracerd"
+
+static char repo[64], errfile[96];
+
+static void setup(void)
+{
+	snprintf(repo, sizeof(repo), "/tmp/tracerd-rec-XXXXXX");
+	cr_assert_not_null(mkdtemp(repo));
+	rmdir(repo);
+	snprintf(errfile, sizeof(errfile), "%s.err", repo);
+}
+
+static void teardown(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", repo, errfile);
+	if (system(cmd) != 0)
+		cr_log_warn("cleanup failed");
+}
+
+TestSuite(record, .init = setup, .fini = teardown, .timeout = 90);
+
+/* The process tracing pid (TracerPid is the tracer's thread), 0 if none. */
+static pid_t tracer_of(pid_t pid)
+{
+	struct td_task_info i;
+	char path[64], buf[1024], *p;
+
+	if (td_task_info_read(pid, pid, &i) < 0)
+		return -1;
+	if (!i.tracer)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)i.tracer);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "\nTgid:")))
+		return i.tracer;
+	return (pid_t)strtol(p + 6, NULL, 10);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* tracerd record in the background; stderr to errfile. Waits until it
+ * traces pid. */
+static pid_t tracerd_start(pid_t pid, const char *a1, const char *a2, const char *a3)
+{
+	char p[32];
+	pid_t t;
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	t = fork();
+	if (t == 0) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		dup2(fd, 1);
+		execl(TRACERD, TRACERD, "--pid", p, "-r", repo, "-q", a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && tracer_of(pid) != t; i++)
+		usleep(10000);
+	cr_assert_eq(tracer_of(pid), t, "tracerd did not attach: %s", slurp(errfile));
+	return t;
+}
+
+static int tracerd_wait(pid_t t)
+{
+	int st;
+
+	cr_assert_eq(waitpid(t, &st, 0), t);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- what a repository holds */
+struct found {
+	uint64_t samples, thread_start, thread_exit, exec, exits, crashes;
+	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen;
+	bool exec_seen;
+	int crash_signo;
+	char crash_chain[1024];
+	unsigned chunks, finished, end_target_exit;
+};
+
+/* The innermost frame of the stack that is one of the fixture's own
+ * functions (libc or the vDSO may be below it). */
+static const char *own_frame(struct chunk_reader *r, uint32_t stack, char *buf, size_t len)
+{
+	static const char *const own[] = { "split_a", "split_b", "before_exec", "after_exec" };
+	uint32_t locs[128];
+	unsigned n = chunk_reader_stack(r, stack, locs, 128);
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && i < 128; i++) {
+		struct chunk_location l;
+		struct chunk_function fn;
+
+		if (!chunk_reader_location(r, locs[i], &l))
+			continue;
+		/* every line: the location's inline chain, innermost first */
+		for (unsigned j = 0; j < l.nlines; j++) {
+			if (!chunk_reader_function(r, l.lines[j].function_id, &fn))
+				continue;
+			for (unsigned k = 0; k < 4; k++)
+				if (!strcmp(fn.name, own[k])) {
+					snprintf(buf, len, "%s", fn.name);
+					return buf;
+				}
+		}
+	}
+	return buf;
+}
+
+static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
+{
+	struct found *f = arg;
+	char leaf[256];
+
+	f->samples++;
+	own_frame(r, s->stack_id, leaf, sizeof(leaf));
+	f->leaf_a += !strcmp(leaf, "split_a");
+	f->leaf_b += !strcmp(leaf, "split_b");
+	f->before += !strcmp(leaf, "before_exec");
+	f->after += !strcmp(leaf, "after_exec");
+	f->after_with_exec_seen += f->exec_seen && !strcmp(leaf, "after_exec");
+	return 0;
+}
+
+static int f_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	struct found *f = arg;
+
+	if (e->type == CHUNK_EV_THREAD) {
+		f->thread_start += e->kind == TCF_THREAD_START;
+		f->thread_exit += e->kind == TCF_THREAD_EXIT;
+	} else if (e->type == CHUNK_EV_PROCESS) {
+		if (e->kind == TCF_PROC_EXEC) {
+			f->exec++;
+			f->exec_seen = true;
+		}
+		f->exits += e->kind == TCF_PROC_EXIT;
+		if (e->kind == TCF_PROC_CRASH) {
+			uint32_t locs[64];
+			unsigned n = chunk_reader_stack(r, e->stack_id, locs, 64);
+			size_t l = 0;
+
+			f->crashes++;
+			f->crash_signo = e->signo;
+			for (unsigned i = 0; i < n && i < 64; i++) {
+				struct chunk_location loc;
+				struct chunk_function fn;
+
+				if (chunk_reader_location(r, locs[i], &loc) && loc.nlines &&
+					chunk_reader_function(r, loc.lines[0].function_id, &fn))
+					l += (size_t)snprintf(f->crash_chain + l,
+						sizeof(f->crash_chain) - l, "%s%s", l ? " " : "",
+						fn.name);
+			}
+		}
+	} else if (e->type == CHUNK_EV_END) {
+		f->end_target_exit += e->kind == TCF_END_TARGET_EXIT;
+	}
+	return 0;
+}
+
+static int f_end(void *arg, struct chunk_reader *r, bool finished)
+{
+	struct found *f = arg;
+
+	(void)r;
+	f->chunks++;
+	f->finished += finished;
+	return 0;
+}
+
+static struct found scan_repo(void)
+{
+	static const struct chunk_visitor v = { NULL, f_sample, f_event, f_end };
+	struct found f = { 0 };
+	struct tcf_dir_entry e[64];
+	int n = tcf_dir_scan(repo, e, 64);
+
+	cr_assert_gt(n, 0, "no chunks in %s", repo);
+	for (int i = 0; i < n; i++) {
+		char p[256];
+		struct chunk_report rep;
+
+		snprintf(p, sizeof(p), "%s/%s", repo, e[i].name);
+		chunk_read_file(p, &v, &f, &rep);
+	}
+	return f;
+}
+
+static int verify_status(void)
+{
+	const char *argv[] = { "tracerd", "verify", repo, NULL };
+	struct run_result r;
+	int s;
+
+	run_tracerd(&r, argv);
+	s = r.status;
+	run_result_free(&r);
+	return s;
+}
+
+Test(record, cpu_split_70_30)
+{
+	pid_t fx = fx_start(FX("fx_split"), NULL), t;
+	struct found f;
+	double a;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "-F", "499", "--duration=4s");
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_assert_gt(f.leaf_a + f.leaf_b, 1000, "enough samples: %llu",
+		(unsigned long long)(f.leaf_a + f.leaf_b));
+	a = (double)f.leaf_a / (double)(f.leaf_a + f.leaf_b);
+	cr_expect(a > 0.65 && a < 0.75, "split_a %.1f%% of %llu samples, want 70 +- 5", 100 * a,
+		(unsigned long long)(f.leaf_a + f.leaf_b));
+	cr_expect_eq(tracer_of(fx), 0, "detached");
+	cr_expect_eq(verify_status(), 0);
+	fx_stop(fx);
+}
+
+Test(record, thread_churn)
+{
+	pid_t fx, t;
+	int p[2], st;
+	char buf[128] = "";
+	struct found f;
+
+	cr_assert_eq(pipe(p), 0);
+	fx = fork();
+	if (fx == 0) {
+		dup2(p[1], 1);
+		execl(FX("fx_churn"), "fx_churn", "5", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	cr_assert_gt(read(p[0], buf, 6), 0);
+	t = tracerd_start(fx, "--duration=3s", NULL, NULL);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	/* after tracerd: nothing left stopped, the program finishes */
+	for (int i = 0; i < 20; i++) {
+		char s = task_state(fx, fx);
+
+		cr_expect(s != 't' && s != 'T', "left stopped");
+		usleep(10000);
+	}
+	cr_expect_eq(tracer_of(fx), 0);
+	{
+		ssize_t n = 0, k;
+
+		while ((k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+			n += k;
+		buf[n] = '\0';
+	}
+	cr_assert_eq(waitpid(fx, &st, 0), fx);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the program ran to its end: %s", buf);
+	f = scan_repo();
+	cr_expect_gt(f.thread_start, 200, "births recorded: %llu",
+		(unsigned long long)f.thread_start);
+	cr_expect_gt(f.thread_exit, 200, "exits recorded: %llu", (unsigned long long)f.thread_exit);
+	cr_expect_eq(verify_status(), 0);
+}
+
+/* Run fx_signals for secs; with tracerd if trace. Returns the alarm count;
+ * sends 'usr1' SIGUSR1, one at a time, each acknowledged. */
+static long run_signals(bool trace, int usr1, int *ret_handled)
+{
+	pid_t fx, t = 0;
+	int p[2], st, handled = 0;
+	char buf[4096];
+	size_t got = 0;
+	long alarms = -1;
+
+	cr_assert_eq(pipe(p), 0);
+	fx = fork();
+	if (fx == 0) {
+		dup2(p[1], 1);
+		execl(FX("fx_signals"), "fx_signals", "3", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], buf, 6), 6);
+	if (trace)
+		t = tracerd_start(fx, NULL, NULL, NULL);
+	for (int i = 1; i <= usr1; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "usr1 %d\n", i);
+		kill(fx, SIGUSR1);
+		/* wait for this one's answer before the next: no coalescing */
+		while (!memmem(buf, got, want, strlen(want))) {
+			struct pollfd pfd = { p[0], POLLIN, 0 };
+			ssize_t n;
+
+			cr_assert_gt(poll(&pfd, 1, 5000), 0, "SIGUSR1 %d not handled", i);
+			n = read(p[0], buf + got, sizeof(buf) - 1 - got);
+			cr_assert_gt(n, 0);
+			got += (size_t)n;
+		}
+	}
+	for (ssize_t n; (n = read(p[0], buf + got, sizeof(buf) - 1 - got)) > 0;)
+		got += (size_t)n;
+	buf[got] = '\0';
+	waitpid(fx, &st, 0);
+	for (char *q = buf; (q = strstr(q, "usr1 ")); q++)
+		handled++;
+	if (strstr(buf, "alarms "))
+		alarms = atol(strstr(buf, "alarms ") + 7);
+	if (trace)
+		cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	*ret_handled = handled;
+	close(p[0]);
+	return alarms;
+}
+
+Test(record, signals_pass_through_exactly)
+{
+	int h0, h1;
+	long a0 = run_signals(false, 0, &h0), a1 = run_signals(true, 50, &h1);
+
+	cr_assert_gt(a0, 2500, "baseline alarms %ld", a0);
+	cr_expect(labs(a1 - a0) <= a0 / 100, "alarms: %ld alone, %ld under tracerd", a0, a1);
+	cr_expect_eq(h1, 50, "each SIGUSR1 handled exactly once");
+}
+
+Test(record, job_control_stop_and_cont)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	uint64_t r0;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "--duration=4s", NULL, NULL);
+	usleep(500000);
+	kill(fx, SIGSTOP);
+	usleep(100000);
+	r0 = task_runtime(fx, fx);
+	for (int i = 0; i < 10; i++) {
+		char s = task_state(fx, fx);
+
+		cr_expect(s == 't' || s == 'T', "stays stopped across ticks (state %c)", s);
+		usleep(50000);
+	}
+	cr_expect_eq(task_runtime(fx, fx), r0, "no progress while stopped");
+	kill(fx, SIGCONT);
+	usleep(200000);
+	cr_expect_eq(task_state(fx, fx), 'R', "kill -CONT resumes it");
+	cr_expect_gt(task_runtime(fx, fx), r0);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+}
+
+Test(record, exec_symbolized_against_the_new_image)
+{
+	pid_t fx = fx_start(FX("fx_exec"), "1500"), t;
+	struct found f;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "--duration=3s", NULL, NULL);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_eq(f.exec, 1, "the exec is recorded");
+	cr_expect_gt(f.before, 50, "before exec: %llu", (unsigned long long)f.before);
+	cr_expect_gt(f.after_with_exec_seen, 50, "after exec, new symbols: %llu",
+		(unsigned long long)f.after_with_exec_seen);
+	fx_stop(fx);
+}
+
+Test(record, crash_captured_before_the_process_dies)
+{
+	pid_t fx, t;
+	int st_alone, st_traced;
+	struct found f;
+
+	fx = fx_start(FX("fx_crash"), "300");
+	cr_assert_gt(fx, 0);
+	waitpid(fx, &st_alone, 0);
+	fx = fx_start(FX("fx_crash"), "1500");
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	waitpid(fx, &st_traced, 0);
+	cr_expect_eq(tracerd_wait(t), 0, "a target that dies is a clean finish: %s",
+		slurp(errfile));
+	cr_expect(WIFSIGNALED(st_traced) && WTERMSIG(st_traced) == SIGSEGV);
+	cr_expect_eq(st_traced, st_alone, "the same exit status as without tracerd");
+	f = scan_repo();
+	cr_expect_eq(f.crashes, 1);
+	cr_expect_eq(f.crash_signo, SIGSEGV);
+	cr_expect(strstr(f.crash_chain, "crash_leaf crash_middle crash_outer main"),
+		"the crashing thread's stack: %s", f.crash_chain);
+	cr_expect_eq(f.finished, f.chunks, "every chunk finished");
+	cr_expect_eq(verify_status(), 0);
+}
+
+Test(record, kill_9_leaves_the_target_running)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	uint64_t r0;
+	int v;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	usleep(1500000);
+	kill(t, SIGKILL);
+	tracerd_wait(t);
+	usleep(100000);
+	r0 = task_runtime(fx, fx);
+	usleep(200000);
+	cr_expect_eq(task_state(fx, fx), 'R');
+	cr_expect_gt(task_runtime(fx, fx), r0, "the target keeps running");
+	cr_expect_eq(tracer_of(fx), 0, "the kernel detached it");
+	v = verify_status();
+	cr_expect(v == 0 || v == 1, "verify exits 0 or 1, not %d", v);
+	fx_stop(fx);
+}
+
+Test(record, target_exits_mid_recording)
+{
+	pid_t fx, t;
+	int p[2];
+	struct found f;
+	char b[8];
+
+	cr_assert_eq(pipe(p), 0);
+	fx = fork();
+	if (fx == 0) {
+		dup2(p[1], 1);
+		execl(FX("fx_churn"), "fx_churn", "1", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	cr_assert_gt(read(p[0], b, 6), 0);
+	t = tracerd_start(fx, "--duration=30s", NULL, NULL);
+	while (read(p[0], b, sizeof(b)) > 0)
+		;
+	waitpid(fx, NULL, 0);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_eq(f.exits, 1, "the exit is recorded");
+	cr_expect_eq(f.end_target_exit, 1);
+	cr_expect_eq(verify_status(), 0);
+	close(p[0]);
+}
+
+Test(record, sigint_hup_usr1)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	struct tcf_dir_entry e[16];
+	char snaps[128];
+	struct stat st;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	usleep(500000);
+	kill(t, SIGHUP);
+	usleep(500000);
+	kill(t, SIGUSR1);
+	usleep(500000);
+	kill(t, SIGINT);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	cr_expect_eq(tracer_of(fx), 0, "detached on SIGINT");
+	cr_expect_eq(task_state(fx, fx), 'R');
+	cr_expect_eq(tcf_dir_scan(repo, e, 16), 2, "SIGHUP rotated");
+	snprintf(snaps, sizeof(snaps), "%s/snapshots", repo);
+	cr_expect_eq(stat(snaps, &st), 0, "SIGUSR1 wrote a snapshot");
+	cr_expect(strstr(slurp(errfile), "snapshot written: "), "%s", slurp(errfile));
+	cr_expect_eq(verify_status(), 0);
+	fx_stop(fx);
+}
+
+Test(record, errors)
+{
+	const char *nopid[] = { "tracerd", "--pid", "4194304", "-r", repo, NULL };
+	const char *bad[] = { "tracerd", "record", "--pid", "1", "-F", "0", NULL };
+	const char *sizes[] = { "tracerd", "--pid", "1", "--max-size", "1M", NULL };
+	struct run_result r;
+
+	run_tracerd(&r, nopid);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "no process with PID"), "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, bad);
+	cr_expect_eq(r.status, 1);
+	run_result_free(&r);
+	run_tracerd(&r, sizes);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "--max-size must be at least twice"), "%s", r.err);
+	run_result_free(&r);
+}
+
+Test(record, second_writer_refused)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	char p[32];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", repo, NULL };
+	struct run_result r;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "is in use by tracerd PID"), "%s", r.err);
+	run_result_free(&r);
+	kill(t, SIGTERM);
+	cr_expect_eq(tracerd_wait(t), 0);
+	fx_stop(fx);
+}
