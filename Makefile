@@ -63,7 +63,7 @@ FX := $(O)/fixtures
 FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
-	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash
+	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work
 
 MANS := man/tracerd.8 man/tracerd-chunk.5
 
@@ -103,7 +103,7 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
-$(FX)/fx_crash: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_crash $(FX)/fx_work: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -162,6 +162,12 @@ $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
 
+BENCH_REC := $(B)/bench/bench_record
+$(BENCH_REC): test/bench/bench_record.c $(B)/.flags
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
+
 BENCH_CHUNK := $(B)/bench/bench_chunk
 $(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtracerd.a
 	$(call say,LD,$@)
@@ -170,9 +176,11 @@ $(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtra
 
 bench:
 	$(Q)scripts/install-deps bench
-	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) $(BENCH_CHUNK) fixtures
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_REC) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
 	$(Q)$(BENCH_CHUNK) 600
+	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 5 2000000 1 0
+	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

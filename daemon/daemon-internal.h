@@ -109,6 +109,7 @@ struct rec {
 	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* recent stopped times */
 	_Atomic uint64_t stop_n, stop_max;
 	_Atomic uint64_t bytes_written;
+	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	_Atomic int io_err;
 	_Atomic int crashes;
 	_Atomic uint32_t crash_acked; /* the unwinder synced this crash's chunk */

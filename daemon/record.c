@@ -243,8 +243,10 @@ static void summary(struct rec *r, uint64_t elapsed_ns, FILE *f)
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, r->cfg.repo);
-	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s)\n", (unsigned long long)taken,
-		(unsigned long long)written, elapsed_ns ? taken * 1e9 / (double)elapsed_ns : 0.0);
+	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
+		(unsigned long long)taken, (unsigned long long)written,
+		elapsed_ns ? taken * 1e9 / (double)elapsed_ns : 0.0,
+		(unsigned long long)atomic_load(&r->ticks));
 	fprintf(f,
 		"  lost         %llu ring full, %llu did not stop in time, %llu events; "
 		"%llu stacks partial\n",
@@ -255,8 +257,15 @@ static void summary(struct rec *r, uint64_t elapsed_ns, FILE *f)
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)atomic_load(&r->threads_seen));
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n", p50, p99,
 		atomic_load(&r->stop_max) / 1e3);
-	fprintf(f, "  daemon CPU   %.1f us per sample (%.2f s in all)\n",
-		taken ? cpu / (double)taken : 0.0, cpu / 1e6);
+	{
+		uint64_t s0 = atomic_load(&r->startup_samples);
+		double c0 = (double)atomic_load(&r->startup_cpu_us);
+
+		fprintf(f, "  daemon CPU   %.1f us per sample (%.2f s in all); after start-up: %.1f "
+			   "us per sample (start-up %.0f ms)\n",
+			taken ? cpu / (double)taken : 0.0, cpu / 1e6,
+			taken > s0 ? (cpu - c0) / (double)(taken - s0) : 0.0, c0 / 1e3);
+	}
 	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n", (unsigned long long)bytes,
 		written ? (double)bytes / (double)written : 0.0);
 }

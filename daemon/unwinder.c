@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +439,7 @@ void *unwinder_main(void *arg)
 	uw->repo = (struct repo *)r->repo_handle;
 	/* Unwinding can wait; the target and the sampler cannot. */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	pthread_setname_np(pthread_self(), "tracerd-unwind");
 	for (;;) {
 		struct pollfd pfd = { r->unwinder_wake, POLLIN, 0 };
 		bool done = atomic_load(&r->sampler_done);
@@ -458,6 +460,17 @@ void *unwinder_main(void *arg)
 		}
 		if (spsc_peek(&r->events) || spsc_peek(&r->samples))
 			continue;
+		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {
+			/* the sessions are built: what follows is the steady state */
+			struct rusage ru;
+
+			getrusage(RUSAGE_SELF, &ru);
+			atomic_store(&r->startup_cpu_us,
+				(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
+					(uint64_t)ru.ru_stime.tv_sec * 1000000u +
+					(uint64_t)ru.ru_stime.tv_usec);
+			atomic_store(&r->startup_samples, atomic_load(&r->samples_taken));
+		}
 		now = td_now_ns();
 		if (atomic_exchange(&r->rotate_req, 0)) {
 			if (repo_rotate(uw->repo, TCF_END_ROTATE) < 0)
@@ -483,7 +496,7 @@ void *unwinder_main(void *arg)
 		}
 		if (done)
 			break;
-		if (poll(&pfd, 1, 200) > 0 && read(r->unwinder_wake, &junk, sizeof(junk)) < 0)
+		if (poll(&pfd, 1, 50) > 0 && read(r->unwinder_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 	}
 	if (atomic_load(&r->targets_live) <= 0)

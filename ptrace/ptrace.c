@@ -84,7 +84,6 @@ struct pt_tracer {
 	unsigned nprocs;
 	int sigfd;
 	unsigned pending; /* threads with want or detach_want set */
-	uint64_t last_empty_ns;
 	/* the round in progress */
 	const pid_t *round_tids;
 	unsigned round_n, round_next;
@@ -96,6 +95,7 @@ struct pt_tracer {
 	struct pt_round_stats scratch; /* stats sink outside rounds */
 	int saved_nice;
 	bool nice_raised;
+	unsigned nheld; /* threads held in a signal stop: skips the scan */
 };
 
 static unsigned hash_tid(pid_t tid, unsigned cap)
@@ -151,6 +151,8 @@ static void thread_remove(struct pt_tracer *t, struct pt_thread *th)
 
 	if (th->want || th->detach_want)
 		t->pending--;
+	if (th->held_sig)
+		t->nheld--;
 	if (p && p->nthreads)
 		p->nthreads--;
 	t->count--;
@@ -551,7 +553,9 @@ static void thread_gone(struct pt_tracer *t, struct pt_thread *th, int status)
 static void on_event_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
 {
 	struct td_sample *s = NULL;
-	uint64_t stop_start = TD_MAX(th->interrupt_ns, t->last_empty_ns);
+	/* An upper bound: it includes the time the thread still ran between
+	 * our interrupt and its trap. */
+	uint64_t stop_start = th->interrupt_ns;
 	pid_t tid = th->tid;
 	bool detach;
 
@@ -661,6 +665,7 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		if (!th->detach_want && t->ops && t->ops->hold && t->ops->hold(t->arg, &ev)) {
 			th->held_sig = sig; /* stays stopped until pt_tracer_release */
 			th->held_addr = ev.addr;
+			t->nheld++;
 			return;
 		}
 		if (th->detach_want) {
@@ -735,10 +740,8 @@ static int drain(struct pt_tracer *t)
 		int status;
 		pid_t w = waitpid(-1, &status, __WALL | WNOHANG);
 
-		if (w == 0) {
-			t->last_empty_ns = td_now_ns();
+		if (w == 0)
 			return n;
-		}
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -758,19 +761,13 @@ static void clear_sigfd(struct pt_tracer *t)
 		;
 }
 
-/* Wait until no thread is pending or the deadline passes.
- *
- * First spin on waitpid(WNOHANG) for up to 200 us: a stop usually arrives
- * within tens of microseconds, and every empty answer moves last_empty_ns,
- * the lower bound of when a thread reported next actually stopped, so the
- * stopped time we record is tight.  Then sleep on SIGCHLD; the poll is
- * capped at 10 ms so that a SIGCHLD lost to a handler with SA_NOCLDSTOP (a
- * host program that embeds us) only costs latency.  After a sleep the
- * wake-up is the bound: the thread sent SIGCHLD as it stopped. */
+/* Wait until no thread is pending or the deadline passes, sleeping on
+ * SIGCHLD.  The poll is capped at 10 ms so that a SIGCHLD lost to a
+ * handler with SA_NOCLDSTOP (a host program that embeds us) only costs
+ * latency.  No busy-waiting: spinning on waitpid while a thread travels to
+ * its trap cost more CPU than the whole rest of a sample. */
 static void wait_pending(struct pt_tracer *t, uint64_t deadline)
 {
-	uint64_t spin_until = td_now_ns() + 200000u;
-
 	while (t->pending > 0 || t->round_next < t->round_n) {
 		struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 		uint64_t now;
@@ -798,12 +795,7 @@ static void wait_pending(struct pt_tracer *t, uint64_t deadline)
 		now = td_now_ns();
 		if (now >= deadline)
 			break;
-		if (r > 0)
-			spin_until = now + 200000u; /* progress: keep spinning */
-		if (now < spin_until)
-			continue;
 		poll(&pfd, 1, (int)TD_MIN((deadline - now) / 1000000 + 1, 10));
-		t->last_empty_ns = td_now_ns();
 		clear_sigfd(t);
 	}
 }
@@ -865,7 +857,6 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	round_begin(t, ops, arg, flags, &stats);
 	priority_raise(t);
 	now = td_now_ns();
-	t->last_empty_ns = now;
 	t->round_tids = tids;
 	t->round_n = n;
 	t->round_next = 0;
@@ -889,6 +880,9 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	stats.timeout += t->round_n - t->round_next; /* never interrupted */
 	priority_restore(t);
 	round_end(t);
+	/* every stop of the round was reaped: the SIGCHLD it left pending
+	 * would only wake the caller for nothing */
+	clear_sigfd(t);
 	if (ret_stats)
 		*ret_stats = stats;
 	return 0;
@@ -923,6 +917,8 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 		if (th->held_sig) {
 			/* stopped already: detach delivers the signal it held */
 			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
+			th->held_sig = 0;
+			t->nheld--;
 			thread_remove(t, th);
 			i--; /* backward shift may have moved another entry here */
 			continue;
@@ -955,6 +951,8 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 
 pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_addr)
 {
+	if (!t->nheld)
+		return 0;
 	for (unsigned i = 0; i < t->cap; i++)
 		if (t->threads[i].tid && t->threads[i].held_sig) {
 			*ret_signo = t->threads[i].held_sig;
@@ -973,5 +971,6 @@ int pt_tracer_release(struct pt_tracer *t, pid_t tid)
 		return -ESRCH;
 	sig = th->held_sig;
 	th->held_sig = 0;
+	t->nheld--;
 	return ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) < 0 ? -errno : 0;
 }
