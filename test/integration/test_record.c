@@ -345,14 +345,32 @@ static long run_signals(bool trace, int usr1, int *ret_handled)
 	return alarms;
 }
 
-Test(record, signals_pass_through_exactly)
+static int cmp_long(const void *a, const void *b)
 {
-	int h0, h1;
-	long a0 = run_signals(false, 0, &h0), a1 = run_signals(true, 50, &h1);
+	long x = *(const long *)a, y = *(const long *)b;
 
-	cr_assert_gt(a0, 2500, "baseline alarms %ld", a0);
-	cr_expect(labs(a1 - a0) <= a0 / 100, "alarms: %ld alone, %ld under tracerd", a0, a1);
-	cr_expect_eq(h1, 50, "each SIGUSR1 handled exactly once");
+	return x < y ? -1 : x > y;
+}
+
+Test(record, signals_pass_through_exactly, .timeout = 120)
+{
+	long alone[3], traced[3];
+	int h;
+
+	/* Timer deliveries on a VM vary ~1.5% from run to run even alone:
+	 * compare medians of interleaved runs, so the 1% bound measures
+	 * tracerd, not the host. */
+	for (int i = 0; i < 3; i++) {
+		alone[i] = run_signals(false, 0, &h);
+		traced[i] = run_signals(true, i == 0 ? 50 : 0, &h);
+		if (i == 0)
+			cr_expect_eq(h, 50, "each SIGUSR1 handled exactly once");
+	}
+	qsort(alone, 3, sizeof(long), cmp_long);
+	qsort(traced, 3, sizeof(long), cmp_long);
+	cr_assert_gt(alone[1], 2500, "baseline alarms %ld", alone[1]);
+	cr_expect(labs(traced[1] - alone[1]) <= alone[1] / 100,
+		"alarms (medians of 3): %ld alone, %ld under tracerd", alone[1], traced[1]);
 }
 
 Test(record, job_control_stop_and_cont)
