@@ -42,10 +42,11 @@ TD_LIBS = $(PKG_LIBS) -liberty
 
 LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
+	report/profile.c report/text.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c \
-	daemon/record.c daemon/sampler.c daemon/unwinder.c
+	daemon/record.c daemon/sampler.c daemon/unwinder.c daemon/report-cli.c
 MAIN_SRC := daemon/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
@@ -65,7 +66,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work
 
-MANS := man/tracerd.8 man/tracerd-chunk.5
+MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
 
 .PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
 all: $(TRACERD)
@@ -212,10 +213,11 @@ lint:
 
 install: $(TRACERD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/man/man5
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(TRACERD) $(DESTDIR)$(PREFIX)/bin/tracerd
 	install -m 0644 man/tracerd.8 $(DESTDIR)$(PREFIX)/share/man/man8/tracerd.8
 	install -m 0644 man/tracerd-chunk.5 $(DESTDIR)$(PREFIX)/share/man/man5/tracerd-chunk.5
+	install -m 0644 man/tracerd-report.1 $(DESTDIR)$(PREFIX)/share/man/man1/tracerd-report.1
 
 clean:
 	rm -rf $(O)

@@ -20,6 +20,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Write the chunks of repo into out (see tracerd snapshot).  -ENODATA: no
  * chunks. */

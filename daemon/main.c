@@ -17,6 +17,7 @@ static void usage(FILE *f)
 	      "commands:\n"
 	      "  [record] --pid PID         sample PID into a repository (the daemon)\n"
 	      "  dump --pid PID             print the stack of every thread of PID, once\n"
+	      "  report [PATH]...           top, tree, folded, threads, info of recordings\n"
 	      "  snapshot REPO -o FILE      one file from a repository's chunks, repairing\n"
 	      "                             an unfinished one (the emergency dump)\n"
 	      "  verify PATH...             check chunk files and repositories\n"
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc, argv); /* tracerd --pid N */
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))

@@ -263,7 +263,10 @@ static uint32_t location(struct unwinder *uw, struct sym_session *ss, pid_t pid,
 			(uint32_t)f->line, 0 };
 	}
 	if (n > 0 && uw->frames[0].module) {
-		struct chunk_mapping m = { .path = uw->frames[0].module };
+		/* "[vdso: PID]" is libdwfl's name; the pid means nothing later */
+		struct chunk_mapping m = { .path = !strncmp(uw->frames[0].module, "[vdso", 5) ?
+							   "[vdso]" :
+							   uw->frames[0].module };
 		uint8_t bid[64];
 
 		hex_to_bytes(uw->frames[0].build_id, bid, &m.build_id_len);

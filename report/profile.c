@@ -1,0 +1,642 @@
+/* Loading and merging chunks into one profile.  Definitions are per chunk,
+ * so every id is remapped: strings, frames and stack nodes are interned by
+ * content into the profile's own tables.  A stack is resolved once per
+ * chunk (cached by its chunk id) into a path of the merged prefix tree.
+ * Damaged and unfinished chunks give what they hold; what was skipped is
+ * summed up once in the load report. */
+#define _GNU_SOURCE
+#include "report-internal.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+uint64_t *rp_map_slot(struct rp_map *m, uint64_t key)
+{
+	size_t i;
+
+	if ((m->used + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct rp_kv *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		for (size_t k = 0; k < m->cap; k++) {
+			if (!m->t[k].key)
+				continue;
+			for (i = mix(m->t[k].key) & (cap - 1); n[i].key; i = (i + 1) & (cap - 1))
+				;
+			n[i] = m->t[k];
+		}
+		free(m->t);
+		m->t = n;
+		m->cap = cap;
+	}
+	for (i = mix(key) & (m->cap - 1); m->t[i].key; i = (i + 1) & (m->cap - 1))
+		if (m->t[i].key == key)
+			return &m->t[i].val;
+	m->t[i].key = key;
+	m->t[i].val = 0;
+	m->used++;
+	return &m->t[i].val;
+}
+
+uint64_t rp_map_get(const struct rp_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t i = mix(key) & (m->cap - 1); m->t[i].key; i = (i + 1) & (m->cap - 1))
+		if (m->t[i].key == key)
+			return m->t[i].val;
+	return 0;
+}
+
+int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val)
+{
+	uint64_t *v = rp_map_slot(m, key);
+
+	if (!v)
+		return -ENOMEM;
+	*v = val;
+	return 0;
+}
+
+#define GROW(arr, n, cap)                                                         \
+	do {                                                                      \
+		if ((n) == (cap)) {                                               \
+			size_t c_ = (cap) ? (cap) * 2 : 256;                      \
+			void *p_ = realloc((arr), c_ * sizeof(*(arr)));           \
+			if (!p_)                                                  \
+				return 0;                                         \
+			(arr) = p_;                                               \
+			(cap) = c_;                                               \
+		}                                                                 \
+	} while (0)
+
+const char *rp_str(const struct rp_profile *p, uint32_t id)
+{
+	return id && id < p->nstrs ? p->strs[id] : NULL;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h | 1; /* never 0: 0 marks a free slot */
+}
+
+/* Interned string id (>= 1), 0 for NULL or on failure. */
+static uint32_t intern(struct rp_profile *p, const char *s)
+{
+	uint64_t h;
+
+	if (!s)
+		return 0;
+	if (!p->nstrs) {
+		GROW(p->strs, p->nstrs, p->capstrs);
+		p->strs[p->nstrs++] = NULL; /* id 0 */
+	}
+	/* probe: the map holds hash -> id; equal hashes of different
+	 * strings are told apart by comparing, then probing with h+1... */
+	for (h = str_hash(s);; h = (h + 2) | 1) {
+		uint64_t id = rp_map_get(&p->str_index, h);
+
+		if (!id)
+			break;
+		if (!strcmp(p->strs[id], s))
+			return (uint32_t)id;
+	}
+	GROW(p->strs, p->nstrs, p->capstrs);
+	p->strs[p->nstrs] = strdup(s);
+	if (!p->strs[p->nstrs] || rp_map_put(&p->str_index, h, p->nstrs) < 0)
+		return 0;
+	return (uint32_t)p->nstrs++;
+}
+
+static uint32_t frame_id(struct rp_profile *p, const struct rp_frame *f)
+{
+	uint64_t h = mix(((uint64_t)f->func << 32 | f->file) ^ mix((uint64_t)f->module << 33 |
+		(uint64_t)f->line << 1 | f->inlined)) | 1;
+
+	for (;; h = (h + 2) | 1) {
+		uint64_t id = rp_map_get(&p->frame_index, h);
+
+		if (!id)
+			break;
+		if (!memcmp(&p->frames[id], f, sizeof(*f)))
+			return (uint32_t)id;
+	}
+	if (!p->nframes) {
+		GROW(p->frames, p->nframes, p->capframes);
+		memset(&p->frames[p->nframes++], 0, sizeof(*p->frames));
+	}
+	GROW(p->frames, p->nframes, p->capframes);
+	p->frames[p->nframes] = *f;
+	if (rp_map_put(&p->frame_index, h, p->nframes) < 0)
+		return 0;
+	return (uint32_t)p->nframes++;
+}
+
+static uint32_t node_id(struct rp_profile *p, uint32_t parent, uint32_t frame)
+{
+	uint64_t key = ((uint64_t)parent << 32 | frame) + 1;
+	uint64_t *v = rp_map_slot(&p->node_index, key);
+
+	if (!v)
+		return 0;
+	if (*v)
+		return (uint32_t)*v;
+	GROW(p->nodes, p->nnodes, p->capnodes);
+	p->nodes[p->nnodes] = (struct rp_node){ .parent = parent, .frame = frame };
+	*v = p->nnodes;
+	return (uint32_t)p->nnodes++;
+}
+
+/* ---- reading */
+
+struct load {
+	struct rp_profile *p;
+	const struct rp_filter *f;
+	struct rp_load_report *rep;
+	uint32_t *stack_cache; /* chunk stack id -> merged node + 1 */
+	size_t stack_cap;
+	uint32_t *thread_cache; /* chunk thread id -> profile thread + 1 */
+	size_t thread_cap;
+	int64_t from, to;
+};
+
+static const char *basename_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t sid)
+{
+	struct rp_profile *p = L->p;
+	uint32_t locs[1024], node = 0;
+	unsigned n;
+
+	if (sid < L->stack_cap && L->stack_cache[sid])
+		return L->stack_cache[sid] - 1;
+	n = chunk_reader_stack(r, sid, locs, 1024);
+	if (n > 1024)
+		n = 1024;
+	/* root first; within a location the outer function first */
+	for (unsigned i = n; i-- > 0;) {
+		struct chunk_location l;
+		struct chunk_map_info m;
+		uint32_t module = 0;
+
+		if (!chunk_reader_location(r, locs[i], &l)) {
+			struct rp_frame fr = { .func = intern(p, "[unknown]") };
+
+			node = node_id(p, node, frame_id(p, &fr));
+			continue;
+		}
+		if (chunk_reader_mapping(r, l.mapping_id, &m) && m.path)
+			module = intern(p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" :
+									  basename_of(m.path));
+		if (!l.nlines) {
+			struct rp_frame fr = { .func = intern(p, "??"), .module = module };
+
+			node = node_id(p, node, frame_id(p, &fr));
+			continue;
+		}
+		for (unsigned k = l.nlines; k-- > 0;) {
+			struct chunk_function fn;
+			struct rp_frame fr = { .module = module, .line = l.lines[k].line,
+				.inlined = k + 1 < l.nlines };
+
+			if (chunk_reader_function(r, l.lines[k].function_id, &fn)) {
+				fr.func = intern(p, fn.name);
+				fr.file = intern(p, fn.file);
+			} else {
+				fr.func = intern(p, "[unknown]");
+			}
+			node = node_id(p, node, frame_id(p, &fr));
+		}
+	}
+	if (sid >= L->stack_cap) {
+		size_t cap = L->stack_cap ? L->stack_cap : 1024;
+		uint32_t *c;
+
+		while (cap <= sid)
+			cap *= 2;
+		c = realloc(L->stack_cache, cap * sizeof(*c));
+		if (!c)
+			return node;
+		memset(c + L->stack_cap, 0, (cap - L->stack_cap) * sizeof(*c));
+		L->stack_cache = c;
+		L->stack_cap = cap;
+	}
+	L->stack_cache[sid] = node + 1;
+	return node;
+}
+
+static struct rp_thread *thread_of(struct load *L, struct chunk_reader *r, uint32_t id)
+{
+	struct rp_profile *p = L->p;
+	struct chunk_thread t;
+	uint64_t *slot, key;
+
+	if (id < L->thread_cap && L->thread_cache[id])
+		return &p->threads[L->thread_cache[id] - 1];
+	if (!chunk_reader_thread(r, id, &t))
+		t = (struct chunk_thread){ 0, chunk_reader_info(r)->target_pid, "[unknown]" };
+	key = ((uint64_t)t.pid << 32 | t.tid) + 1;
+	slot = rp_map_slot(&p->thread_index, key);
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		if (p->nthreads == p->capthreads) {
+			size_t c = p->capthreads ? p->capthreads * 2 : 64;
+			struct rp_thread *n = realloc(p->threads, c * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			p->threads = n;
+			p->capthreads = c;
+		}
+		p->threads[p->nthreads] = (struct rp_thread){ .pid = t.pid, .tid = t.tid,
+			.name = intern(p, t.name) };
+		*slot = ++p->nthreads;
+	}
+	if (id >= L->thread_cap) {
+		size_t cap = L->thread_cap ? L->thread_cap : 256;
+		uint32_t *c;
+
+		while (cap <= id)
+			cap *= 2;
+		c = realloc(L->thread_cache, cap * sizeof(*c));
+		if (c) {
+			memset(c + L->thread_cap, 0, (cap - L->thread_cap) * sizeof(*c));
+			L->thread_cache = c;
+			L->thread_cap = cap;
+		}
+	}
+	if (id < L->thread_cap)
+		L->thread_cache[id] = (uint32_t)*slot;
+	return &p->threads[*slot - 1];
+}
+
+static uint64_t real_of(struct chunk_reader *r, uint64_t clock_ns)
+{
+	const struct chunk_info *ci = chunk_reader_info(r);
+
+	return ci->start_real_ns + (clock_ns - ci->start_clock_ns);
+}
+
+static bool keep(struct load *L, const struct rp_thread *t, uint64_t real, int state)
+{
+	const struct rp_filter *f = L->f;
+	bool ok;
+
+	if (L->from && (int64_t)real < L->from)
+		return false;
+	if (L->to && (int64_t)real > L->to)
+		return false;
+	if (f->state >= 0 && state != f->state)
+		return false;
+	if (f->npids) {
+		ok = false;
+		for (unsigned i = 0; i < f->npids; i++)
+			ok |= f->pids[i] == t->pid;
+		if (!ok)
+			return false;
+	}
+	if (f->ntids) {
+		ok = false;
+		for (unsigned i = 0; i < f->ntids; i++)
+			ok |= f->tids[i] == t->tid;
+		if (!ok)
+			return false;
+	}
+	if (f->thread_glob &&
+		fnmatch(f->thread_glob, rp_str(L->p, t->name) ? rp_str(L->p, t->name) : "", 0))
+		return false;
+	return true;
+}
+
+static int on_begin(void *arg, struct chunk_reader *r)
+{
+	struct load *L = arg;
+
+	(void)r;
+	L->rep->chunks++;
+	if (L->stack_cache)
+		memset(L->stack_cache, 0, L->stack_cap * sizeof(*L->stack_cache));
+	if (L->thread_cache)
+		memset(L->thread_cache, 0, L->thread_cap * sizeof(*L->thread_cache));
+	return 0;
+}
+
+static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
+{
+	struct load *L = arg;
+	struct rp_profile *p = L->p;
+	struct rp_thread *t = thread_of(L, r, s->thread_id);
+	uint64_t real = real_of(r, s->time_ns), *tn;
+	uint32_t node;
+
+	L->rep->samples_read++;
+	if (!t || !keep(L, t, real, (int)s->state))
+		return 0;
+	node = resolve_stack(L, r, s->stack_id);
+	p->nodes[node].count++;
+	p->samples++;
+	t->samples++;
+	if (!t->first_ns || real < t->first_ns)
+		t->first_ns = real;
+	if (real > t->last_ns)
+		t->last_ns = real;
+	if (!p->first_ns || real < p->first_ns)
+		p->first_ns = real;
+	if (real > p->last_ns)
+		p->last_ns = real;
+	tn = rp_map_slot(&p->thread_node, ((uint64_t)(t - p->threads) << 32 | node) + 1);
+	if (tn)
+		(*tn)++;
+	L->rep->samples_kept++;
+	return 0;
+}
+
+static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	struct load *L = arg;
+	struct rp_profile *p = L->p;
+
+	switch (e->type) {
+	case CHUNK_EV_THREAD:
+		if (e->kind == TCF_THREAD_EXIT) {
+			struct rp_thread *t = thread_of(L, r, e->thread_id);
+
+			if (t) {
+				t->exited = true;
+				t->exit_status = (int32_t)e->arg;
+			}
+		}
+		break;
+	case CHUNK_EV_PROCESS:
+		if (e->kind == TCF_PROC_CRASH) {
+			struct rp_thread *t = thread_of(L, r, e->thread_id);
+			struct rp_crash *c = realloc(p->crashes, (p->ncrashes + 1) * sizeof(*c));
+
+			if (!c)
+				return -1;
+			p->crashes = c;
+			p->crashes[p->ncrashes++] = (struct rp_crash){ .pid = e->pid,
+				.tid = t ? t->tid : 0, .thread_name = t ? t->name : 0,
+				.node = resolve_stack(L, r, e->stack_id), .signo = e->signo,
+				.addr = e->fault_addr, .real_ns = real_of(r, e->time_ns) };
+		} else if (e->kind == TCF_PROC_EXIT) {
+			struct rp_exit *x = realloc(p->exits, (p->nexits + 1) * sizeof(*x));
+
+			if (!x)
+				return -1;
+			p->exits = x;
+			p->exits[p->nexits++] = (struct rp_exit){ e->pid, e->status, e->signo,
+				real_of(r, e->time_ns) };
+		} else if (e->kind == TCF_PROC_EXEC) {
+			p->execs++;
+		}
+		break;
+	case CHUNK_EV_LOST:
+		if (e->kind < 4)
+			p->lost[e->kind] += e->count;
+		break;
+	case CHUNK_EV_META:
+		if (!strcmp(e->key, "sampling.hz"))
+			p->meta_hz = intern(p, e->value);
+		else if (!strcmp(e->key, "host"))
+			p->meta_host = intern(p, e->value);
+		else if (!strcmp(e->key, "tracerd.version"))
+			p->meta_version = intern(p, e->value);
+		else if (!strncmp(e->key, "target.", 7) && strstr(e->key, ".cmdline")) {
+			uint32_t pid = (uint32_t)strtoul(e->key + 7, NULL, 10);
+			unsigned i;
+
+			for (i = 0; i < p->ncmdlines && p->cmdline_pids[i] != pid; i++)
+				;
+			if (i < 16) {
+				p->cmdline_pids[i] = pid;
+				p->cmdlines[i] = intern(p, e->value);
+				if (i == p->ncmdlines)
+					p->ncmdlines++;
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int on_end(void *arg, struct chunk_reader *r, bool finished)
+{
+	(void)arg, (void)r, (void)finished;
+	return 0;
+}
+
+static int for_each_file(const char *path, int (*fn)(void *, const char *), void *arg)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode)) {
+		struct tcf_dir_entry *e = malloc(100000 * sizeof(*e));
+		int n, r = 0;
+
+		if (!e)
+			return -ENOMEM;
+		n = tcf_dir_scan(path, e, 100000);
+		if (n == 0)
+			r = -ENODATA;
+		for (int i = 0; i < n && r >= 0; i++) {
+			char full[8192];
+
+			snprintf(full, sizeof(full), "%s/%s", path, e[i].name);
+			r = fn(arg, full);
+		}
+		free(e);
+		return n < 0 ? n : r;
+	}
+	return fn(arg, path);
+}
+
+struct pass {
+	struct load *L;
+	uint64_t last;
+	int pass;
+};
+
+static int read_one(void *arg, const char *file)
+{
+	static const struct chunk_visitor v = { on_begin, on_sample, on_event, on_end };
+	struct pass *ps = arg;
+	struct chunk_report cr;
+	int r;
+
+	if (ps->pass == 0) {
+		r = chunk_read_file(file, NULL, NULL, &cr);
+		if (r >= 0 && cr.last_real_ns > ps->last)
+			ps->last = cr.last_real_ns;
+		return r;
+	}
+	r = chunk_read_file(file, &v, ps->L, &cr);
+	if (r < 0)
+		return r;
+	ps->L->rep->files++;
+	ps->L->rep->chunks_skipped += cr.chunks_skipped;
+	ps->L->rep->bytes_skipped += cr.bytes_skipped;
+	if (cr.blocks_bad || cr.seq_gaps || cr.unknown_refs || cr.torn_tail ||
+		cr.chunks_finished < cr.chunks) {
+		ps->L->rep->chunks_damaged++;
+		if (!ps->L->rep->warning[0])
+			snprintf(ps->L->rep->warning, sizeof(ps->L->rep->warning),
+				"%s: %s%s; what it still holds is used", file,
+				cr.chunks_finished < cr.chunks ? "unfinished chunk" : "damaged",
+				cr.first_damage[0] ? (cr.blocks_bad ? " (damaged blocks skipped)" :
+								      "") :
+						     "");
+	}
+	return 0;
+}
+
+/* Children lists and totals of a tree whose parents precede children. */
+static void link_tree(struct rp_node *nodes, size_t n)
+{
+	for (size_t i = n; i-- > 1;) {
+		struct rp_node *nd = &nodes[i], *par = &nodes[nd->parent];
+
+		nd->next_sibling = par->first_child;
+		par->first_child = (uint32_t)i;
+	}
+	for (size_t i = n; i-- > 0;) {
+		nodes[i].total += nodes[i].count;
+		if (i)
+			nodes[nodes[i].parent].total += nodes[i].total;
+	}
+}
+
+/* The tree merged by function: main calling two functions from two lines
+ * is one main with two children. */
+static int build_function_tree(struct rp_profile *p)
+{
+	struct rp_map idx = { 0 };
+	uint32_t *map = calloc(p->nnodes, sizeof(*map));
+
+	p->fnodes = calloc(p->nnodes, sizeof(*p->fnodes));
+	if (!map || !p->fnodes) {
+		free(map);
+		return -ENOMEM;
+	}
+	p->nfnodes = 1;
+	for (size_t i = 1; i < p->nnodes; i++) {
+		const struct rp_frame *f = &p->frames[p->nodes[i].frame];
+		struct rp_frame key = { .func = f->func, .module = f->module, .inlined = f->inlined };
+		uint32_t fid = frame_id(p, &key), parent = map[p->nodes[i].parent];
+		uint64_t *slot = rp_map_slot(&idx, ((uint64_t)parent << 32 | fid) + 1);
+
+		if (!slot) {
+			free(map);
+			free(idx.t);
+			return -ENOMEM;
+		}
+		if (!*slot) {
+			p->fnodes[p->nfnodes] = (struct rp_node){ .parent = parent, .frame = fid };
+			*slot = p->nfnodes++;
+		}
+		map[i] = (uint32_t)*slot;
+		p->fnodes[*slot].count += p->nodes[i].count;
+	}
+	free(map);
+	free(idx.t);
+	link_tree(p->nodes, p->nnodes);
+	link_tree(p->fnodes, p->nfnodes);
+	return 0;
+}
+
+int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
+	struct rp_profile **ret, struct rp_load_report *rep, const char **ret_bad_path)
+{
+	struct rp_profile *p = calloc(1, sizeof(*p));
+	struct load L = { .p = p, .f = f, .rep = rep };
+	struct pass ps = { .L = &L };
+	int r = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!p)
+		return -ENOMEM;
+	intern(p, "");
+	node_id(p, 0, 0); /* the root: node 0 */
+	p->nodes[0] = (struct rp_node){ 0 };
+	p->nnodes = 1;
+	/* relative times are relative to the end of the data */
+	if (f->from_ns < 0 || f->to_ns < 0) {
+		for (unsigned i = 0; i < n && r >= 0; i++)
+			r = for_each_file(paths[i], read_one, &ps);
+	}
+	L.from = f->from_ns < 0 ? (int64_t)ps.last + f->from_ns : f->from_ns;
+	L.to = f->to_ns < 0 ? (int64_t)ps.last + f->to_ns : f->to_ns;
+	ps.pass = 1;
+	for (unsigned i = 0; i < n && r >= 0; i++) {
+		r = for_each_file(paths[i], read_one, &ps);
+		if (r < 0 && ret_bad_path)
+			*ret_bad_path = paths[i];
+	}
+	free(L.stack_cache);
+	free(L.thread_cache);
+	if (r < 0) {
+		rp_free(p);
+		return r;
+	}
+	r = build_function_tree(p);
+	if (r < 0) {
+		rp_free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+void rp_free(struct rp_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->str_index.t);
+	free(p->frames);
+	free(p->frame_index.t);
+	free(p->nodes);
+	free(p->fnodes);
+	free(p->node_index.t);
+	free(p->threads);
+	free(p->thread_index.t);
+	free(p->thread_node.t);
+	free(p->crashes);
+	free(p->exits);
+	free(p);
+}
+
+uint64_t rp_samples(const struct rp_profile *p)
+{
+	return p->samples;
+}

@@ -1,0 +1,86 @@
+/* Private to report/: the merged profile. */
+#ifndef TD_REPORT_INTERNAL_H
+#define TD_REPORT_INTERNAL_H
+
+#include "report.h"
+
+struct rp_frame {
+	uint32_t func, file, module; /* string ids; 0: unknown */
+	uint32_t line;
+	bool inlined;
+};
+
+struct rp_node {
+	uint32_t parent, frame;
+	uint32_t first_child, next_sibling; /* built after loading */
+	uint64_t count;			    /* samples ending here */
+	uint64_t total;			    /* samples through here */
+};
+
+struct rp_thread {
+	uint32_t pid, tid, name;
+	uint64_t samples, first_ns, last_ns;
+	bool exited;
+	int32_t exit_status;
+};
+
+struct rp_crash {
+	uint32_t pid, tid, thread_name, node;
+	int32_t signo;
+	uint64_t addr, real_ns;
+};
+
+struct rp_exit {
+	uint32_t pid;
+	int32_t status, signo;
+	uint64_t real_ns;
+};
+
+struct rp_kv {
+	uint64_t key, val;
+};
+
+struct rp_map { /* open addressing, key 0 is free */
+	struct rp_kv *t;
+	size_t cap, used;
+};
+
+struct rp_profile {
+	/* strings */
+	char **strs;
+	size_t nstrs, capstrs;
+	struct rp_map str_index; /* hash -> id (collisions chained by probing) */
+	struct rp_frame *frames;
+	size_t nframes, capframes;
+	struct rp_map frame_index;
+	struct rp_node *nodes; /* node 0 is the root; frames with lines */
+	size_t nnodes, capnodes;
+	struct rp_map node_index;
+	/* the same tree merged by function (no lines): what tree prints */
+	struct rp_node *fnodes;
+	size_t nfnodes;
+	struct rp_thread *threads;
+	size_t nthreads, capthreads;
+	struct rp_map thread_index;
+	struct rp_map thread_node; /* (thread << 32 | node) -> count */
+	struct rp_crash *crashes;
+	size_t ncrashes;
+	struct rp_exit *exits;
+	size_t nexits;
+	uint64_t lost[4];
+	uint64_t samples;
+	uint64_t first_ns, last_ns;
+	uint64_t execs;
+	/* META kept as "key=value" strings, last one wins per key */
+	uint32_t meta_hz, meta_host, meta_version;
+	uint32_t cmdlines[16];
+	uint32_t cmdline_pids[16];
+	unsigned ncmdlines;
+};
+
+uint64_t rp_map_get(const struct rp_map *m, uint64_t key);
+int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val);
+uint64_t *rp_map_slot(struct rp_map *m, uint64_t key); /* created as 0 */
+const char *rp_str(const struct rp_profile *p, uint32_t id);
+
+#endif

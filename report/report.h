@@ -1,0 +1,55 @@
+/* tracerd report stage: read chunks (files, snapshots, repositories),
+ * merge them into one profile (ids are per chunk: everything is remapped
+ * by content), and write what people read.
+ *
+ * The profile keeps a merged prefix tree of frames (each inline level is a
+ * frame of its own, as dump prints them) with sample counts at the nodes,
+ * per-thread statistics, and the events worth reporting (crashes with
+ * their stacks, exits, lost samples). */
+#ifndef TD_REPORT_H
+#define TD_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../chunkfmt/chunkfmt.h"
+
+struct rp_filter {
+	int64_t from_ns, to_ns; /* real time; 0: open.  Negative: relative to
+				   the end of the data */
+	uint32_t pids[16];
+	unsigned npids;
+	uint32_t tids[64];
+	unsigned ntids;
+	const char *thread_glob; /* fnmatch on the thread name */
+	int state;		 /* -1: any, else enum tcf_state */
+};
+
+struct rp_load_report {
+	unsigned files, chunks, chunks_damaged, chunks_skipped;
+	uint64_t samples_read, samples_kept, bytes_skipped;
+	char warning[256]; /* what was skipped, once */
+};
+
+/* owns: every table of the merged profile */
+struct rp_profile;
+
+/* Load paths (files or repository directories).  -ENOENT and friends for
+ * a missing path, -TD_E_CORRUPT when a path holds no readable chunk,
+ * -ENODATA for an empty repository. *ret_bad_path names the culprit. */
+int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
+	struct rp_profile **ret, struct rp_load_report *rep, const char **ret_bad_path);
+void rp_free(struct rp_profile *p);
+
+enum rp_by { RP_BY_FUNCTION, RP_BY_LINE, RP_BY_MODULE };
+
+int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit);
+int rp_tree(FILE *out, const struct rp_profile *p, double min_percent);
+int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread);
+int rp_threads(FILE *out, const struct rp_profile *p);
+int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep);
+
+uint64_t rp_samples(const struct rp_profile *p);
+
+#endif

@@ -1,0 +1,406 @@
+/* The text formats of tracerd report: top, tree, folded, threads, info.
+ * Deterministic output (ties broken by name) so that golden files can hold
+ * it. */
+#define _GNU_SOURCE
+#include "report-internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static const char *name_or(const struct rp_profile *p, uint32_t id, const char *dflt)
+{
+	const char *s = rp_str(p, id);
+
+	return s && *s ? s : dflt;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+struct agg {
+	uint32_t key_func, key_file, key_module;
+	uint32_t line;
+	uint64_t self, total;
+};
+
+static uint64_t agg_key(const struct rp_frame *f, enum rp_by by)
+{
+	switch (by) {
+	case RP_BY_LINE:
+		return ((uint64_t)f->func << 40) ^ ((uint64_t)f->file << 20) ^ f->line;
+	case RP_BY_MODULE:
+		return f->module;
+	default:
+		return ((uint64_t)f->func << 24) ^ f->module;
+	}
+}
+
+static int agg_cmp(const void *a, const void *b, void *arg)
+{
+	const struct agg *x = a, *y = b;
+	const struct rp_profile *p = arg;
+	int c;
+
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	c = strcmp(name_or(p, x->key_func, ""), name_or(p, y->key_func, ""));
+	if (c)
+		return c;
+	c = strcmp(name_or(p, x->key_module, ""), name_or(p, y->key_module, ""));
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
+{
+	struct rp_map index = { 0 };
+	struct agg *a = NULL;
+	size_t na = 0, cap = 0;
+	uint64_t *stamp = calloc(p->nframes + 1, sizeof(*stamp));
+	uint32_t *seen = NULL;
+	size_t nseen_cap = 0;
+
+	if (!stamp)
+		return -ENOMEM;
+	/* self: the innermost frame of each sample (pprof -top's flat);
+	 * total: every distinct entry on the sample's stack */
+	for (size_t i = 1; i < p->nnodes; i++) {
+		const struct rp_node *nd = &p->nodes[i];
+		size_t nseen = 0;
+
+		if (!nd->count)
+			continue;
+		for (uint32_t k = (uint32_t)i; k; k = p->nodes[k].parent) {
+			const struct rp_frame *f = &p->frames[p->nodes[k].frame];
+			uint64_t key = agg_key(f, by) + 1, *slot = rp_map_slot(&index, key);
+			struct agg *g;
+			bool dup = false;
+
+			if (!slot)
+				goto nomem;
+			if (!*slot) {
+				if (na == cap) {
+					struct agg *n;
+
+					cap = cap ? cap * 2 : 256;
+					n = realloc(a, cap * sizeof(*a));
+					if (!n)
+						goto nomem;
+					a = n;
+				}
+				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 : f->func,
+					.key_file = by == RP_BY_LINE ? f->file : 0,
+					.key_module = f->module,
+					.line = by == RP_BY_LINE ? f->line : 0 };
+				*slot = ++na;
+			}
+			g = &a[*slot - 1];
+			if (k == i)
+				g->self += nd->count;
+			for (size_t s = 0; s < nseen && !dup; s++)
+				dup = seen[s] == *slot;
+			if (!dup) {
+				if (nseen == nseen_cap) {
+					uint32_t *n;
+
+					nseen_cap = nseen_cap ? nseen_cap * 2 : 64;
+					n = realloc(seen, nseen_cap * sizeof(*n));
+					if (!n)
+						goto nomem;
+					seen = n;
+				}
+				seen[nseen++] = (uint32_t)*slot;
+				g->total += nd->count;
+			}
+		}
+	}
+	qsort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
+	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
+	fprintf(out, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
+		by == RP_BY_MODULE ? "module" : by == RP_BY_LINE ? "line" : "function (module)");
+	for (size_t i = 0; i < na && (!limit || i < limit); i++) {
+		fprintf(out, "%6.2f%% %6.2f%% %9llu %9llu  ", pct(a[i].self, p->samples),
+			pct(a[i].total, p->samples), (unsigned long long)a[i].self,
+			(unsigned long long)a[i].total);
+		if (by == RP_BY_MODULE)
+			fprintf(out, "%s\n", name_or(p, a[i].key_module, "[unknown]"));
+		else if (by == RP_BY_LINE)
+			fprintf(out, "%s at %s:%u (%s)\n", name_or(p, a[i].key_func, "??"),
+				name_or(p, a[i].key_file, "??"), a[i].line,
+				name_or(p, a[i].key_module, "?"));
+		else
+			fprintf(out, "%s (%s)\n", name_or(p, a[i].key_func, "??"),
+				name_or(p, a[i].key_module, "?"));
+	}
+	free(a);
+	free(seen);
+	free(stamp);
+	free(index.t);
+	return 0;
+nomem:
+	free(a);
+	free(seen);
+	free(stamp);
+	free(index.t);
+	return -ENOMEM;
+}
+
+static int child_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rp_profile *p = arg;
+	const struct rp_node *x = &p->fnodes[*(const uint32_t *)a],
+			     *y = &p->fnodes[*(const uint32_t *)b];
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(name_or(p, p->frames[x->frame].func, ""),
+		name_or(p, p->frames[y->frame].func, ""));
+}
+
+static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsigned depth,
+	uint64_t min)
+{
+	uint32_t kids[4096];
+	unsigned n = 0;
+
+	for (uint32_t c = p->fnodes[id].first_child; c && n < 4096; c = p->fnodes[c].next_sibling)
+		if (p->fnodes[c].total >= min)
+			kids[n++] = c;
+	qsort_r(kids, n, sizeof(*kids), child_cmp, (void *)p);
+	for (unsigned i = 0; i < n; i++) {
+		const struct rp_node *nd = &p->fnodes[kids[i]];
+		const struct rp_frame *f = &p->frames[nd->frame];
+
+		fprintf(out, "%6.2f%% %6.2f%%  %*s%s%s\n", pct(nd->total, p->samples),
+			pct(nd->count, p->samples), (int)(2 * depth), "",
+			name_or(p, f->func, "??"), f->inlined ? " [inlined]" : "");
+		if (depth < 512)
+			tree_node(out, p, kids[i], depth + 1, min);
+	}
+}
+
+int rp_tree(FILE *out, const struct rp_profile *p, double min_percent)
+{
+	uint64_t min = (uint64_t)(min_percent / 100.0 * (double)p->samples);
+
+	fprintf(out, "%llu samples; total%% and self%% per call path, below %.2f%% pruned\n\n",
+		(unsigned long long)p->samples, min_percent);
+	tree_node(out, p, 0, 0, min ? min : 1);
+	return 0;
+}
+
+/* A frame name safe for folded stacks: no ';', no newline. */
+static void put_sanitized(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+static void put_path(FILE *out, const struct rp_profile *p, uint32_t id)
+{
+	if (!id)
+		return;
+	if (p->nodes[id].parent) {
+		put_path(out, p, p->nodes[id].parent);
+		fputc(';', out);
+	}
+	put_sanitized(out, name_or(p, p->frames[p->nodes[id].frame].func, "??"));
+}
+
+struct fline {
+	char *text;
+	uint64_t count;
+};
+
+static int fline_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fline *)a)->text, ((const struct fline *)b)->text);
+}
+
+int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
+{
+	struct fline *lines = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < (per_thread ? p->thread_node.cap : p->nnodes); i++) {
+		uint32_t node, thread = 0;
+		uint64_t count;
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m;
+
+		if (per_thread) {
+			if (!p->thread_node.t[i].key)
+				continue;
+			node = (uint32_t)((p->thread_node.t[i].key - 1) & 0xffffffffu);
+			thread = (uint32_t)((p->thread_node.t[i].key - 1) >> 32);
+			count = p->thread_node.t[i].val;
+		} else {
+			node = (uint32_t)i;
+			count = p->nodes[i].count;
+		}
+		if (!count || !node)
+			continue;
+		m = open_memstream(&buf, &len);
+		if (!m)
+			return -ENOMEM;
+		if (per_thread) {
+			put_sanitized(m, name_or(p, p->threads[thread].name, "?"));
+			fputc(';', m);
+		}
+		put_path(m, p, node);
+		fclose(m);
+		if (n == cap) {
+			struct fline *nl;
+
+			cap = cap ? cap * 2 : 1024;
+			nl = realloc(lines, cap * sizeof(*nl));
+			if (!nl) {
+				free(buf);
+				return -ENOMEM;
+			}
+			lines = nl;
+		}
+		lines[n++] = (struct fline){ buf, count };
+	}
+	qsort(lines, n, sizeof(*lines), fline_cmp);
+	/* the same path from several threads' nodes may repeat: merge */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t c = lines[i].count;
+
+		while (i + 1 < n && !strcmp(lines[i].text, lines[i + 1].text)) {
+			free(lines[i].text);
+			c += lines[++i].count;
+		}
+		fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)c);
+		free(lines[i].text);
+	}
+	free(lines);
+	return 0;
+}
+
+static void fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	if (!ns) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	gmtime_r(&s, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct rp_thread *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int rp_threads(FILE *out, const struct rp_profile *p)
+{
+	struct rp_thread *t = malloc((p->nthreads + 1) * sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	memcpy(t, p->threads, p->nthreads * sizeof(*t));
+	qsort(t, p->nthreads, sizeof(*t), thread_cmp);
+	fprintf(out, "%8s %8s  %-16s %9s %7s  %-20s  %-20s  %s\n", "tid", "pid", "name", "samples",
+		"share", "first", "last", "end");
+	for (size_t i = 0; i < p->nthreads; i++) {
+		char a[32], b[32], end[96];
+
+		fmt_time(t[i].first_ns, a, sizeof(a));
+		fmt_time(t[i].last_ns, b, sizeof(b));
+		/* the recorder stores the wait(2) status */
+		if (t[i].exited && WIFSIGNALED(t[i].exit_status))
+			snprintf(end, sizeof(end), "killed by signal %d (%s)",
+				WTERMSIG(t[i].exit_status), strsignal(WTERMSIG(t[i].exit_status)));
+		else if (t[i].exited)
+			snprintf(end, sizeof(end), "exited with %d", WEXITSTATUS(t[i].exit_status));
+		else
+			snprintf(end, sizeof(end), "running at the end");
+		fprintf(out, "%8u %8u  %-16s %9llu %6.2f%%  %-20s  %-20s  %s\n", t[i].tid, t[i].pid,
+			name_or(p, t[i].name, "?"), (unsigned long long)t[i].samples,
+			pct(t[i].samples, p->samples), a, b, end);
+	}
+	free(t);
+	return 0;
+}
+
+static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
+{
+	unsigned i = 0;
+
+	for (uint32_t k = node; k; k = p->nodes[k].parent, i++) {
+		const struct rp_frame *f = &p->frames[p->nodes[k].frame];
+
+		fprintf(out, "    #%-3u %s%s", i, name_or(p, f->func, "??"),
+			f->inlined ? " [inlined]" : "");
+		if (rp_str(p, f->file))
+			fprintf(out, " at %s:%u", rp_str(p, f->file), f->line);
+		if (rp_str(p, f->module))
+			fprintf(out, " in %s", rp_str(p, f->module));
+		fputc('\n', out);
+	}
+}
+
+int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep)
+{
+	static const char *const lost[] = { "ring full", "unwind failed", "throttled",
+		"did not stop" };
+	char a[32], b[32];
+
+	fmt_time(p->first_ns, a, sizeof(a));
+	fmt_time(p->last_ns, b, sizeof(b));
+	fprintf(out, "files:     %u\n", rep->files);
+	fprintf(out, "chunks:    %u (%u damaged or unfinished, %u needing a newer reader)\n",
+		rep->chunks, rep->chunks_damaged, rep->chunks_skipped);
+	fprintf(out, "time:      %s .. %s (%.1f s)\n", a, b,
+		p->last_ns > p->first_ns ? (p->last_ns - p->first_ns) / 1e9 : 0.0);
+	if (p->meta_host)
+		fprintf(out, "host:      %s\n", rp_str(p, p->meta_host));
+	for (unsigned i = 0; i < p->ncmdlines; i++)
+		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_str(p, p->cmdlines[i]));
+	if (p->meta_hz)
+		fprintf(out, "sampling:  %s Hz per running thread\n", rp_str(p, p->meta_hz));
+	fprintf(out, "samples:   %llu (of %llu read)\n", (unsigned long long)p->samples,
+		(unsigned long long)rep->samples_read);
+	fprintf(out, "threads:   %zu\n", p->nthreads);
+	fprintf(out, "lost:     ");
+	for (int i = 0; i < 4; i++)
+		fprintf(out, " %llu %s%s", (unsigned long long)p->lost[i], lost[i], i < 3 ? "," : "\n");
+	if (p->execs)
+		fprintf(out, "exec:      %llu\n", (unsigned long long)p->execs);
+	for (size_t i = 0; i < p->nexits; i++) {
+		fmt_time(p->exits[i].real_ns, a, sizeof(a));
+		if (p->exits[i].signo)
+			fprintf(out, "exit:      pid %u killed by signal %d (%s) at %s\n",
+				p->exits[i].pid, p->exits[i].signo, strsignal(p->exits[i].signo), a);
+		else
+			fprintf(out, "exit:      pid %u exited with status %d at %s\n", p->exits[i].pid,
+				p->exits[i].status, a);
+	}
+	fprintf(out, "crashes:   %zu\n", p->ncrashes);
+	for (size_t i = 0; i < p->ncrashes; i++) {
+		const struct rp_crash *c = &p->crashes[i];
+
+		fmt_time(c->real_ns, a, sizeof(a));
+		fprintf(out, "  pid %u thread %u (%s): signal %d (%s), fault address 0x%llx, at %s\n",
+			c->pid, c->tid, name_or(p, c->thread_name, "?"), c->signo, strsignal(c->signo),
+			(unsigned long long)c->addr, a);
+		print_stack(out, p, c->node);
+	}
+	return 0;
+}
