@@ -450,17 +450,25 @@ void *unwinder_main(void *arg)
 		uint64_t junk, now;
 		void *p;
 
-		while ((p = spsc_peek(&r->events))) {
-			do_event(uw, p);
-			spsc_pop(&r->events);
+		/* Events and samples in time order: a sample taken before an
+		 * exec must be unwound against the old image, before the exec
+		 * drops its session. */
+		for (;;) {
+			struct rec_event *e = spsc_peek(&r->events);
+			struct td_sample *smp = spsc_peek(&r->samples);
+
+			if (e && (!smp || e->time_ns <= smp->time_ns)) {
+				do_event(uw, e);
+				spsc_pop(&r->events);
+			} else if (smp) {
+				if (!hurry)
+					do_sample(uw, smp);
+				spsc_pop(&r->samples);
+			} else {
+				break;
+			}
 		}
-		while ((p = spsc_peek(&r->samples))) {
-			if (!hurry)
-				do_sample(uw, p);
-			spsc_pop(&r->samples);
-			if (spsc_peek(&r->events))
-				break; /* keep events close to their time */
-		}
+		(void)p;
 		if (spsc_peek(&r->events) || spsc_peek(&r->samples))
 			continue;
 		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {
