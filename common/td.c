@@ -142,3 +142,14 @@ void td_json_string(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+pid_t td_tgid_of(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}

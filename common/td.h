@@ -45,6 +45,9 @@ struct td_task_info {
 	pid_t ppid;
 };
 int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
+/* The process (thread group) of a thread id, 0 if it is gone.  TracerPid
+ * in /proc names a thread: this gives its process. */
+pid_t td_tgid_of(pid_t tid);
 
 /* Append-only output helpers for JSON strings (escapes per RFC 8259). */
 #include <stdio.h>

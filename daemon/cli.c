@@ -42,15 +42,10 @@ int td_explain_attach(pid_t pid, int err)
 	case TD_E_TRACED:
 		if (td_task_info_read(pid, pid, &info) == 0 && info.tracer) {
 			/* TracerPid is the tracer's thread: name its process */
-			char path[64], buf[1024], *p;
-			pid_t tgid = info.tracer;
+			pid_t tgid = td_tgid_of(info.tracer) ? td_tgid_of(info.tracer) : info.tracer;
 			struct td_task_info tracer;
 			const char *name = "?";
 
-			snprintf(path, sizeof(path), "/proc/%d/status", (int)info.tracer);
-			if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
-				(p = strstr(buf, "\nTgid:")))
-				tgid = (pid_t)strtol(p + 6, NULL, 10);
 			if (td_task_info_read(tgid, tgid, &tracer) == 0)
 				name = tracer.name;
 			td_msg("cannot attach to %d: it is already traced by PID %d (%s); "

@@ -517,17 +517,6 @@ static bool is_stop_signal(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-static pid_t tgid_of(pid_t tid)
-{
-	char path[64], buf[1024], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return 0;
-	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
-}
-
 static void thread_gone(struct pt_tracer *t, struct pt_thread *th, int status)
 {
 	struct pt_event ev = { .kind = PT_EVENT_THREAD_EXIT, .pid = th->pid, .tid = th->tid,
@@ -607,7 +596,7 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 	if (!th) {
 		/* A new thread's first stop can come before its creator's
 		 * PTRACE_EVENT_CLONE. */
-		pid_t pid = tgid_of(tid);
+		pid_t pid = td_tgid_of(tid);
 		struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .tid = tid, .pid = pid };
 
 		th = pid ? thread_insert(t, tid, pid) : NULL;

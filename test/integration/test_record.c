@@ -45,16 +45,10 @@ TestSuite(record, .init = setup, .fini = teardown, .timeout = 90);
 static pid_t tracer_of(pid_t pid)
 {
 	struct td_task_info i;
-	char path[64], buf[1024], *p;
 
 	if (td_task_info_read(pid, pid, &i) < 0)
 		return -1;
-	if (!i.tracer)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)i.tracer);
-	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "\nTgid:")))
-		return i.tracer;
-	return (pid_t)strtol(p + 6, NULL, 10);
+	return i.tracer ? td_tgid_of(i.tracer) : 0;
 }
 
 static char *slurp(const char *path)
