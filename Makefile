@@ -64,7 +64,8 @@ FX := $(O)/fixtures
 FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
-	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work
+	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
+	$(FX)/fx_dlopen $(FX)/libfx_plugin.so
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
 
@@ -104,7 +105,7 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
-$(FX)/fx_crash $(FX)/fx_work: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -118,6 +119,14 @@ $(FX)/fx_nocfi: test/fixtures/fx_nocfi.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
 		-fno-optimize-sibling-calls -o $@.tmp $< && objcopy --remove-section .debug_frame $@.tmp $@ && \
 		rm -f $@.tmp
+$(FX)/libfx_plugin.so: test/fixtures/fx_plugin.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -shared -fPIC -o $@ $<
+$(FX)/fx_dlopen: test/fixtures/fx_dlopen.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $< -ldl
 $(FX)/demo: test/fixtures/demo.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

@@ -97,7 +97,8 @@ static int tracerd_wait(pid_t t)
 /* ---- what a repository holds */
 struct found {
 	uint64_t samples, thread_start, thread_exit, exec, exits, crashes;
-	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen;
+	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen, plugin, main_spin;
+	uint64_t reach_main, cut;
 	bool exec_seen;
 	int crash_signo;
 	char crash_chain[1024];
@@ -108,7 +109,8 @@ struct found {
  * functions (libc or the vDSO may be below it). */
 static const char *own_frame(struct chunk_reader *r, uint32_t stack, char *buf, size_t len)
 {
-	static const char *const own[] = { "split_a", "split_b", "before_exec", "after_exec" };
+	static const char *const own[] = { "split_a", "split_b", "before_exec", "after_exec",
+		"plugin_spin", "main_spin" };
 	uint32_t locs[128];
 	unsigned n = chunk_reader_stack(r, stack, locs, 128);
 
@@ -123,7 +125,7 @@ static const char *own_frame(struct chunk_reader *r, uint32_t stack, char *buf, 
 		for (unsigned j = 0; j < l.nlines; j++) {
 			if (!chunk_reader_function(r, l.lines[j].function_id, &fn))
 				continue;
-			for (unsigned k = 0; k < 4; k++)
+			for (unsigned k = 0; k < 6; k++)
 				if (!strcmp(fn.name, own[k])) {
 					snprintf(buf, len, "%s", fn.name);
 					return buf;
@@ -145,6 +147,27 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 	f->before += !strcmp(leaf, "before_exec");
 	f->after += !strcmp(leaf, "after_exec");
 	f->after_with_exec_seen += f->exec_seen && !strcmp(leaf, "after_exec");
+	f->plugin += !strcmp(leaf, "plugin_spin");
+	f->main_spin += !strcmp(leaf, "main_spin");
+	{
+		/* does the stack reach main, or was it cut? */
+		uint32_t locs[2048];
+		unsigned n = chunk_reader_stack(r, s->stack_id, locs, 2048);
+		bool main_seen = false, cut = false;
+
+		for (unsigned i = 0; i < n && i < 2048; i++) {
+			struct chunk_location l;
+			struct chunk_function fn;
+
+			if (!chunk_reader_location(r, locs[i], &l) || !l.nlines ||
+				!chunk_reader_function(r, l.lines[l.nlines - 1].function_id, &fn))
+				continue;
+			main_seen |= !strcmp(fn.name, "main");
+			cut |= !strncmp(fn.name, "[stack cut", 10);
+		}
+		f->reach_main += main_seen;
+		f->cut += cut;
+	}
 	return 0;
 }
 
@@ -547,5 +570,47 @@ Test(record, second_writer_refused)
 	run_result_free(&r);
 	kill(t, SIGTERM);
 	cr_expect_eq(tracerd_wait(t), 0);
+	fx_stop(fx);
+}
+
+Test(record, stack_window_grows_for_deep_stacks)
+{
+	pid_t fx = fx_start(FX("fx_deep"), NULL), t;
+	struct found f;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "--duration=2s", "--stack-bytes=256K", NULL);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_gt(f.cut, 0, "the first copies (16 KiB) cannot hold 300 frames");
+	cr_expect_gt(f.reach_main, f.samples * 8 / 10,
+		"then the window grows: %llu of %llu stacks reach main",
+		(unsigned long long)f.reach_main, (unsigned long long)f.samples);
+	fx_stop(fx);
+}
+
+Test(record, dlopen_after_start_is_symbolized)
+{
+	pid_t fx, t;
+	int p[2];
+	char b[8];
+	struct found f;
+
+	cr_assert_eq(pipe(p), 0);
+	fx = fork();
+	if (fx == 0) {
+		dup2(p[1], 1);
+		execl(FX("fx_dlopen"), "fx_dlopen", FX("libfx_plugin.so"), "1200", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	cr_assert_gt(read(p[0], b, 6), 0);
+	t = tracerd_start(fx, "--duration=3500ms", NULL, NULL);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_gt(f.main_spin, 50, "before dlopen: %llu", (unsigned long long)f.main_spin);
+	cr_expect_gt(f.plugin, 80, "after dlopen, the new library's symbols: %llu",
+		(unsigned long long)f.plugin);
+	close(p[0]);
 	fx_stop(fx);
 }
