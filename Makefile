@@ -38,11 +38,11 @@ PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
-TD_LIBS = $(PKG_LIBS) -liberty
+TD_LIBS = $(PKG_LIBS) -liberty -lz
 
 LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
-	report/profile.c report/text.c \
+	report/profile.c report/text.c report/pprof.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../report/report.h"
 
@@ -22,7 +23,7 @@ static void usage(FILE *f)
 	      "Read chunk files, snapshots and repositories (default ./tracerd-repo), merge\n"
 	      "them, and print what they hold.\n"
 	      "\n"
-	      "  -f, --format FORMAT  top (default), tree, folded, threads, info\n"
+	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof\n"
 	      "  -o, --output FILE    write there instead of stdout\n"
 	      "      --from, --to TIME  2026-11-22T13:00:00Z, or relative to the end of\n"
 	      "                       the data: -5m\n"
@@ -167,10 +168,14 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&
-		strcmp(format, "threads") && strcmp(format, "info")) {
-		td_msg("--format: '%s' is not one of top, tree, folded, threads, info (pprof, "
-		       "speedscope and html are not written yet)",
+		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof")) {
+		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof "
+		       "(speedscope and html are not written yet)",
 			format);
+		return TD_EXIT_USAGE;
+	}
+	if (!strcmp(format, "pprof") && !output && isatty(STDOUT_FILENO)) {
+		td_msg("--format pprof writes gzip'ed protobuf: give -o FILE.pb.gz");
 		return TD_EXIT_USAGE;
 	}
 	r = optind < argc ? rp_load((const char *const *)argv + optind,
@@ -213,6 +218,8 @@ int cmd_report(int argc, char **argv)
 		r = rp_folded(out, p, per_thread);
 	else if (!strcmp(format, "threads"))
 		r = rp_threads(out, p);
+	else if (!strcmp(format, "pprof"))
+		r = rp_pprof(out, p);
 	else
 		r = rp_info(out, p, &rep);
 	if (output && fclose(out) != 0 && !r)

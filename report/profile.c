@@ -368,7 +368,7 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 		p->first_ns = real;
 	if (real > p->last_ns)
 		p->last_ns = real;
-	tn = rp_map_slot(&p->thread_node, ((uint64_t)(t - p->threads) << 32 | node) + 1);
+	tn = rp_map_slot(&p->thread_node, RP_TN_KEY((uint64_t)(t - p->threads), s->state & 7, node));
 	if (tn)
 		(*tn)++;
 	L->rep->samples_kept++;

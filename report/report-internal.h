@@ -62,7 +62,7 @@ struct rp_profile {
 	struct rp_thread *threads;
 	size_t nthreads, capthreads;
 	struct rp_map thread_index;
-	struct rp_map thread_node; /* (thread << 32 | node) -> count */
+	struct rp_map thread_node; /* RP_TN_KEY(thread, state, node) -> count */
 	struct rp_crash *crashes;
 	size_t ncrashes;
 	struct rp_exit *exits;
@@ -77,6 +77,11 @@ struct rp_profile {
 	uint32_t cmdline_pids[16];
 	unsigned ncmdlines;
 };
+
+#define RP_TN_KEY(thread, state, node) ((((uint64_t)(thread) << 35) | ((uint64_t)(state) << 32) | (node)) + 1)
+#define RP_TN_THREAD(key) ((uint32_t)(((key)-1) >> 35))
+#define RP_TN_STATE(key) ((unsigned)((((key)-1) >> 32) & 7))
+#define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
 uint64_t rp_map_get(const struct rp_map *m, uint64_t key);
 int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val);

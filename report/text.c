@@ -239,8 +239,8 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 		if (per_thread) {
 			if (!p->thread_node.t[i].key)
 				continue;
-			node = (uint32_t)((p->thread_node.t[i].key - 1) & 0xffffffffu);
-			thread = (uint32_t)((p->thread_node.t[i].key - 1) >> 32);
+			node = RP_TN_NODE(p->thread_node.t[i].key);
+			thread = RP_TN_THREAD(p->thread_node.t[i].key);
 			count = p->thread_node.t[i].val;
 		} else {
 			node = (uint32_t)i;

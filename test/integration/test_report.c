@@ -171,3 +171,150 @@ Test(report, errors)
 	run_result_free(&r);
 	rmdir(dir);
 }
+
+/* name -> count from "go tool pprof -top" (flat) or tracerd's top (self) */
+struct nc {
+	char name[512];
+	unsigned long long n;
+};
+
+static int parse_counts(const char *text, bool pprof, struct nc *out, int max)
+{
+	int k = 0;
+
+	for (const char *p = text; *p && k < max;) {
+		const char *end = strchrnul(p, '\n');
+		char line[2048];
+		unsigned long long n;
+		int off = 0;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(end - p), p);
+		p = *end ? end + 1 : end;
+		if (pprof) {
+			/* "       984   100%   100%        984   100%  name" */
+			if (sscanf(line, " %llu %*s %*s %*s %*s %n", &n, &off) < 1 || !off)
+				continue;
+			snprintf(out[k].name, sizeof(out[k].name), "%s", line + off);
+			if (strstr(out[k].name, " (inline)"))
+				*strstr(out[k].name, " (inline)") = '\0';
+		} else {
+			/* "100.00% 100.00%       984       984  name (module)" */
+			char *paren;
+
+			if (sscanf(line, " %*s %*s %llu %*s %n", &n, &off) < 1 || !off ||
+				!strchr(line, '%'))
+				continue;
+			snprintf(out[k].name, sizeof(out[k].name), "%s", line + off);
+			paren = strrchr(out[k].name, '(');
+			if (paren && paren > out[k].name)
+				paren[-1] = '\0';
+		}
+		out[k++].n = n;
+	}
+	return k;
+}
+
+/* pprof lists C++ names shortened (no template arguments, no parameters):
+ * compare under that same normal form. */
+static void normalize(char *s)
+{
+	char out[512];
+	size_t k = 0;
+	int depth = 0;
+
+	for (const char *p = s; *p && k + 1 < sizeof(out); p++) {
+		if (*p == '(' && depth == 0 && p != s)
+			break;
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && depth)
+			depth--;
+		else if (!depth)
+			out[k++] = *p;
+	}
+	out[k] = '\0';
+	strcpy(s, out);
+}
+
+static unsigned long long sum_named(struct nc *v, int n, const char *name)
+{
+	unsigned long long s = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			s += v[i].n;
+	return s;
+}
+
+static void pprof_agrees_with_top(const char *file)
+{
+	char in[512], pb[] = "/tmp/tracerd-pprof-XXXXXX", cmd[1024];
+	const char *top_argv[] = { "tracerd", "report", in, "--limit", "0", NULL };
+	const char *pb_argv[] = { "tracerd", "report", in, "-f", "pprof", "-o", pb, NULL };
+	struct run_result r;
+	static struct nc ours[4096], theirs[4096];
+	int no, nt, fd;
+	FILE *f;
+	char *text = NULL;
+	size_t cap = 0;
+
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		cr_skip_test("go is not installed (apt-get install golang-go): go tool pprof "
+			     "cannot check our output");
+	snprintf(in, sizeof(in), GOLD("%s.tcf"), file);
+	fd = mkstemp(pb);
+	close(fd);
+	run_tracerd(&r, pb_argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, top_argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	no = parse_counts(r.out, false, ours, 4096);
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "HOME=/tmp GOFLAGS=-mod=mod go tool pprof -top -nodecount=100000 %s 2>&1",
+		pb);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	if (getdelim(&text, &cap, '\0', f) < 0)
+		text = strdup("");
+	pclose(f);
+	cr_assert(strstr(text, "Type: samples"), "go tool pprof read it: %s", text);
+	nt = parse_counts(text, true, theirs, 4096);
+	cr_assert_gt(no, 0);
+	for (int i = 0; i < no; i++)
+		normalize(ours[i].name);
+	for (int j = 0; j < nt; j++)
+		normalize(theirs[j].name);
+	/* every function with self samples: the same count in both (pprof
+	 * aggregates by name, we by name and module: sums compare) */
+	for (int i = 0; i < no; i++) {
+		unsigned long long a, b;
+
+		if (!ours[i].n)
+			continue;
+		a = sum_named(ours, no, ours[i].name);
+		b = sum_named(theirs, nt, ours[i].name);
+		cr_expect_eq(a, b, "%s: tracerd self %llu, pprof flat %llu", ours[i].name, a, b);
+	}
+	{
+		unsigned long long a = 0, b = 0;
+
+		for (int i = 0; i < no; i++)
+			a += ours[i].n;
+		for (int j = 0; j < nt; j++)
+			b += theirs[j].n;
+		cr_expect_eq(a, b, "the same number of samples");
+	}
+	free(text);
+	unlink(pb);
+}
+
+Test(report, pprof_read_by_go_tool_pprof_real, .timeout = 120)
+{
+	pprof_agrees_with_top("rec-crash");
+}
+
+Test(report, pprof_read_by_go_tool_pprof_synthetic, .timeout = 120)
+{
+	pprof_agrees_with_top("tcf-v1.0-small");
+}

@@ -1,0 +1,323 @@
+/* pprof output: a gzip-compressed profile.proto.
+ *
+ * Written by hand rather than with protobuf-c: the profile is write-only
+ * (nothing here parses untrusted input), its messages are a handful of
+ * varint and length-delimited fields, and a generated encoder would need
+ * profile.proto at build time, which Debian only ships inside Go source
+ * packages.  Field numbers follow github.com/google/pprof proto/profile.proto.
+ *
+ * Mapping: one Location per physical frame (its inline chain as Lines,
+ * innermost first), one Function per (name, file), one Mapping per module;
+ * sample types samples/count and cpu/nanoseconds (count x the sampling
+ * period); labels thread (name), tid and state.  Identical (stack, labels)
+ * samples are aggregated; the real go tool pprof reads the result. */
+#define _GNU_SOURCE
+#include "report-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct pb {
+	uint8_t *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void pb_bytes(struct pb *b, const void *d, size_t n)
+{
+	if (b->failed || !n)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		uint8_t *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		q = realloc(b->p, cap);
+		if (!q) {
+			b->failed = true;
+			return;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t t[10];
+	size_t n = 0;
+
+	do {
+		t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	pb_bytes(b, t, n);
+}
+
+static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return; /* proto3 default */
+	pb_varint(b, (uint64_t)field << 3);
+	pb_varint(b, v);
+}
+
+static void pb_msg(struct pb *b, unsigned field, const struct pb *m)
+{
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, m->len);
+	pb_bytes(b, m->p, m->len);
+	if (m->failed)
+		b->failed = true;
+}
+
+static void pb_str(struct pb *b, unsigned field, const char *s)
+{
+	size_t n = strlen(s);
+
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, n);
+	pb_bytes(b, s, n);
+}
+
+/* The profile's string table: index by our string id (0 is ""). */
+struct ptab {
+	struct pb *out;
+	int64_t *sid; /* our string id -> pprof index + 1 */
+	int64_t next;
+	const struct rp_profile *p;
+};
+
+static int64_t pstr(struct ptab *t, uint32_t id)
+{
+	if (!id)
+		return 0;
+	if (!t->sid[id]) {
+		pb_str(t->out, 6, rp_str(t->p, id));
+		t->sid[id] = ++t->next;
+	}
+	return t->sid[id];
+}
+
+static int64_t pstr_lit(struct ptab *t, const char *s, int64_t *cache)
+{
+	if (!*cache) {
+		pb_str(t->out, 6, s);
+		*cache = ++t->next;
+	}
+	return *cache;
+}
+
+int rp_pprof(FILE *out, const struct rp_profile *p)
+{
+	struct pb prof = { 0 }, m = { 0 }, sub = { 0 };
+	struct ptab st = { .out = &prof, .p = p };
+	struct rp_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
+	double hz = p->meta_hz ? atof(rp_str(p, p->meta_hz)) : 99;
+	int64_t period = (int64_t)(1e9 / (hz > 0 ? hz : 99));
+	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
+		s_state = 0, state_sid[8] = { 0 };
+	uint64_t next_fn = 1, next_loc = 1, next_map = 1;
+	gzFile gz;
+	int fd, r = 0;
+
+	st.sid = calloc(p->nstrs + 1, sizeof(*st.sid));
+	if (!st.sid)
+		return -ENOMEM;
+	pb_str(&prof, 6, ""); /* string_table[0] */
+	/* sample types: samples/count, cpu/nanoseconds; period cpu/ns */
+	for (int i = 0; i < 2; i++) {
+		m.len = 0;
+		pb_uint(&m, 1, (uint64_t)(i ? pstr_lit(&st, "cpu", &s_cpu) :
+					     pstr_lit(&st, "samples", &s_samples)));
+		pb_uint(&m, 2, (uint64_t)(i ? pstr_lit(&st, "nanoseconds", &s_ns) :
+					     pstr_lit(&st, "count", &s_count)));
+		pb_msg(&prof, 1, &m);
+	}
+	/* pprof takes the first mapping for the main binary: the module that
+	 * holds main, else the outermost frame of the heaviest path */
+	{
+		uint32_t main_mod = 0, best = 0;
+
+		for (size_t i = 1; i < p->nnodes && !main_mod; i++) {
+			const struct rp_frame *f = &p->frames[p->nodes[i].frame];
+			const char *name = rp_str(p, f->func);
+
+			if (name && !strcmp(name, "main"))
+				main_mod = f->module;
+		}
+		for (uint32_t c = p->nodes[0].first_child; c && !main_mod; c = p->nodes[c].next_sibling)
+			if (!best || p->nodes[c].total > p->nodes[best].total)
+				best = c;
+		if (!main_mod && best)
+			main_mod = p->frames[p->nodes[best].frame].module;
+		if (main_mod) {
+			uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)main_mod + 1);
+			struct pb mp = { 0 };
+
+			if (mid) {
+				*mid = next_map++;
+				pb_uint(&mp, 1, *mid);
+				pb_uint(&mp, 5, (uint64_t)pstr(&st, main_mod));
+				pb_uint(&mp, 7, 1);
+				pb_uint(&mp, 8, 1);
+				pb_uint(&mp, 9, 1);
+				pb_uint(&mp, 10, 1);
+				pb_msg(&prof, 3, &mp);
+				free(mp.p);
+			}
+		}
+	}
+	/* Samples, one per (thread, state, stack).  Walking a leaf to the
+	 * root, a physical frame is a run of inlined frames closed by the
+	 * function they were inlined into: that run is one Location, keyed
+	 * by its innermost node. */
+	for (size_t k = 0; k < p->thread_node.cap; k++) {
+		uint64_t key = p->thread_node.t ? p->thread_node.t[k].key : 0, count;
+		uint32_t node, thread;
+		unsigned state;
+		struct pb locs = { 0 }, lab = { 0 };
+		static const char *const states[] = { "on-cpu", "runnable", "sleeping", "disk",
+			"stopped", "dead", "reserved", "unknown" };
+
+		if (!key)
+			continue;
+		count = p->thread_node.t[k].val;
+		node = RP_TN_NODE(key);
+		thread = RP_TN_THREAD(key);
+		state = RP_TN_STATE(key);
+		/* leaf first: group each physical frame's lines */
+		for (uint32_t n = node; n;) {
+			uint32_t top = n, lkey_node = n;
+			uint64_t *lid;
+
+			while (top && p->frames[p->nodes[top].frame].inlined)
+				top = p->nodes[top].parent; /* up to the holding function */
+			if (!top)
+				top = n;
+			lid = rp_map_slot(&loc_ids, (uint64_t)lkey_node + 1);
+			if (!lid) {
+				r = -ENOMEM;
+				break;
+			}
+			if (!*lid) {
+				struct pb loc = { 0 };
+				const struct rp_frame *outer = &p->frames[p->nodes[top].frame];
+				uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)outer->module + 1);
+
+				if (mid && !*mid) {
+					struct pb mp = { 0 };
+
+					*mid = next_map++;
+					pb_uint(&mp, 1, *mid);
+					pb_uint(&mp, 5, (uint64_t)pstr(&st, outer->module));
+					pb_uint(&mp, 7, 1);
+					pb_uint(&mp, 8, 1);
+					pb_uint(&mp, 9, 1);
+					pb_uint(&mp, 10, 1);
+					pb_msg(&prof, 3, &mp);
+					free(mp.p);
+				}
+				*lid = next_loc++;
+				pb_uint(&loc, 1, *lid);
+				pb_uint(&loc, 2, mid ? *mid : 0);
+				/* lines innermost first: from n up to top */
+				for (uint32_t q = n;; q = p->nodes[q].parent) {
+					const struct rp_frame *f = &p->frames[p->nodes[q].frame];
+					uint64_t fkey = ((uint64_t)f->func << 32 | f->file) + 1;
+					uint64_t *fid = rp_map_slot(&fn_ids, fkey);
+					struct pb line = { 0 };
+
+					if (fid && !*fid) {
+						struct pb fn = { 0 };
+
+						*fid = next_fn++;
+						pb_uint(&fn, 1, *fid);
+						pb_uint(&fn, 2, (uint64_t)pstr(&st, f->func));
+						pb_uint(&fn, 3, (uint64_t)pstr(&st, f->func));
+						pb_uint(&fn, 4, (uint64_t)pstr(&st, f->file));
+						pb_msg(&prof, 5, &fn);
+						free(fn.p);
+					}
+					pb_uint(&line, 1, fid ? *fid : 0);
+					pb_uint(&line, 2, f->line);
+					pb_msg(&loc, 4, &line);
+					free(line.p);
+					if (q == top)
+						break;
+				}
+				pb_msg(&prof, 4, &loc);
+				free(loc.p);
+			}
+			pb_varint(&locs, *lid);
+			n = p->nodes[top].parent;
+		}
+		/* Sample { location_id (packed), value (packed), label } */
+		sub.len = 0;
+		pb_varint(&sub, 1 << 3 | 2);
+		pb_varint(&sub, locs.len);
+		pb_bytes(&sub, locs.p, locs.len);
+		m.len = 0;
+		pb_varint(&m, count);
+		pb_varint(&m, count * (uint64_t)period);
+		pb_varint(&sub, 2 << 3 | 2);
+		pb_varint(&sub, m.len);
+		pb_bytes(&sub, m.p, m.len);
+		lab.len = 0;
+		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "thread", &s_thread));
+		pb_uint(&lab, 2, (uint64_t)pstr(&st, p->threads[thread].name));
+		pb_msg(&sub, 3, &lab);
+		lab.len = 0;
+		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "tid", &s_tid));
+		pb_uint(&lab, 3, p->threads[thread].tid);
+		pb_msg(&sub, 3, &lab);
+		lab.len = 0;
+		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "state", &s_state));
+		pb_uint(&lab, 2, (uint64_t)pstr_lit(&st, states[state], &state_sid[state]));
+		pb_msg(&sub, 3, &lab);
+		pb_msg(&prof, 2, &sub);
+		free(locs.p);
+		free(lab.p);
+	}
+	/* time and period */
+	pb_uint(&prof, 9, p->first_ns);
+	pb_uint(&prof, 10, p->last_ns > p->first_ns ? p->last_ns - p->first_ns : 0);
+	m.len = 0;
+	pb_uint(&m, 1, (uint64_t)pstr_lit(&st, "cpu", &s_cpu));
+	pb_uint(&m, 2, (uint64_t)pstr_lit(&st, "nanoseconds", &s_ns));
+	pb_msg(&prof, 11, &m);
+	pb_uint(&prof, 12, (uint64_t)period);
+	pb_uint(&prof, 14, (uint64_t)pstr_lit(&st, "samples", &s_samples));
+	if (prof.failed || r < 0) {
+		r = r < 0 ? r : -ENOMEM;
+		goto out;
+	}
+	fflush(out);
+	fd = dup(fileno(out));
+	gz = fd >= 0 ? gzdopen(fd, "wb") : NULL;
+	if (!gz) {
+		if (fd >= 0)
+			close(fd);
+		r = -EIO;
+		goto out;
+	}
+	if (gzwrite(gz, prof.p, (unsigned)prof.len) != (int)prof.len)
+		r = -EIO;
+	if (gzclose(gz) != Z_OK && !r)
+		r = -EIO;
+out:
+	free(prof.p);
+	free(m.p);
+	free(sub.p);
+	free(st.sid);
+	free(fn_ids.t);
+	free(loc_ids.t);
+	free(map_ids.t);
+	return r;
+}
