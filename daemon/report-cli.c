@@ -23,7 +23,8 @@ static void usage(FILE *f)
 	      "Read chunk files, snapshots and repositories (default ./tracerd-repo), merge\n"
 	      "them, and print what they hold.\n"
 	      "\n"
-	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof\n"
+	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof,\n"
+	      "                       speedscope\n"
 	      "  -o, --output FILE    write there instead of stdout\n"
 	      "      --from, --to TIME  2026-11-22T13:00:00Z, or relative to the end of\n"
 	      "                       the data: -5m\n"
@@ -168,9 +169,10 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&
-		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof")) {
-		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof "
-		       "(speedscope and html are not written yet)",
+		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof") &&
+		strcmp(format, "speedscope")) {
+		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof, "
+		       "speedscope (html is not written yet)",
 			format);
 		return TD_EXIT_USAGE;
 	}
@@ -220,6 +222,8 @@ int cmd_report(int argc, char **argv)
 		r = rp_threads(out, p);
 	else if (!strcmp(format, "pprof"))
 		r = rp_pprof(out, p);
+	else if (!strcmp(format, "speedscope"))
+		r = rp_speedscope(out, p);
 	else
 		r = rp_info(out, p, &rep);
 	if (output && fclose(out) != 0 && !r)

@@ -50,6 +50,8 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread);
 int rp_threads(FILE *out, const struct rp_profile *p);
 /* gzip-compressed profile.proto, readable by go tool pprof. */
 int rp_pprof(FILE *out, const struct rp_profile *p);
+/* speedscope JSON: one sampled profile per thread. */
+int rp_speedscope(FILE *out, const struct rp_profile *p);
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep);
 
 uint64_t rp_samples(const struct rp_profile *p);

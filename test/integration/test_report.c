@@ -318,3 +318,43 @@ Test(report, pprof_read_by_go_tool_pprof_synthetic, .timeout = 120)
 {
 	pprof_agrees_with_top("tcf-v1.0-small");
 }
+
+static void speedscope_valid(const char *file)
+{
+	char in[512], out[] = "/tmp/tracerd-speedscope-XXXXXX", cmd[2048];
+	const char *argv[] = { "tracerd", "report", in, "-f", "speedscope", "-o", out, NULL };
+	char modules[512], *res = NULL;
+	size_t cap = 0;
+	struct run_result r;
+	FILE *f;
+	int fd;
+
+	snprintf(modules, sizeof(modules), "%s/node/node_modules", TD_BUILD_DIR);
+	snprintf(cmd, sizeof(cmd), "%s/scripts/install-node-tools %s/node >/dev/null 2>&1",
+		TD_SOURCE_DIR, TD_BUILD_DIR);
+	if (system("command -v node >/dev/null 2>&1") != 0 || system(cmd) != 0)
+		cr_skip_test("node, npm or the npm registry is not available: cannot fetch "
+			     "speedscope's schema and ajv to validate against it");
+	snprintf(in, sizeof(in), GOLD("%s.tcf"), file);
+	fd = mkstemp(out);
+	close(fd);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "node %s/test/tools/validate-speedscope.js %s %s 2>&1",
+		TD_SOURCE_DIR, modules, out);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	if (getdelim(&res, &cap, '\0', f) < 0)
+		res = strdup("");
+	cr_expect_eq(pclose(f), 0, "%s", res);
+	cr_expect(!strncmp(res, "valid", 5), "%s", res);
+	free(res);
+	unlink(out);
+}
+
+Test(report, speedscope_valid_per_schema, .timeout = 180)
+{
+	speedscope_valid("rec-crash");
+	speedscope_valid("tcf-v1.0-small");
+}
