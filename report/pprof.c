@@ -114,6 +114,19 @@ static int64_t pstr_lit(struct ptab *t, const char *s, int64_t *cache)
 	return *cache;
 }
 
+/* Mapping { id, filename, has_functions/filenames/line_numbers/inline } */
+static void emit_mapping(struct pb *prof, struct ptab *st, uint64_t id, uint32_t module)
+{
+	struct pb mp = { 0 };
+
+	pb_uint(&mp, 1, id);
+	pb_uint(&mp, 5, (uint64_t)pstr(st, module));
+	for (unsigned field = 7; field <= 10; field++)
+		pb_uint(&mp, field, 1);
+	pb_msg(prof, 3, &mp);
+	free(mp.p);
+}
+
 int rp_pprof(FILE *out, const struct rp_profile *p)
 {
 	struct pb prof = { 0 }, m = { 0 }, sub = { 0 };
@@ -159,18 +172,10 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 			main_mod = p->frames[p->nodes[best].frame].module;
 		if (main_mod) {
 			uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)main_mod + 1);
-			struct pb mp = { 0 };
 
 			if (mid) {
 				*mid = next_map++;
-				pb_uint(&mp, 1, *mid);
-				pb_uint(&mp, 5, (uint64_t)pstr(&st, main_mod));
-				pb_uint(&mp, 7, 1);
-				pb_uint(&mp, 8, 1);
-				pb_uint(&mp, 9, 1);
-				pb_uint(&mp, 10, 1);
-				pb_msg(&prof, 3, &mp);
-				free(mp.p);
+				emit_mapping(&prof, &st, *mid, main_mod);
 			}
 		}
 	}
@@ -212,17 +217,8 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 				uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)outer->module + 1);
 
 				if (mid && !*mid) {
-					struct pb mp = { 0 };
-
 					*mid = next_map++;
-					pb_uint(&mp, 1, *mid);
-					pb_uint(&mp, 5, (uint64_t)pstr(&st, outer->module));
-					pb_uint(&mp, 7, 1);
-					pb_uint(&mp, 8, 1);
-					pb_uint(&mp, 9, 1);
-					pb_uint(&mp, 10, 1);
-					pb_msg(&prof, 3, &mp);
-					free(mp.p);
+					emit_mapping(&prof, &st, *mid, outer->module);
 				}
 				*lid = next_loc++;
 				pb_uint(&loc, 1, *lid);
