@@ -43,6 +43,7 @@ TD_LIBS = $(PKG_LIBS) -liberty -lz
 LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \
+	report/html.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c \

@@ -24,7 +24,7 @@ static void usage(FILE *f)
 	      "them, and print what they hold.\n"
 	      "\n"
 	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof,\n"
-	      "                       speedscope\n"
+	      "                       speedscope, html\n"
 	      "  -o, --output FILE    write there instead of stdout\n"
 	      "      --from, --to TIME  2026-11-22T13:00:00Z, or relative to the end of\n"
 	      "                       the data: -5m\n"
@@ -170,9 +170,9 @@ int cmd_report(int argc, char **argv)
 	}
 	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&
 		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof") &&
-		strcmp(format, "speedscope")) {
+		strcmp(format, "speedscope") && strcmp(format, "html")) {
 		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof, "
-		       "speedscope (html is not written yet)",
+		       "speedscope, html",
 			format);
 		return TD_EXIT_USAGE;
 	}
@@ -224,6 +224,8 @@ int cmd_report(int argc, char **argv)
 		r = rp_pprof(out, p);
 	else if (!strcmp(format, "speedscope"))
 		r = rp_speedscope(out, p);
+	else if (!strcmp(format, "html"))
+		r = rp_html(out, p);
 	else
 		r = rp_info(out, p, &rep);
 	if (output && fclose(out) != 0 && !r)

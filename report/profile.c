@@ -542,7 +542,9 @@ static int build_function_tree(struct rp_profile *p)
 	uint32_t *map = calloc(p->nnodes, sizeof(*map));
 
 	p->fnodes = calloc(p->nnodes, sizeof(*p->fnodes));
-	if (!map || !p->fnodes) {
+	p->fnode_file = calloc(p->nnodes, sizeof(*p->fnode_file));
+	p->fnode_line = calloc(p->nnodes, sizeof(*p->fnode_line));
+	if (!map || !p->fnodes || !p->fnode_file || !p->fnode_line) {
 		free(map);
 		return -ENOMEM;
 	}
@@ -560,12 +562,14 @@ static int build_function_tree(struct rp_profile *p)
 		}
 		if (!*slot) {
 			p->fnodes[p->nfnodes] = (struct rp_node){ .parent = parent, .frame = fid };
+			p->fnode_file[p->nfnodes] = f->file; /* where it was first seen */
+			p->fnode_line[p->nfnodes] = f->line;
 			*slot = p->nfnodes++;
 		}
 		map[i] = (uint32_t)*slot;
 		p->fnodes[*slot].count += p->nodes[i].count;
 	}
-	free(map);
+	p->fnode_of = map;
 	free(idx.t);
 	link_tree(p->nodes, p->nnodes);
 	link_tree(p->fnodes, p->nfnodes);
@@ -627,6 +631,9 @@ void rp_free(struct rp_profile *p)
 	free(p->frame_index.t);
 	free(p->nodes);
 	free(p->fnodes);
+	free(p->fnode_of);
+	free(p->fnode_file);
+	free(p->fnode_line);
 	free(p->node_index.t);
 	free(p->threads);
 	free(p->thread_index.t);

@@ -59,6 +59,9 @@ struct rp_profile {
 	/* the same tree merged by function (no lines): what tree prints */
 	struct rp_node *fnodes;
 	size_t nfnodes;
+	uint32_t *fnode_of;  /* line-level node -> function-level node */
+	uint32_t *fnode_file; /* function-level node -> file string id */
+	uint32_t *fnode_line;
 	struct rp_thread *threads;
 	size_t nthreads, capthreads;
 	struct rp_map thread_index;

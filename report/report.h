@@ -52,6 +52,8 @@ int rp_threads(FILE *out, const struct rp_profile *p);
 int rp_pprof(FILE *out, const struct rp_profile *p);
 /* speedscope JSON: one sampled profile per thread. */
 int rp_speedscope(FILE *out, const struct rp_profile *p);
+/* One self-contained HTML file with an interactive flame graph. */
+int rp_html(FILE *out, const struct rp_profile *p);
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep);
 
 uint64_t rp_samples(const struct rp_profile *p);

@@ -358,3 +358,119 @@ Test(report, speedscope_valid_per_schema, .timeout = 180)
 	speedscope_valid("rec-crash");
 	speedscope_valid("tcf-v1.0-small");
 }
+
+/* Headless Debian chromium: --dump-dom runs the page's script and prints
+ * the DOM it built; the URL hash applies the same zoom and search as a click
+ * and typing. */
+static char *chromium(const char *url, const char *extra, char **ret_log)
+{
+	char cmd[2048], *text = NULL, *log = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+		"--disable-background-networking --disable-component-update --disable-sync "
+		"--user-data-dir=%s/chromium-profile --enable-logging=stderr --v=0 %s '%s' "
+		"2>%s/chromium.log",
+		TD_BUILD_DIR, extra, url, TD_BUILD_DIR);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	if (getdelim(&text, &cap, '\0', f) < 0)
+		text = strdup("");
+	pclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/chromium.log", TD_BUILD_DIR);
+	log = read_all(cmd);
+	*ret_log = log;
+	return text;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+Test(report, html_flame_graph_in_chromium, .timeout = 180)
+{
+	char html[512], url[700], shot[600], *dom, *log;
+	const char *argv[] = { "tracerd", "report", GOLD("rec-crash.tcf"), "-f", "html", "-o", html,
+		NULL };
+	struct run_result r;
+	FILE *png;
+
+	if (system("command -v chromium >/dev/null 2>&1") != 0)
+		cr_skip_test("chromium is not installed (apt-get install chromium): the flame "
+			     "graph page cannot be loaded");
+	snprintf(html, sizeof(html), "%s/test-flamegraph.html", TD_BUILD_DIR);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	{
+		char *page = read_all(html);
+
+		cr_expect(!strstr(page, "http://") && !strstr(page, "https://") &&
+				!strstr(page, " src="),
+			"self-contained: no URL, no external script");
+		free(page);
+	}
+
+	/* the expected frames render */
+	snprintf(url, sizeof(url), "file://%s", html);
+	dom = chromium(url, "--dump-dom", &log);
+	cr_expect(strstr(dom, ">crash_leaf<") && strstr(dom, ">main<") && strstr(dom, ">now<"),
+		"frames drawn:\n%.2000s", dom);
+	cr_expect(!strstr(log, "Uncaught") && !strstr(log, ":ERROR:CONSOLE"),
+		"no console errors:\n%s", log);
+	free(dom);
+	free(log);
+
+	/* zoom: the clicked frame spans the full width, like the root */
+	snprintf(url, sizeof(url), "file://%s#zoom=now", html);
+	dom = chromium(url, "--dump-dom", &log);
+	{
+		const char *root = strstr(dom, ">all<"), *z = strstr(dom, ">now<");
+		char wr[32] = "", wz[32] = "";
+
+		cr_assert(root && z, "%.2000s", dom);
+		/* style="left: 0px; top: ..px; width: Wpx;" precedes the name */
+		for (const char *p = root; p > dom && !wr[0]; p--)
+			if (!strncmp(p, "width: ", 7))
+				sscanf(p + 7, "%31[^p]", wr);
+		for (const char *p = z; p > dom && !wz[0]; p--)
+			if (!strncmp(p, "width: ", 7))
+				sscanf(p + 7, "%31[^p]", wz);
+		cr_expect_str_eq(wz, wr, "zoomed frame width %s, full width %s", wz, wr);
+		cr_expect(!strstr(dom, ">crash_leaf<") || strstr(dom, ">crash_leaf<") < z,
+			"below the zoomed frame only its callees");
+	}
+	free(dom);
+	free(log);
+
+	/* search: highlight and the matched share (now: 47 of 49 samples) */
+	snprintf(url, sizeof(url), "file://%s#search=^now$", html);
+	dom = chromium(url, "--dump-dom", &log);
+	cr_expect(strstr(dom, "class=\"f m\"") && strstr(dom, "matched 95.92%"),
+		"search highlights 'now' and matches 95.92%%:\n%.3000s", dom);
+	cr_expect_eq(count(dom, "class=\"f m\""), 1, "only 'now' is highlighted");
+	free(dom);
+	free(log);
+
+	/* a screenshot with the test output */
+	snprintf(shot, sizeof(shot), "--screenshot=%s/test-flamegraph.png --window-size=1200,500",
+		TD_BUILD_DIR);
+	snprintf(url, sizeof(url), "file://%s#search=crash", html);
+	free(chromium(url, shot, &log));
+	free(log);
+	snprintf(shot, sizeof(shot), "%s/test-flamegraph.png", TD_BUILD_DIR);
+	png = fopen(shot, "rb");
+	cr_expect_not_null(png, "screenshot saved at %s", shot);
+	if (png) {
+		fseek(png, 0, SEEK_END);
+		cr_expect_gt(ftell(png), 1000);
+		fclose(png);
+	}
+}
