@@ -173,6 +173,7 @@ $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
 
+REPORT_SECONDS ?= 50
 BENCH_REC := $(B)/bench/bench_record
 $(BENCH_REC): test/bench/bench_record.c $(B)/.flags
 	$(call say,CC,$<)
@@ -192,6 +193,7 @@ bench:
 	$(Q)$(BENCH_CHUNK) 600
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 5 2000000 1 0
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
+	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300
