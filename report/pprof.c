@@ -114,13 +114,17 @@ static int64_t pstr_lit(struct ptab *t, const char *s, int64_t *cache)
 	return *cache;
 }
 
-/* Mapping { id, filename, has_functions/filenames/line_numbers/inline } */
+/* Mapping { id, filename (the full path), build_id (hex),
+ * has_functions/filenames/line_numbers/inline_frames } */
 static void emit_mapping(struct pb *prof, struct ptab *st, uint64_t id, uint32_t module)
 {
+	const struct rp_module *m = rp_module_of(st->p, module);
 	struct pb mp = { 0 };
 
 	pb_uint(&mp, 1, id);
-	pb_uint(&mp, 5, (uint64_t)pstr(st, module));
+	pb_uint(&mp, 5, (uint64_t)pstr(st, m && m->path ? m->path : module));
+	if (m && m->build_id)
+		pb_uint(&mp, 6, (uint64_t)pstr(st, m->build_id));
 	for (unsigned field = 7; field <= 10; field++)
 		pb_uint(&mp, field, 1);
 	pb_msg(prof, 3, &mp);

@@ -185,6 +185,34 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Remember a module's full path and build-id the first time it is seen. */
+static void note_module(struct rp_profile *p, uint32_t name, const struct chunk_map_info *m)
+{
+	uint64_t *slot = rp_map_slot(&p->module_index, (uint64_t)name + 1);
+	struct rp_module *n;
+	char hex[129];
+
+	if (!slot || *slot)
+		return;
+	n = realloc(p->modules, (p->nmodules + 1) * sizeof(*n));
+	if (!n)
+		return;
+	p->modules = n;
+	for (unsigned i = 0; i < m->build_id_len && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	hex[2 * (m->build_id_len < 64 ? m->build_id_len : 64)] = '\0';
+	p->modules[p->nmodules] = (struct rp_module){ name, intern(p, m->path),
+		m->build_id_len ? intern(p, hex) : 0 };
+	*slot = ++p->nmodules;
+}
+
+const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
+{
+	uint64_t i = rp_map_get(&p->module_index, (uint64_t)name + 1);
+
+	return i ? &p->modules[i - 1] : NULL;
+}
+
 static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t sid)
 {
 	struct rp_profile *p = L->p;
@@ -208,9 +236,11 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			node = node_id(p, node, frame_id(p, &fr));
 			continue;
 		}
-		if (chunk_reader_mapping(r, l.mapping_id, &m) && m.path)
+		if (chunk_reader_mapping(r, l.mapping_id, &m) && m.path) {
 			module = intern(p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" :
 									  basename_of(m.path));
+			note_module(p, module, &m);
+		}
 		if (!l.nlines) {
 			struct rp_frame fr = { .func = intern(p, "??"), .module = module };
 
@@ -640,6 +670,8 @@ void rp_free(struct rp_profile *p)
 	free(p->thread_node.t);
 	free(p->crashes);
 	free(p->exits);
+	free(p->modules);
+	free(p->module_index.t);
 	free(p);
 }
 

@@ -45,6 +45,11 @@ struct rp_map { /* open addressing, key 0 is free */
 	size_t cap, used;
 };
 
+/* What the chunks said of a module (by its short name). */
+struct rp_module {
+	uint32_t name, path, build_id; /* string ids; build-id in hex */
+};
+
 struct rp_profile {
 	/* strings */
 	char **strs;
@@ -66,6 +71,9 @@ struct rp_profile {
 	size_t nthreads, capthreads;
 	struct rp_map thread_index;
 	struct rp_map thread_node; /* RP_TN_KEY(thread, state, node) -> count */
+	struct rp_module *modules;
+	size_t nmodules;
+	struct rp_map module_index; /* name string id -> index + 1 */
 	struct rp_crash *crashes;
 	size_t ncrashes;
 	struct rp_exit *exits;
@@ -90,5 +98,6 @@ uint64_t rp_map_get(const struct rp_map *m, uint64_t key);
 int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val);
 uint64_t *rp_map_slot(struct rp_map *m, uint64_t key); /* created as 0 */
 const char *rp_str(const struct rp_profile *p, uint32_t id);
+const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 
 #endif
