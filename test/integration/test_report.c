@@ -275,8 +275,10 @@ static void pprof_agrees_with_top(const char *file)
 		pb);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
-	if (getdelim(&text, &cap, '\0', f) < 0)
+	if (getdelim(&text, &cap, '\0', f) < 0) {
+		free(text); /* getdelim may allocate before it fails */
 		text = strdup("");
+	}
 	pclose(f);
 	cr_assert(strstr(text, "Type: samples"), "go tool pprof read it: %s", text);
 	nt = parse_counts(text, true, theirs, 4096);
@@ -323,8 +325,10 @@ Test(report, pprof_read_by_go_tool_pprof_real, .timeout = 120)
 		TD_BUILD_DIR, GOLD("rec-crash.tcf"));
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
-	if (getdelim(&raw, &cap, '\0', f) < 0)
+	if (getdelim(&raw, &cap, '\0', f) < 0) {
+		free(raw);
 		raw = strdup("");
+	}
 	pclose(f);
 	unlink("/tmp/tracerd-pprof-raw.pb.gz");
 	cr_expect(strstr(raw, "Mappings\n1: 0x0/0x0/0x0 /work/main/build/fixtures/fx_crash "
@@ -365,8 +369,10 @@ static void speedscope_valid(const char *file)
 		TD_SOURCE_DIR, modules, out);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
-	if (getdelim(&res, &cap, '\0', f) < 0)
+	if (getdelim(&res, &cap, '\0', f) < 0) {
+		free(res);
 		res = strdup("");
+	}
 	cr_expect_eq(pclose(f), 0, "%s", res);
 	cr_expect(!strncmp(res, "valid", 5), "%s", res);
 	free(res);
@@ -396,8 +402,10 @@ static char *chromium(const char *url, const char *extra, char **ret_log)
 		TD_BUILD_DIR, extra, url, TD_BUILD_DIR);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
-	if (getdelim(&text, &cap, '\0', f) < 0)
+	if (getdelim(&text, &cap, '\0', f) < 0) {
+		free(text); /* getdelim may allocate before it fails */
 		text = strdup("");
+	}
 	pclose(f);
 	snprintf(cmd, sizeof(cmd), "%s/chromium.log", TD_BUILD_DIR);
 	log = read_all(cmd);
