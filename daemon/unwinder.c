@@ -57,6 +57,13 @@ struct unwinder {
 	uint32_t loc_ids[SYM_MAX_FRAMES + 1];
 	int end_reason;
 	struct rec_event crash; /* the crash being written, kind REC_EV_CRASH */
+	/* names of the threads this chunk defined, for renames; by thread id */
+	struct tname {
+		pid_t pid, tid;
+		char name[16];
+	} *names;
+	size_t nnames, capnames, rename_next;
+	uint64_t last_rename_check;
 };
 
 static uint32_t map_get(struct map *m, uint64_t key)
@@ -112,6 +119,7 @@ static void map_clear(struct map *m)
 
 static void new_chunk_caches(struct unwinder *uw)
 {
+	uw->nnames = 0;
 	map_clear(&uw->threads);
 	map_clear(&uw->locs);
 	memset(uw->end_loc, 0, sizeof(uw->end_loc));
@@ -224,7 +232,51 @@ static uint32_t thread_id(struct unwinder *uw, pid_t pid, pid_t tid)
 	id = chunk_writer_thread(uw->w, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
 		map_put(&uw->threads, (uint64_t)(uint32_t)tid + 1, id);
+	if (id >= uw->capnames) {
+		size_t cap = uw->capnames ? uw->capnames * 2 : 64;
+		struct tname *n;
+
+		while (cap <= id)
+			cap *= 2;
+		n = realloc(uw->names, cap * sizeof(*n));
+		if (n) {
+			memset(n + uw->capnames, 0, (cap - uw->capnames) * sizeof(*n));
+			uw->names = n;
+			uw->capnames = cap;
+		}
+	}
+	if (id && id < uw->capnames) {
+		uw->names[id] = (struct tname){ .pid = pid, .tid = tid };
+		memcpy(uw->names[id].name, info.name, sizeof(info.name));
+		if (id >= uw->nnames)
+			uw->nnames = id + 1;
+	}
 	return id;
+}
+
+/* Every 2 s, re-read the names of up to 256 threads of this chunk (round
+ * robin) and record a rename (pthread_setname_np, prctl) as it is seen. */
+static void check_renames(struct unwinder *uw, uint64_t now)
+{
+	if (!uw->w || now - uw->last_rename_check < 2000000000u)
+		return;
+	uw->last_rename_check = now;
+	for (unsigned k = 0; k < 256 && uw->nnames > 1; k++) {
+		struct td_task_info info;
+		struct tname *t;
+		size_t i = 1 + uw->rename_next++ % (uw->nnames - 1);
+
+		t = &uw->names[i];
+		if (!t->tid || td_task_info_read(t->pid, t->tid, &info) < 0)
+			continue;
+		if (strcmp(info.name, t->name)) {
+			chunk_writer_thread_event(uw->w, now, (uint32_t)i, TCF_THREAD_RENAME,
+				chunk_writer_string(uw->w, info.name));
+			memcpy(t->name, info.name, sizeof(t->name));
+		}
+		if (k + 1 >= uw->nnames - 1)
+			break;
+	}
 }
 
 static void hex_to_bytes(const char *hex, uint8_t *out, unsigned *ret_n)
@@ -490,6 +542,7 @@ void *unwinder_main(void *arg)
 		}
 		if (atomic_exchange(&r->snapshot_req, 0))
 			take_snapshot(uw);
+		check_renames(uw, now);
 		if (now - last_flush >= 1000000000u && uw->w) {
 			chunk_writer_flush(uw->w);
 			if (repo_tick(uw->repo, now) == 1)
@@ -529,6 +582,7 @@ out:
 		sym_cache_free(uw->cache);
 		free(uw->threads.t);
 		free(uw->locs.t);
+		free(uw->names);
 		free(uw);
 	}
 	atomic_store(&r->unwinder_done, 1);

@@ -412,7 +412,13 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 
 	switch (e->type) {
 	case CHUNK_EV_THREAD:
-		if (e->kind == TCF_THREAD_EXIT) {
+		if (e->kind == TCF_THREAD_RENAME) {
+			struct rp_thread *t = thread_of(L, r, e->thread_id);
+			const char *name = chunk_reader_string(r, (uint32_t)e->arg);
+
+			if (t && name)
+				t->name = intern(p, name); /* the latest name wins */
+		} else if (e->kind == TCF_THREAD_EXIT) {
 			struct rp_thread *t = thread_of(L, r, e->thread_id);
 
 			if (t) {

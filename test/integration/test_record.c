@@ -98,7 +98,8 @@ static int tracerd_wait(pid_t t)
 struct found {
 	uint64_t samples, thread_start, thread_exit, exec, exits, crashes;
 	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen, plugin, main_spin;
-	uint64_t reach_main, cut;
+	uint64_t reach_main, cut, renames;
+	char renamed_to[32];
 	bool exec_seen;
 	int crash_signo;
 	char crash_chain[1024];
@@ -178,6 +179,12 @@ static int f_event(void *arg, struct chunk_reader *r, const struct chunk_event *
 	if (e->type == CHUNK_EV_THREAD) {
 		f->thread_start += e->kind == TCF_THREAD_START;
 		f->thread_exit += e->kind == TCF_THREAD_EXIT;
+		if (e->kind == TCF_THREAD_RENAME) {
+			const char *n = chunk_reader_string(r, (uint32_t)e->arg);
+
+			f->renames++;
+			snprintf(f->renamed_to, sizeof(f->renamed_to), "%s", n ? n : "");
+		}
 	} else if (e->type == CHUNK_EV_PROCESS) {
 		if (e->kind == TCF_PROC_EXEC) {
 			f->exec++;
@@ -612,5 +619,25 @@ Test(record, dlopen_after_start_is_symbolized)
 	cr_expect_gt(f.plugin, 80, "after dlopen, the new library's symbols: %llu",
 		(unsigned long long)f.plugin);
 	close(p[0]);
+	fx_stop(fx);
+}
+
+Test(record, thread_rename_recorded)
+{
+	pid_t fx = fx_start(FX("fx_rename"), "500"), t;
+	const char *argv[] = { "tracerd", "report", repo, "-f", "threads", NULL };
+	struct run_result r;
+	struct found f;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "--duration=3s", NULL, NULL);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_eq(f.renames, 1, "one rename event");
+	cr_expect_str_eq(f.renamed_to, "after-name");
+	run_tracerd(&r, argv);
+	cr_expect(strstr(r.out, "after-name") && !strstr(r.out, "before-name"),
+		"report shows the latest name:\n%s", r.out);
+	run_result_free(&r);
 	fx_stop(fx);
 }
