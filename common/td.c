@@ -153,3 +153,16 @@ pid_t td_tgid_of(pid_t tid)
 	p = strstr(buf, "\nTgid:");
 	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
 }
+
+void td_fmt_utc(uint64_t real_ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(real_ns / 1000000000u);
+	struct tm tm;
+
+	if (!real_ns) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	gmtime_r(&s, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

@@ -30,6 +30,10 @@ enum td_error {
 /* Message for -err or err (errno or TD_E_*).  Never NULL. */
 const char *td_strerror(int err);
 
+/* ISO 8601 UTC ("2026-11-22T13:00:00Z") of a CLOCK_REALTIME time in ns;
+ * "-" for 0. */
+void td_fmt_utc(uint64_t real_ns, char *buf, size_t len);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t td_now_ns(void);
 

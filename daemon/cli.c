@@ -42,10 +42,12 @@ int td_explain_attach(pid_t pid, int err)
 	case TD_E_TRACED:
 		if (td_task_info_read(pid, pid, &info) == 0 && info.tracer) {
 			/* TracerPid is the tracer's thread: name its process */
-			pid_t tgid = td_tgid_of(info.tracer) ? td_tgid_of(info.tracer) : info.tracer;
+			pid_t tgid = td_tgid_of(info.tracer);
 			struct td_task_info tracer;
 			const char *name = "?";
 
+			if (!tgid)
+				tgid = info.tracer; /* gone meanwhile: say what we saw */
 			if (td_task_info_read(tgid, tgid, &tracer) == 0)
 				name = tracer.name;
 			td_msg("cannot attach to %d: it is already traced by PID %d (%s); "

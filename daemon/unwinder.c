@@ -500,7 +500,6 @@ void *unwinder_main(void *arg)
 		bool done = atomic_load(&r->sampler_done);
 		bool hurry = atomic_load(&r->stop) >= 2;
 		uint64_t junk, now;
-		void *p;
 
 		/* Events and samples in time order: a sample taken before an
 		 * exec must be unwound against the old image, before the exec
@@ -520,7 +519,6 @@ void *unwinder_main(void *arg)
 				break;
 			}
 		}
-		(void)p;
 		if (spsc_peek(&r->events) || spsc_peek(&r->samples))
 			continue;
 		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {

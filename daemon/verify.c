@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "../chunkfmt/chunkfmt.h"
 
@@ -20,15 +19,6 @@ struct vtotal {
 	uint64_t samples, bytes;
 	int worst;
 };
-
-static void fmt_time(uint64_t ns, char *buf, size_t len)
-{
-	time_t s = (time_t)(ns / 1000000000u);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static int verify_file(const char *path, bool part, struct vtotal *t)
 {
@@ -56,8 +46,8 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 		printf(", %.2f bytes/sample", (double)rep.bytes / (double)rep.samples);
 	putchar('\n');
 	if (rep.first_real_ns) {
-		fmt_time(rep.first_real_ns, a, sizeof(a));
-		fmt_time(rep.last_real_ns, b, sizeof(b));
+		td_fmt_utc(rep.first_real_ns, a, sizeof(a));
+		td_fmt_utc(rep.last_real_ns, b, sizeof(b));
 		printf("  time %s .. %s (%.1f s)\n", a, b,
 			(rep.last_real_ns - rep.first_real_ns) / 1e9);
 	}

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void js_string(FILE *out, const char *s)
 {
@@ -114,15 +113,6 @@ static const char page_script[] =
 	"window.addEventListener('resize',render);\n"
 	"</script></body></html>\n";
 
-static void fmt_time(uint64_t ns, char *buf, size_t len)
-{
-	time_t s = (time_t)(ns / 1000000000u);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int rp_html(FILE *out, const struct rp_profile *p)
 {
 	char a[32], b[32];
@@ -167,8 +157,8 @@ int rp_html(FILE *out, const struct rp_profile *p)
 		}
 		fputs("]}", out);
 	}
-	fmt_time(p->first_ns, a, sizeof(a));
-	fmt_time(p->last_ns, b, sizeof(b));
+	td_fmt_utc(p->first_ns, a, sizeof(a));
+	td_fmt_utc(p->last_ns, b, sizeof(b));
 	fprintf(out, "],\n\"first\":\"%s\",\"last\":\"%s\",\"samples\":%llu}", a, b,
 		(unsigned long long)p->samples);
 	fputs(page_script, out);

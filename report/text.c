@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 static const char *name_or(const struct rp_profile *p, uint32_t id, const char *dflt)
 {
@@ -63,12 +62,9 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	struct rp_map index = { 0 };
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
-	uint64_t *stamp = calloc(p->nframes + 1, sizeof(*stamp));
 	uint32_t *seen = NULL;
 	size_t nseen_cap = 0;
 
-	if (!stamp)
-		return -ENOMEM;
 	/* self: the innermost frame of each sample (pprof -top's flat);
 	 * total: every distinct entry on the sample's stack */
 	for (size_t i = 1; i < p->nnodes; i++) {
@@ -141,13 +137,11 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	}
 	free(a);
 	free(seen);
-	free(stamp);
 	free(index.t);
 	return 0;
 nomem:
 	free(a);
 	free(seen);
-	free(stamp);
 	free(index.t);
 	return -ENOMEM;
 }
@@ -286,19 +280,6 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 	return 0;
 }
 
-static void fmt_time(uint64_t ns, char *buf, size_t len)
-{
-	time_t s = (time_t)(ns / 1000000000u);
-	struct tm tm;
-
-	if (!ns) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	gmtime_r(&s, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int thread_cmp(const void *a, const void *b)
 {
 	const struct rp_thread *x = a, *y = b;
@@ -321,8 +302,8 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		char a[32], b[32], end[96];
 
-		fmt_time(t[i].first_ns, a, sizeof(a));
-		fmt_time(t[i].last_ns, b, sizeof(b));
+		td_fmt_utc(t[i].first_ns, a, sizeof(a));
+		td_fmt_utc(t[i].last_ns, b, sizeof(b));
 		/* the recorder stores the wait(2) status */
 		if (t[i].exited && WIFSIGNALED(t[i].exit_status))
 			snprintf(end, sizeof(end), "killed by signal %d (%s)",
@@ -362,8 +343,8 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 		"did not stop" };
 	char a[32], b[32];
 
-	fmt_time(p->first_ns, a, sizeof(a));
-	fmt_time(p->last_ns, b, sizeof(b));
+	td_fmt_utc(p->first_ns, a, sizeof(a));
+	td_fmt_utc(p->last_ns, b, sizeof(b));
 	fprintf(out, "files:     %u\n", rep->files);
 	fprintf(out, "chunks:    %u (%u damaged or unfinished, %u needing a newer reader)\n",
 		rep->chunks, rep->chunks_damaged, rep->chunks_skipped);
@@ -384,7 +365,7 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	if (p->execs)
 		fprintf(out, "exec:      %llu\n", (unsigned long long)p->execs);
 	for (size_t i = 0; i < p->nexits; i++) {
-		fmt_time(p->exits[i].real_ns, a, sizeof(a));
+		td_fmt_utc(p->exits[i].real_ns, a, sizeof(a));
 		if (p->exits[i].signo)
 			fprintf(out, "exit:      pid %u killed by signal %d (%s) at %s\n",
 				p->exits[i].pid, p->exits[i].signo, strsignal(p->exits[i].signo), a);
@@ -396,7 +377,7 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	for (size_t i = 0; i < p->ncrashes; i++) {
 		const struct rp_crash *c = &p->crashes[i];
 
-		fmt_time(c->real_ns, a, sizeof(a));
+		td_fmt_utc(c->real_ns, a, sizeof(a));
 		fprintf(out, "  pid %u thread %u (%s): signal %d (%s), fault address 0x%llx, at %s\n",
 			c->pid, c->tid, name_or(p, c->thread_name, "?"), c->signo, strsignal(c->signo),
 			(unsigned long long)c->addr, a);
