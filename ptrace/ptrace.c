@@ -867,11 +867,14 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 		}
 	}
 	stats.timeout += t->round_n - t->round_next; /* never interrupted */
+	/* Consume the SIGCHLDs the round left pending (they would wake the
+	 * caller for nothing), THEN reap once more: a stop that arrived
+	 * between the last waitpid and the clear (a signal for the target)
+	 * would otherwise wait, stopped, until the next tick. */
+	clear_sigfd(t);
+	drain(t);
 	priority_restore(t);
 	round_end(t);
-	/* every stop of the round was reaped: the SIGCHLD it left pending
-	 * would only wake the caller for nothing */
-	clear_sigfd(t);
 	if (ret_stats)
 		*ret_stats = stats;
 	return 0;
