@@ -376,25 +376,26 @@ static int cmp_long(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-Test(record, signals_pass_through_exactly, .timeout = 120)
+Test(record, signals_pass_through_exactly, .timeout = 180)
 {
-	long alone[3], traced[3];
+	long alone[5], traced[5];
 	int h;
 
-	/* Timer deliveries on a VM vary ~1.5% from run to run even alone:
-	 * compare medians of interleaved runs, so the 1% bound measures
+	/* Timer deliveries on a VM vary ~1.5% from run to run even alone, and
+	 * a run now and then meets a millisecond-long scheduling stall:
+	 * compare medians of five interleaved runs, so the 1% bound measures
 	 * tracerd, not the host. */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++) {
 		alone[i] = run_signals(false, 0, &h);
 		traced[i] = run_signals(true, i == 0 ? 50 : 0, &h);
 		if (i == 0)
 			cr_expect_eq(h, 50, "each SIGUSR1 handled exactly once");
 	}
-	qsort(alone, 3, sizeof(long), cmp_long);
-	qsort(traced, 3, sizeof(long), cmp_long);
-	cr_assert_gt(alone[1], 2500, "baseline alarms %ld", alone[1]);
-	cr_expect(labs(traced[1] - alone[1]) <= alone[1] / 100,
-		"alarms (medians of 3): %ld alone, %ld under tracerd", alone[1], traced[1]);
+	qsort(alone, 5, sizeof(long), cmp_long);
+	qsort(traced, 5, sizeof(long), cmp_long);
+	cr_assert_gt(alone[2], 2500, "baseline alarms %ld", alone[2]);
+	cr_expect(labs(traced[2] - alone[2]) <= alone[2] / 100,
+		"alarms (medians of 5): %ld alone, %ld under tracerd", alone[2], traced[2]);
 }
 
 Test(record, job_control_stop_and_cont)
