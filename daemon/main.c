@@ -1,4 +1,5 @@
 /* tracerd: entry point and subcommand dispatch. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* A SIGCHLD left ignored by whoever started us (a shell, a service
+	 * manager) makes the kernel drop the notices of our tracees' stops:
+	 * every signal for the target would then wait, with the target
+	 * stopped, for our next poll timeout. */
+	signal(SIGCHLD, SIG_DFL);
 	if (argc < 2) {
 		usage(stderr);
 		return TD_EXIT_USAGE;

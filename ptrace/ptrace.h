@@ -9,7 +9,8 @@
  * kernel binds tracees to that thread, so every pt_tracer_* call must come
  * from it.  SIGCHLD must be blocked in every thread of the caller's process
  * (pt_tracer_new blocks it in the calling thread; threads created later
- * inherit the mask).
+ * inherit the mask), and must not be ignored (SIG_IGN): the kernel then
+ * drops the notices of the tracees' stops and each waits for a timeout.
  */
 #ifndef TD_PTRACE_H
 #define TD_PTRACE_H

@@ -77,6 +77,9 @@ static pid_t tracerd_start(pid_t pid, const char *a1, const char *a2, const char
 
 		dup2(fd, 2);
 		dup2(fd, 1);
+		/* as some shells and service managers leave it: tracerd must
+		 * still hear of its tracees' stops at once */
+		signal(SIGCHLD, SIG_IGN);
 		execl(TRACERD, TRACERD, "--pid", p, "-r", repo, "-q", a1, a2, a3, (char *)NULL);
 		_exit(127);
 	}
