@@ -10,7 +10,7 @@ set -eu
 tracerd=$1 fx=$2 secs=${3:-50}
 dir=$(mktemp -d /tmp/tracerd-bench-report.XXXXXX)
 trap 'rm -rf "$dir"; kill $fxpid 2>/dev/null || true' EXIT INT TERM
-iters=100000000 # far more work than the recording lasts
+iters=$((secs * 4000000)) # ~4x more work than the recording lasts (~1.1 us each)
 
 start_fx() {
 	mkfifo "$dir/in.$1"
@@ -23,13 +23,13 @@ start_fx() {
 
 start_fx t
 "$tracerd" --pid "$fxpid" -F 999 --duration "${secs}s" -r "$dir/repo" -q 2> "$dir/tracerd.err"
-kill $fxpid; wait $fxpid 2>/dev/null || true; exec 7>&-
+kill $fxpid 2>/dev/null || true; wait $fxpid 2>/dev/null || true; exec 7>&-
 tsamples=$(sed -n 's/.*samples *\([0-9]*\) taken.*/\1/p' "$dir/tracerd.err")
 
 start_fx p
 timeout -s INT "$secs" perf record -F 999 --call-graph dwarf -o "$dir/perf.data" -p "$fxpid" \
 	2> "$dir/perf.err" || true
-kill $fxpid; wait $fxpid 2>/dev/null || true; exec 7>&-
+kill $fxpid 2>/dev/null || true; wait $fxpid 2>/dev/null || true; exec 7>&-
 psamples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/perf.err")
 
 # wall time in ns (GNU time rounds to 10 ms), peak memory from GNU time
