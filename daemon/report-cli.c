@@ -180,6 +180,7 @@ int cmd_report(int argc, char **argv)
 		td_msg("--format pprof writes gzip'ed protobuf: give -o FILE.pb.gz");
 		return TD_EXIT_USAGE;
 	}
+	f.time_order = !strcmp(format, "speedscope");
 	r = optind < argc ? rp_load((const char *const *)argv + optind,
 				    (unsigned)(argc - optind), &f, &p, &rep, &bad) :
 			    rp_load(def, 1, &f, &p, &rep, &bad);

@@ -311,7 +311,7 @@ static uint32_t location(struct unwinder *uw, struct sym_session *ss, pid_t pid,
 
 		lines[k] = (struct chunk_line){
 			chunk_writer_function(uw->w, f->function ? f->function : "[unknown]", NULL,
-				f->file, 0),
+				f->file, f->start_line > 0 ? (uint32_t)f->start_line : 0),
 			(uint32_t)f->line, 0 };
 	}
 	if (n > 0 && uw->frames[0].module) {

@@ -242,6 +242,7 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 						pb_uint(&fn, 2, (uint64_t)pstr(&st, f->func));
 						pb_uint(&fn, 3, (uint64_t)pstr(&st, f->func));
 						pb_uint(&fn, 4, (uint64_t)pstr(&st, f->file));
+						pb_uint(&fn, 5, f->start_line);
 						pb_msg(&prof, 5, &fn);
 						free(fn.p);
 					}

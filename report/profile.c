@@ -176,6 +176,7 @@ struct load {
 	uint32_t *thread_cache; /* chunk thread id -> profile thread + 1 */
 	size_t thread_cap;
 	int64_t from, to;
+	bool oom; /* out of memory: the load fails */
 };
 
 static const char *basename_of(const char *path)
@@ -255,6 +256,7 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			if (chunk_reader_function(r, l.lines[k].function_id, &fn)) {
 				fr.func = intern(p, fn.name);
 				fr.file = intern(p, fn.file);
+				fr.start_line = fn.start_line;
 			} else {
 				fr.func = intern(p, "[unknown]");
 			}
@@ -401,6 +403,20 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	tn = rp_map_slot(&p->thread_node, RP_TN_KEY((uint64_t)(t - p->threads), s->state & 7, node));
 	if (tn)
 		(*tn)++;
+	if (L->f->time_order) {
+		if (p->nseq == p->capseq) {
+			size_t c = p->capseq ? p->capseq * 2 : 4096;
+			struct rp_seq *n = realloc(p->seq, c * sizeof(*n));
+
+			if (!n) {
+				L->oom = true;
+				return 1; /* stop reading */
+			}
+			p->seq = n;
+			p->capseq = c;
+		}
+		p->seq[p->nseq++] = (struct rp_seq){ real, (uint32_t)(t - p->threads), node };
+	}
 	L->rep->samples_kept++;
 	return 0;
 }
@@ -587,7 +603,8 @@ static int build_function_tree(struct rp_profile *p)
 	p->nfnodes = 1;
 	for (size_t i = 1; i < p->nnodes; i++) {
 		const struct rp_frame *f = &p->frames[p->nodes[i].frame];
-		struct rp_frame key = { .func = f->func, .module = f->module, .inlined = f->inlined };
+		struct rp_frame key = { .func = f->func, .module = f->module,
+			.start_line = f->start_line, .inlined = f->inlined };
 		uint32_t fid = frame_id(p, &key), parent = map[p->nodes[i].parent];
 		uint64_t *slot = rp_map_slot(&idx, ((uint64_t)parent << 32 | fid) + 1);
 
@@ -610,6 +627,17 @@ static int build_function_tree(struct rp_profile *p)
 	link_tree(p->nodes, p->nnodes);
 	link_tree(p->fnodes, p->nfnodes);
 	return 0;
+}
+
+static int seq_cmp(const void *a, const void *b)
+{
+	const struct rp_seq *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->real_ns != y->real_ns)
+		return x->real_ns < y->real_ns ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
 }
 
 int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
@@ -642,11 +670,15 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	}
 	free(L.stack_cache);
 	free(L.thread_cache);
+	if (r >= 0 && L.oom)
+		r = -ENOMEM;
 	if (r < 0) {
 		rp_free(p);
 		return r;
 	}
 	r = build_function_tree(p);
+	if (r == 0 && p->nseq)
+		qsort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
 	if (r < 0) {
 		rp_free(p);
 		return r;
@@ -674,6 +706,7 @@ void rp_free(struct rp_profile *p)
 	free(p->threads);
 	free(p->thread_index.t);
 	free(p->thread_node.t);
+	free(p->seq);
 	free(p->crashes);
 	free(p->exits);
 	free(p->modules);

@@ -7,6 +7,7 @@
 struct rp_frame {
 	uint32_t func, file, module; /* string ids; 0: unknown */
 	uint32_t line;
+	uint32_t start_line; /* the function's; 0: unknown */
 	bool inlined;
 };
 
@@ -34,6 +35,12 @@ struct rp_exit {
 	uint32_t pid;
 	int32_t status, signo;
 	uint64_t real_ns;
+};
+
+/* One kept sample, when the filter asked for time order. */
+struct rp_seq {
+	uint64_t real_ns;
+	uint32_t thread, node;
 };
 
 struct rp_kv {
@@ -78,6 +85,8 @@ struct rp_profile {
 	size_t ncrashes;
 	struct rp_exit *exits;
 	size_t nexits;
+	struct rp_seq *seq; /* sorted by thread, then time */
+	size_t nseq, capseq;
 	uint64_t lost[4];
 	uint64_t samples;
 	uint64_t first_ns, last_ns;

@@ -24,6 +24,8 @@ struct rp_filter {
 	unsigned ntids;
 	const char *thread_glob; /* fnmatch on the thread name */
 	int state;		 /* -1: any, else enum tcf_state */
+	bool time_order;	 /* keep every sample's time and stack, in
+				    order (speedscope's time-order view) */
 };
 
 struct rp_load_report {

@@ -1,9 +1,11 @@
 /* speedscope output: JSON per speedscope's file-format schema
  * (https://www.speedscope.app/file-format-schema.json), one "sampled"
- * profile per thread, frames shared with their file and line.  Samples are
- * aggregated per stack (weights = count x sampling period, in
- * nanoseconds), so speedscope's left-heavy and sandwich views are exact
- * and its time-order view shows stacks, not the original sequence. */
+ * profile per thread.  Frames are functions (name and module), shared, with
+ * the file they were seen in and their start line when DWARF gave it, as
+ * the flame graph and the top table count them.  A thread's samples are in
+ * time order (the load kept them: rp_filter.time_order), consecutive
+ * samples with the same stack merged into one entry whose weight is the
+ * run's length x the sampling period, in nanoseconds. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -11,95 +13,121 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void path(FILE *out, const struct rp_profile *p, const int64_t *idx, uint32_t node,
-	bool *first)
+struct ss {
+	FILE *out;
+	const struct rp_profile *p;
+	struct rp_map frame_of; /* (func, module) + 1 -> frame index + 1 */
+	int64_t *idx;		/* function-level node -> frame index, -1: none yet */
+	int64_t next;
+	bool oom;
+};
+
+/* The frame index of a function-level node, written on first use. */
+static int64_t frame_of(struct ss *s, uint32_t fnode)
 {
-	if (!node)
+	const struct rp_profile *p = s->p;
+	const struct rp_frame *f = &p->frames[p->fnodes[fnode].frame];
+	const char *file = rp_str(p, p->fnode_file[fnode]);
+	uint64_t *slot;
+
+	if (s->idx[fnode] >= 0)
+		return s->idx[fnode];
+	slot = rp_map_slot(&s->frame_of, ((uint64_t)f->func << 32 | f->module) + 1);
+	if (!slot) {
+		s->oom = true;
+		return 0;
+	}
+	if (!*slot) {
+		*slot = (uint64_t)++s->next;
+		fprintf(s->out, "%s\n  {\"name\": ", *slot > 1 ? "," : "");
+		td_json_string(s->out, rp_str(p, f->func) ? rp_str(p, f->func) : "??");
+		if (file && *file) {
+			fputs(", \"file\": ", s->out);
+			td_json_string(s->out, file);
+			if (f->start_line)
+				fprintf(s->out, ", \"line\": %u", f->start_line);
+		}
+		fputc('}', s->out);
+	}
+	s->idx[fnode] = (int64_t)*slot - 1;
+	return s->idx[fnode];
+}
+
+static void path(struct ss *s, uint32_t fnode, bool *first)
+{
+	if (!fnode)
 		return;
-	path(out, p, idx, p->nodes[node].parent, first);
-	fprintf(out, "%s%lld", *first ? "" : ",", (long long)idx[p->nodes[node].frame]);
+	path(s, s->p->fnodes[fnode].parent, first);
+	fprintf(s->out, "%s%lld", *first ? "" : ",", (long long)s->idx[fnode]);
 	*first = false;
+}
+
+/* The length of the run of samples with the same stack starting at k. */
+static size_t run_at(const struct rp_profile *p, size_t k, size_t end)
+{
+	size_t run = 1;
+
+	while (k + run < end && p->fnode_of[p->seq[k + run].node] == p->fnode_of[p->seq[k].node])
+		run++;
+	return run;
 }
 
 int rp_speedscope(FILE *out, const struct rp_profile *p)
 {
-	int64_t *idx = malloc((p->nframes + 1) * sizeof(*idx)), next = 0;
 	double hz = p->meta_hz ? atof(rp_str(p, p->meta_hz)) : 99;
 	uint64_t period = (uint64_t)(1e9 / (hz > 0 ? hz : 99));
+	struct ss s = { .out = out, .p = p };
 	bool first_profile = true;
 
-	if (!idx)
+	if (p->samples && !p->nseq)
+		return -EINVAL; /* loaded without time_order */
+	s.idx = malloc((p->nfnodes + 1) * sizeof(*s.idx));
+	if (!s.idx)
 		return -ENOMEM;
-	for (size_t i = 0; i <= p->nframes; i++)
-		idx[i] = -1;
+	for (size_t i = 0; i <= p->nfnodes; i++)
+		s.idx[i] = -1;
 	fputs("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
 	      " \"exporter\": \"tracerd 0.1.0\", \"name\": \"tracerd recording\",\n"
 	      " \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [",
 		out);
-	/* frames used by some sample, in first-use order */
-	for (size_t k = 0; k < p->thread_node.cap; k++) {
-		if (!p->thread_node.t[k].key)
-			continue;
-		for (uint32_t n = RP_TN_NODE(p->thread_node.t[k].key); n; n = p->nodes[n].parent) {
-			const struct rp_frame *f = &p->frames[p->nodes[n].frame];
-			const char *file = rp_str(p, f->file);
-
-			if (idx[p->nodes[n].frame] >= 0)
-				continue;
-			idx[p->nodes[n].frame] = next;
-			fprintf(out, "%s\n  {\"name\": ", next ? "," : "");
-			td_json_string(out, rp_str(p, f->func) ? rp_str(p, f->func) : "??");
-			if (file && *file) {
-				fputs(", \"file\": ", out);
-				td_json_string(out, file);
-				if (f->line)
-					fprintf(out, ", \"line\": %u", f->line);
-			}
-			fputc('}', out);
-			next++;
-		}
-	}
+	/* frames in first-use order */
+	for (size_t i = 0; i < p->nseq; i++)
+		for (uint32_t n = p->fnode_of[p->seq[i].node]; n && s.idx[n] < 0;
+			n = p->fnodes[n].parent)
+			frame_of(&s, n);
 	fputs("\n ]},\n \"profiles\": [", out);
-	for (size_t t = 0; t < p->nthreads; t++) {
-		char name[96];
+	for (size_t i = 0, j; i < p->nseq; i = j) {
+		const struct rp_thread *t = &p->threads[p->seq[i].thread];
 		uint64_t total = 0;
-		bool first = true;
+		char name[96];
 
-		if (!p->threads[t].samples)
-			continue;
+		for (j = i; j < p->nseq && p->seq[j].thread == p->seq[i].thread; j++)
+			;
 		snprintf(name, sizeof(name), "%s (tid %u)",
-			rp_str(p, p->threads[t].name) ? rp_str(p, p->threads[t].name) : "?",
-			p->threads[t].tid);
+			rp_str(p, t->name) ? rp_str(p, t->name) : "?", t->tid);
 		fprintf(out, "%s\n  {\"type\": \"sampled\", \"name\": ", first_profile ? "" : ",");
 		first_profile = false;
 		td_json_string(out, name);
 		fputs(", \"unit\": \"nanoseconds\", \"startValue\": 0,\n   \"samples\": [", out);
-		for (size_t k = 0; k < p->thread_node.cap; k++) {
-			uint64_t key = p->thread_node.t[k].key;
+		for (size_t k = i; k < j; k += run_at(p, k, j)) {
 			bool f1 = true;
 
-			if (!key || RP_TN_THREAD(key) != t)
-				continue;
-			fprintf(out, "%s[", first ? "" : ",");
-			path(out, p, idx, RP_TN_NODE(key), &f1);
+			fprintf(out, "%s[", k > i ? "," : "");
+			path(&s, p->fnode_of[p->seq[k].node], &f1);
 			fputc(']', out);
-			first = false;
 		}
 		fputs("],\n   \"weights\": [", out);
-		first = true;
-		for (size_t k = 0; k < p->thread_node.cap; k++) {
-			uint64_t key = p->thread_node.t[k].key, w;
-
-			if (!key || RP_TN_THREAD(key) != t)
-				continue;
-			w = p->thread_node.t[k].val * period;
-			total += w;
-			fprintf(out, "%s%llu", first ? "" : ",", (unsigned long long)w);
-			first = false;
+		for (size_t k = i, run; k < j; k += run) {
+			run = run_at(p, k, j);
+			total += run * period;
+			fprintf(out, "%s%llu", k > i ? "," : "", (unsigned long long)(run * period));
 		}
 		fprintf(out, "],\n   \"endValue\": %llu}", (unsigned long long)total);
 	}
 	fputs("\n ]\n}\n", out);
-	free(idx);
+	free(s.idx);
+	free(s.frame_of.t);
+	if (s.oom)
+		return -ENOMEM;
 	return ferror(out) ? -EIO : 0;
 }

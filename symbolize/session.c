@@ -708,6 +708,7 @@ static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
 			Dwarf_Attribute a;
 			Dwarf_Word v;
 			const char *fn;
+			int decl = 0;
 
 			if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 				continue;
@@ -719,9 +720,12 @@ static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
 				fn = elf_name(s, mod, addr);
 			if (!fn)
 				fn = qualified_name(s, &scopes[i]);
+			if (dwarf_decl_line(&scopes[i], &decl) != 0)
+				decl = 0;
 			out[n++] = (struct sym_line){ .function = fn,
 				.file = file,
 				.line = line,
+				.start_line = decl,
 				.inlined = tag == DW_TAG_inlined_subroutine };
 			if (tag == DW_TAG_subprogram)
 				break;
@@ -786,6 +790,7 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 			.function = lines[i].function,
 			.file = lines[i].file,
 			.line = lines[i].line,
+			.start_line = lines[i].start_line,
 			.module = m->path,
 			.build_id = m->build_id,
 			.inlined = lines[i].inlined,

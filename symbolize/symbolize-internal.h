@@ -11,6 +11,7 @@ struct sym_line {
 	const char *function; /* interned */
 	const char *file;     /* interned, may be NULL */
 	int line;
+	int start_line; /* the function's DW_AT_decl_line; 0 if unknown */
 	bool inlined;
 };
 

@@ -55,6 +55,7 @@ struct sym_frame {
 	const char *function;
 	const char *file;
 	int line;	  /* 0 if unknown */
+	int start_line;	  /* where the function is declared; 0 if unknown */
 	const char *module;
 	const char *build_id; /* hex */
 	bool inlined;	      /* an inlined call inside the next frame */

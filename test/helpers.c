@@ -373,3 +373,22 @@ bool is_root(void)
 {
 	return geteuid() == 0;
 }
+
+char *shell_output(const char *cmd, int *ret_status)
+{
+	FILE *f = popen(cmd, "r");
+	char *text = NULL;
+	size_t cap = 0;
+	int st = -1;
+
+	if (f) {
+		if (getdelim(&text, &cap, '\0', f) < 0) {
+			free(text); /* getdelim may allocate before it fails */
+			text = NULL;
+		}
+		st = pclose(f);
+	}
+	if (ret_status)
+		*ret_status = st;
+	return text ? text : strdup("");
+}

@@ -64,4 +64,8 @@ int source_line(const char *path, const char *marker);
 
 bool is_root(void);
 
+/* What sh -c cmd writes to its standard output, whole (never NULL; the
+ * caller frees it); *ret_status, when asked, as pclose() returns it. */
+char *shell_output(const char *cmd, int *ret_status);
+
 #endif

@@ -467,6 +467,45 @@ Test(record, crash_captured_before_the_process_dies)
 		"the crashing thread's stack: %s", f.crash_chain);
 	cr_expect_eq(f.finished, f.chunks, "every chunk finished");
 	cr_expect_eq(verify_status(), 0);
+	/* functions carry where DWARF declares them, through to the report */
+	{
+		const char *argv[] = { "tracerd", "report", repo, "-f", "speedscope", NULL };
+		const char *fns[] = { "crash_leaf", "main" };
+		const char *defs[] = { "int crash_leaf(double end)", "int main(int argc" };
+		struct run_result r;
+
+		run_tracerd(&r, argv);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		for (int i = 0; i < 2; i++) {
+			char want[160];
+			int line = source_line("test/fixtures/fx_crash.c", defs[i]);
+
+			cr_assert_gt(line, 0);
+			snprintf(want, sizeof(want),
+				"{\"name\": \"%s\", \"file\": \"test/fixtures/fx_crash.c\", "
+				"\"line\": %d}",
+				fns[i], line);
+			cr_expect(strstr(r.out, want), "%s:\n%.2000s", want, r.out);
+		}
+		run_result_free(&r);
+	}
+	/* and in pprof, as go tool pprof reads it: "crash_leaf FILE:LINE s=START" */
+	if (system("command -v go >/dev/null 2>&1") == 0) {
+		char cmd[512], want[64], *raw;
+		const char *hit;
+
+		snprintf(cmd, sizeof(cmd),
+			"%s report %s -f pprof -o %s.pb.gz && HOME=/tmp go tool pprof -raw %s.pb.gz "
+			"2>&1; rm -f %s.pb.gz",
+			TRACERD, repo, repo, repo, repo);
+		raw = shell_output(cmd, NULL);
+		hit = strstr(raw, " crash_leaf test/fixtures/fx_crash.c:");
+		snprintf(want, sizeof(want), " s=%d\n",
+			source_line("test/fixtures/fx_crash.c", "int crash_leaf(double end)"));
+		cr_expect(hit && strstr(hit, want) && strstr(hit, want) < strchrnul(hit + 1, '\n') + 1,
+			"pprof's function crash_leaf starts at%s%s", want, raw);
+		free(raw);
+	}
 }
 
 Test(record, kill_9_leaves_the_target_running)
