@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,24 @@ void td_msg(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "tracerd: %s\n", buf);
 	fflush(stderr);
+}
+
+int td_bad_option(const char *cmd, int c, char *const *argv)
+{
+	/* getopt leaves optind past the offending word; a long option's text
+	 * may carry its "=value" */
+	const char *word = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		td_msg("%s: %s needs a value; see tracerd %s --help", cmd, word, cmd);
+	else if (optopt && !strncmp(word, "--", 2) && strchr(word, '='))
+		td_msg("%s: %.*s takes no value; see tracerd %s --help", cmd,
+			(int)(strchr(word, '=') - word), word, cmd);
+	else if (optopt && word[0] == '-' && word[1] != '-')
+		td_msg("%s: unknown option -%c; see tracerd %s --help", cmd, optopt, cmd);
+	else
+		td_msg("%s: unknown option '%s'; see tracerd %s --help", cmd, word, cmd);
+	return TD_EXIT_USAGE;
 }
 
 int td_explain_attach(pid_t pid, int err)

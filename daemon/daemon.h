@@ -34,6 +34,11 @@ void td_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * that say what to do.  Returns TD_EXIT_ATTACH. */
 int td_explain_attach(pid_t pid, int err);
 
+/* The one-line message for what getopt_long (with an optstring starting
+ * with ':') returned as c, '?' or ':', for subcommand cmd.  Returns
+ * TD_EXIT_USAGE. */
+int td_bad_option(const char *cmd, int c, char *const *argv);
+
 /* Parse a PID or TID argument; false (and a message) if it is not one. */
 bool td_parse_pid(const char *opt, const char *s, pid_t *ret);
 /* Parse a size with optional K/M/G suffix (powers of 1024). */

@@ -256,7 +256,7 @@ int cmd_dump(int argc, char **argv)
 	uint64_t v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:t:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:t:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!td_parse_pid("--pid", optarg, &d.pid))
@@ -300,8 +300,7 @@ int cmd_dump(int argc, char **argv)
 			usage(stdout);
 			return TD_EXIT_OK;
 		default:
-			usage(stderr);
-			return TD_EXIT_USAGE;
+			return td_bad_option("dump", c, argv);
 		}
 	}
 	if (optind < argc) {

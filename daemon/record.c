@@ -107,7 +107,7 @@ static int parse(int argc, char **argv, struct rec_config *c)
 
 	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:F:d:r:qh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":p:F:d:r:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (c->npids == REC_MAX_PIDS) {
@@ -168,8 +168,7 @@ static int parse(int argc, char **argv, struct rec_config *c)
 			usage(stdout);
 			return -1;
 		default:
-			usage(stderr);
-			return TD_EXIT_USAGE;
+			return td_bad_option("record", ch, argv);
 		}
 	}
 	if (optind < argc) {

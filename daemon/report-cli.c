@@ -33,7 +33,7 @@ static void usage(FILE *f)
 	      "      --state STATE    on-cpu, runnable, sleeping, disk, stopped\n"
 	      "      --by KEY         top: function (default), line or module\n"
 	      "      --limit N        top: the first N rows (default 30, 0: all)\n"
-	      "      --min-percent P  tree: prune paths below P%% (default 0.5)\n"
+	      "      --min-percent P  tree: prune paths below P% (default 0.5)\n"
 	      "      --per-thread     folded: the thread name as the root frame\n",
 		f);
 }
@@ -94,7 +94,7 @@ int cmd_report(int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			format = optarg;
@@ -164,8 +164,7 @@ int cmd_report(int argc, char **argv)
 			usage(stdout);
 			return TD_EXIT_OK;
 		default:
-			usage(stderr);
-			return TD_EXIT_USAGE;
+			return td_bad_option("report", c, argv);
 		}
 	}
 	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&

@@ -162,8 +162,10 @@ static void usage(FILE *f)
 	      "\n"
 	      "Write the chunks of repository REPO, in sequence order, into one file.\n"
 	      "An unfinished chunk (being written, or its writer died) is repaired: its\n"
-	      "whole blocks are kept and it is closed properly.  --since keeps only\n"
-	      "chunks written in the last DURATION (e.g. 5m, 2h).\n",
+	      "whole blocks are kept and it is closed properly.\n"
+	      "\n"
+	      "  -o, --output FILE    the snapshot to write\n"
+	      "      --since DURATION only chunks written in the last DURATION (5m, 2h)\n",
 		f);
 }
 
@@ -240,7 +242,7 @@ int cmd_snapshot(int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -253,8 +255,7 @@ int cmd_snapshot(int argc, char **argv)
 			usage(stdout);
 			return TD_EXIT_OK;
 		default:
-			usage(stderr);
-			return TD_EXIT_USAGE;
+			return td_bad_option("snapshot", c, argv);
 		}
 	}
 	if (optind + 1 != argc || !out) {

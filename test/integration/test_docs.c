@@ -1,0 +1,199 @@
+/* The docs say what the code does: every option a subcommand's --help
+ * lists is one the code accepts and its man page documents, and every
+ * option the man page documents for it is one --help lists. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../helpers.h"
+
+/* The distinct long options in text as " --a --b ": a space on each side of
+ * every one, so that strstr(out, " --a ") asks whether --a is there. */
+static void long_options(const char *text, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, " ");
+
+	for (const char *p = text; (p = strstr(p, "--")); p += 2) {
+		char key[70];
+		size_t k = 0;
+
+		if (p[2] < 'a' || p[2] > 'z')
+			continue;
+		while (k < 60 && ((p[2 + k] >= 'a' && p[2 + k] <= 'z') || p[2 + k] == '-'))
+			k++;
+		snprintf(key, sizeof(key), " --%.*s ", (int)k, p + 2);
+		if (strstr(out, key))
+			continue;
+		n += (size_t)snprintf(out + n, len - n, "%s", key + 1);
+		cr_assert_lt(n, len);
+	}
+}
+
+/* The next option of a long_options() list into opt; NULL after the last. */
+static const char *next_option(const char *p, char opt[64])
+{
+	int used = 0;
+
+	if (sscanf(p, "%63s%n", opt, &used) != 1)
+		return NULL;
+	return p + used;
+}
+
+static char *help_of(const char *cmd)
+{
+	const char *argv[] = { "tracerd", cmd, "--help", NULL };
+	struct run_result r;
+	char *text;
+
+	cr_assert_eq(run_tracerd(&r, argv), 0);
+	cr_assert_eq(r.status, 0, "tracerd %s --help: exit %d", cmd, r.status);
+	cr_assert(!strstr(r.out, "%%"), "tracerd %s --help prints a printf escape:\n%s", cmd, r.out);
+	text = strdup(r.out);
+	run_result_free(&r);
+	return text;
+}
+
+static char *man_text(const char *page)
+{
+	char cmd[1024], *text, *w;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "mandoc -Tascii %s/man/%s", TD_SOURCE_DIR, page);
+	text = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "mandoc failed on %s", page);
+	/* undo overstriking (bold is "c\bc", underline "_\bc") */
+	w = text;
+	for (const char *r = text; *r; r++) {
+		if (*r == '\b' && w > text)
+			w--;
+		else
+			*w++ = *r;
+	}
+	*w = '\0';
+	return text;
+}
+
+static void assert_all_in(const char *opts, const char *text, const char *what)
+{
+	char opt[64];
+
+	for (const char *p = opts; (p = next_option(p, opt));) {
+		const char *q = text;
+		bool found = false;
+
+		/* a whole option: --to must not be found inside --tool */
+		while ((q = strstr(q, opt))) {
+			char c = q[strlen(opt)];
+
+			if (!((c >= 'a' && c <= 'z') || c == '-')) {
+				found = true;
+				break;
+			}
+			q++;
+		}
+		cr_expect(found, "%s lacks %s", what, opt);
+	}
+}
+
+/* The code knows every option --help lists: tracerd would say "unknown
+ * option" (no PID is given, so nothing is attached). */
+static void assert_accepted(const char *cmd, const char *opts)
+{
+	char opt[64];
+
+	for (const char *p = opts; (p = next_option(p, opt));) {
+		const char *argv[] = { "tracerd", cmd, opt, NULL };
+		struct run_result r;
+
+		cr_assert_eq(run_tracerd(&r, argv), 0);
+		cr_expect(!strstr(r.err, "unknown option"), "tracerd %s does not know %s: %s", cmd, opt,
+			r.err);
+		run_result_free(&r);
+	}
+}
+
+static void check(const char *cmd, const char *page, const char *man_only)
+{
+	char *help = help_of(cmd), *man = man_text(page);
+	char hopts[2048], mopts[2048], opt[64];
+
+	long_options(help, hopts, sizeof(hopts));
+	cr_assert(hopts[1], "tracerd %s --help lists no options", cmd);
+	assert_all_in(hopts, man, page);
+	assert_accepted(cmd, hopts);
+	/* what the man page documents, minus the options of other tools it
+	 * cites, must be in --help */
+	long_options(man, mopts, sizeof(mopts));
+	for (const char *p = mopts; (p = next_option(p, opt));) {
+		char key[70];
+
+		snprintf(key, sizeof(key), " %s ", opt);
+		if (strstr(man_only, key))
+			continue;
+		assert_all_in(opt, help, "--help");
+	}
+	free(help);
+	free(man);
+}
+
+Test(docs, report_help_and_man_page_agree)
+{
+	/* perf report's --stdio --no-children are cited, not ours */
+	check("report", "tracerd-report.1", " --stdio --no-children ");
+}
+
+Test(docs, record_dump_snapshot_verify_in_tracerd_8)
+{
+	/* tracerd.8 documents every subcommand but report: each --help must be
+	 * in it, and together they must cover it */
+	const char *cmds[] = { "record", "dump", "snapshot", "verify" };
+	char all[8192] = "", opts[2048], *man = man_text("tracerd.8"), mopts[2048], opt[64];
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *help = help_of(cmds[i]);
+
+		long_options(help, opts, sizeof(opts));
+		assert_all_in(opts, man, "tracerd.8");
+		assert_accepted(cmds[i], opts);
+		strncat(all, help, sizeof(all) - strlen(all) - 1);
+		free(help);
+	}
+	long_options(man, mopts, sizeof(mopts));
+	/* --help and --version belong to every command, --output to snapshot's -o */
+	for (const char *p = mopts; (p = next_option(p, opt));) {
+		if (!strcmp(opt, "--version") || !strcmp(opt, "--help"))
+			continue;
+		assert_all_in(opt, all, "the subcommands' --help");
+	}
+	free(man);
+}
+
+/* A bad option is one line that names it and says where to look, exit 1
+ * (not the whole usage text, which buries the error). */
+Test(docs, bad_options_are_one_line)
+{
+	static const struct {
+		const char *cmd, *arg, *says;
+	} cases[] = {
+		{ "record", "--bogus", "record: unknown option '--bogus'; see tracerd record --help" },
+		{ "dump", "-Z", "dump: unknown option -Z; see tracerd dump --help" },
+		{ "report", "--format", "report: --format needs a value; see tracerd report --help" },
+		{ "snapshot", "--since", "snapshot: --since needs a value; see tracerd snapshot --help" },
+		{ "record", "--quiet=1", "record: --quiet takes no value; see tracerd record --help" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = { "tracerd", cases[i].cmd, cases[i].arg, NULL };
+		struct run_result r;
+		char want[256];
+
+		snprintf(want, sizeof(want), "tracerd: %s\n", cases[i].says);
+		cr_assert_eq(run_tracerd(&r, argv), 0);
+		cr_expect_eq(r.status, 1, "%s %s: exit %d", cases[i].cmd, cases[i].arg, r.status);
+		cr_expect_str_eq(r.err, want);
+		cr_expect_str_eq(r.out, "");
+		run_result_free(&r);
+	}
+}
