@@ -173,7 +173,8 @@ $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
 
-REPORT_SECONDS ?= 50
+# >= 1,000,000 samples each for tracerd and perf (~9 GB of perf.data); 50 for a quick run
+REPORT_SECONDS ?= 560
 BENCH_REC := $(B)/bench/bench_record
 $(BENCH_REC): test/bench/bench_record.c $(B)/.flags
 	$(call say,CC,$<)
@@ -188,12 +189,13 @@ $(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtra
 
 bench:
 	$(Q)scripts/install-deps bench
-	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_REC) fixtures
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_REC) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
 	$(Q)$(BENCH_CHUNK) 600
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 5 2000000 1 0
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
 	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
+	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

@@ -3,13 +3,23 @@
 # recordings of the same fixture with the same sample count (perf with
 # --call-graph dwarf, which gives it equally correct stacks).  Wall time and
 # peak memory (GNU time's maximum resident set).
-# usage: bench_report.sh TRACERD FX_WORK SECONDS   (2 busy threads at 999 Hz:
-#        ~2000 samples per second; 1,000,000 samples would need a ~8.4 GB
-#        perf.data, so the default is 50 s, ~100,000 samples)
+# usage: bench_report.sh TRACERD FX_WORK [SECONDS]   (2 busy threads at 999 Hz:
+#        ~1,850 samples per second for tracerd, ~1,970 for perf, so the
+#        default of 560 s gives each over 1,000,000 samples; perf.data grows
+#        by ~16 MB per second, ~9 GB in all, under $TMPDIR or /tmp)
 set -eu
-tracerd=$1 fx=$2 secs=${3:-50}
-dir=$(mktemp -d /tmp/tracerd-bench-report.XXXXXX)
-trap 'rm -rf "$dir"; kill $fxpid 2>/dev/null || true' EXIT INT TERM
+tracerd=$1 fx=$2 secs=${3:-560}
+fxpid=
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tracerd-bench-report.XXXXXX")
+trap 'rm -rf "$dir"; [ -z "$fxpid" ] || kill $fxpid 2>/dev/null || true' EXIT INT TERM
+
+need_mb=$((secs * 17 + 100))
+have_mb=$(df -Pm "$dir" | awk 'NR == 2 { print $4 }')
+if [ "$have_mb" -lt "$need_mb" ]; then
+	echo "bench_report: perf.data for ${secs} s needs ~${need_mb} MB in $(dirname "$dir"), only ${have_mb} MB free;" \
+		"free space, set TMPDIR, or run a shorter bench (make bench REPORT_SECONDS=50)" >&2
+	exit 1
+fi
 iters=$((secs * 4000000)) # ~4x more work than the recording lasts (~1.1 us each)
 
 start_fx() {
@@ -34,11 +44,16 @@ psamples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/perf.err")
 
 # wall time in ns (GNU time rounds to 10 ms), peak memory from GNU time
 t0=$(date +%s%N)
-/usr/bin/time -f "%M" -o "$dir/t.time" "$tracerd" report "$dir/repo" --limit 0 > /dev/null
+/usr/bin/time -f "%M" -o "$dir/t.time" "$tracerd" report "$dir/repo" --limit 0 > "$dir/t.out"
 t1=$(date +%s%N)
 /usr/bin/time -f "%M" -o "$dir/p.time" perf report --stdio --no-children -i "$dir/perf.data" \
-	> /dev/null 2>&1
+	> "$dir/p.out" 2> "$dir/p.err"
 t2=$(date +%s%N)
+# a report that failed fast would make a fine-looking ratio: both must have
+# found the fixture's hot function, perf with its callers (dwarf unwinding)
+grep -q 'work_leaf' "$dir/t.out" || { echo "bench_report: tracerd report lacks work_leaf" >&2; exit 1; }
+grep -q 'work_mid' "$dir/p.out" && grep -q 'work_leaf' "$dir/p.out" ||
+	{ echo "bench_report: perf report lacks the fixture's stacks:" >&2; head -5 "$dir/p.err" >&2; exit 1; }
 tt=$(echo "($t1 - $t0) / 1000000000" | bc -l | cut -c1-6)
 pt=$(echo "($t2 - $t1) / 1000000000" | bc -l | cut -c1-6)
 read -r tm < "$dir/t.time"

@@ -4,6 +4,8 @@
  *   tracerd-gen -r REPO [options]        chunks in a repository
  * options: --chunks N (1) --seconds S per chunk (60) --threads N (64)
  *   --hz N (99) --stacks N (4000) --functions N (600) --seed N (1)
+ *   --zipf S (1.1; smaller spreads samples over more stacks)
+ *   --repeat P (0.6; chance a thread keeps its last stack)
  *   --max-samples N (per chunk) --unfinished (leave the last chunk as a
  *   killed writer does: a .part without trailer) */
 #define _GNU_SOURCE
@@ -33,6 +35,8 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'x' },
 		{ "max-samples", required_argument, NULL, 'm' },
 		{ "unfinished", no_argument, NULL, 'u' },
+		{ "zipf", required_argument, NULL, 'z' },
+		{ "repeat", required_argument, NULL, 'p' },
 		{ 0 },
 	};
 	struct synth_opts so = { 0 };
@@ -76,6 +80,12 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			unfinished = true;
+			break;
+		case 'z':
+			so.zipf_s = atof(optarg);
+			break;
+		case 'p':
+			so.repeat = atof(optarg);
 			break;
 		default:
 			fprintf(stderr, "usage: tracerd-gen (-o FILE | -r REPO) [options]\n");
