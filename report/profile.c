@@ -175,6 +175,15 @@ struct load {
 	size_t stack_cap;
 	uint32_t *thread_cache; /* chunk thread id -> profile thread + 1 */
 	size_t thread_cap;
+	/* a chunk's function id -> its interned name, file and start line
+	 * (name 0: not seen yet); mapping id -> module name id + 1: each
+	 * definition is interned once per chunk, not once per frame */
+	struct rp_fcache {
+		uint32_t func, file, start_line;
+	} *func_cache;
+	size_t func_cap;
+	uint32_t *module_cache;
+	size_t module_cap;
 	int64_t from, to;
 	bool oom; /* out of memory: the load fails */
 };
@@ -214,10 +223,74 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 	return i ? &p->modules[i - 1] : NULL;
 }
 
+/* Slot id of a per-chunk cache *arr of *cap elements of size elem, grown
+ * with zeroes to hold it; NULL when out of memory. */
+static void *cache_slot(void *arr_, size_t *cap, size_t elem, uint32_t id)
+{
+	void **arr = arr_;
+
+	if (id >= *cap) {
+		size_t c = *cap ? *cap : 1024;
+		char *n;
+
+		while (c <= id)
+			c *= 2;
+		n = realloc(*arr, c * elem);
+		if (!n)
+			return NULL;
+		memset(n + *cap * elem, 0, (c - *cap) * elem);
+		*arr = n;
+		*cap = c;
+	}
+	return (char *)*arr + (size_t)id * elem;
+}
+
+static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id)
+{
+	uint32_t *slot = cache_slot(&L->module_cache, &L->module_cap, sizeof(uint32_t), id);
+	struct chunk_map_info m;
+	uint32_t module = 0;
+
+	if (slot && *slot)
+		return *slot - 1;
+	if (chunk_reader_mapping(r, id, &m) && m.path) {
+		module = intern(L->p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" : basename_of(m.path));
+		note_module(L->p, module, &m);
+	}
+	if (slot)
+		*slot = module + 1;
+	return module;
+}
+
+static void function_of(struct load *L, struct chunk_reader *r, uint32_t id, struct rp_frame *fr)
+{
+	struct rp_fcache *c = cache_slot(&L->func_cache, &L->func_cap, sizeof(*c), id);
+	struct chunk_function fn;
+
+	if (!c || !c->func) {
+		struct rp_fcache v = { 0 };
+
+		if (chunk_reader_function(r, id, &fn)) {
+			v.func = intern(L->p, fn.name);
+			v.file = intern(L->p, fn.file);
+			v.start_line = fn.start_line;
+		} else {
+			v.func = intern(L->p, "[unknown]");
+		}
+		if (!c)
+			c = &v;
+		else
+			*c = v;
+	}
+	fr->func = c->func;
+	fr->file = c->file;
+	fr->start_line = c->start_line;
+}
+
 static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t sid)
 {
 	struct rp_profile *p = L->p;
-	uint32_t locs[1024], node = 0;
+	uint32_t locs[1024], node = 0, *slot;
 	unsigned n;
 
 	if (sid < L->stack_cap && L->stack_cache[sid])
@@ -228,8 +301,7 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 	/* root first; within a location the outer function first */
 	for (unsigned i = n; i-- > 0;) {
 		struct chunk_location l;
-		struct chunk_map_info m;
-		uint32_t module = 0;
+		uint32_t module;
 
 		if (!chunk_reader_location(r, locs[i], &l)) {
 			struct rp_frame fr = { .func = intern(p, "[unknown]") };
@@ -237,11 +309,7 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			node = node_id(p, node, frame_id(p, &fr));
 			continue;
 		}
-		if (chunk_reader_mapping(r, l.mapping_id, &m) && m.path) {
-			module = intern(p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" :
-									  basename_of(m.path));
-			note_module(p, module, &m);
-		}
+		module = module_of_mapping(L, r, l.mapping_id);
 		if (!l.nlines) {
 			struct rp_frame fr = { .func = intern(p, "??"), .module = module };
 
@@ -249,34 +317,16 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			continue;
 		}
 		for (unsigned k = l.nlines; k-- > 0;) {
-			struct chunk_function fn;
 			struct rp_frame fr = { .module = module, .line = l.lines[k].line,
 				.inlined = k + 1 < l.nlines };
 
-			if (chunk_reader_function(r, l.lines[k].function_id, &fn)) {
-				fr.func = intern(p, fn.name);
-				fr.file = intern(p, fn.file);
-				fr.start_line = fn.start_line;
-			} else {
-				fr.func = intern(p, "[unknown]");
-			}
+			function_of(L, r, l.lines[k].function_id, &fr);
 			node = node_id(p, node, frame_id(p, &fr));
 		}
 	}
-	if (sid >= L->stack_cap) {
-		size_t cap = L->stack_cap ? L->stack_cap : 1024;
-		uint32_t *c;
-
-		while (cap <= sid)
-			cap *= 2;
-		c = realloc(L->stack_cache, cap * sizeof(*c));
-		if (!c)
-			return node;
-		memset(c + L->stack_cap, 0, (cap - L->stack_cap) * sizeof(*c));
-		L->stack_cache = c;
-		L->stack_cap = cap;
-	}
-	L->stack_cache[sid] = node + 1;
+	slot = cache_slot(&L->stack_cache, &L->stack_cap, sizeof(uint32_t), sid);
+	if (slot)
+		*slot = node + 1;
 	return node;
 }
 
@@ -374,6 +424,10 @@ static int on_begin(void *arg, struct chunk_reader *r)
 		memset(L->stack_cache, 0, L->stack_cap * sizeof(*L->stack_cache));
 	if (L->thread_cache)
 		memset(L->thread_cache, 0, L->thread_cap * sizeof(*L->thread_cache));
+	if (L->func_cache)
+		memset(L->func_cache, 0, L->func_cap * sizeof(*L->func_cache));
+	if (L->module_cache)
+		memset(L->module_cache, 0, L->module_cap * sizeof(*L->module_cache));
 	return 0;
 }
 
@@ -592,24 +646,37 @@ static int build_function_tree(struct rp_profile *p)
 {
 	struct rp_map idx = { 0 };
 	uint32_t *map = calloc(p->nnodes, sizeof(*map));
+	/* frame -> the same frame without its line + 1, computed once per frame */
+	uint32_t *ffid = calloc(p->nframes + 1, sizeof(*ffid));
+	void *shrunk;
 
 	p->fnodes = calloc(p->nnodes, sizeof(*p->fnodes));
 	p->fnode_file = calloc(p->nnodes, sizeof(*p->fnode_file));
 	p->fnode_line = calloc(p->nnodes, sizeof(*p->fnode_line));
-	if (!map || !p->fnodes || !p->fnode_file || !p->fnode_line) {
+	if (!map || !ffid || !p->fnodes || !p->fnode_file || !p->fnode_line) {
 		free(map);
+		free(ffid);
 		return -ENOMEM;
 	}
 	p->nfnodes = 1;
 	for (size_t i = 1; i < p->nnodes; i++) {
-		const struct rp_frame *f = &p->frames[p->nodes[i].frame];
-		struct rp_frame key = { .func = f->func, .module = f->module,
-			.start_line = f->start_line, .inlined = f->inlined };
-		uint32_t fid = frame_id(p, &key), parent = map[p->nodes[i].parent];
-		uint64_t *slot = rp_map_slot(&idx, ((uint64_t)parent << 32 | fid) + 1);
+		uint32_t frame = p->nodes[i].frame;
+		const struct rp_frame *f = &p->frames[frame];
+		uint32_t fid, parent = map[p->nodes[i].parent];
+		uint64_t *slot;
 
+		if (!ffid[frame]) {
+			struct rp_frame key = { .func = f->func, .module = f->module,
+				.start_line = f->start_line, .inlined = f->inlined };
+
+			ffid[frame] = frame_id(p, &key) + 1;
+			f = &p->frames[frame]; /* frame_id may have moved the array */
+		}
+		fid = ffid[frame] - 1;
+		slot = rp_map_slot(&idx, ((uint64_t)parent << 32 | fid) + 1);
 		if (!slot) {
 			free(map);
+			free(ffid);
 			free(idx.t);
 			return -ENOMEM;
 		}
@@ -623,7 +690,15 @@ static int build_function_tree(struct rp_profile *p)
 		p->fnodes[*slot].count += p->nodes[i].count;
 	}
 	p->fnode_of = map;
+	free(ffid);
 	free(idx.t);
+	/* the function tree is usually much smaller than the line tree */
+	if ((shrunk = realloc(p->fnodes, p->nfnodes * sizeof(*p->fnodes))))
+		p->fnodes = shrunk;
+	if ((shrunk = realloc(p->fnode_file, p->nfnodes * sizeof(*p->fnode_file))))
+		p->fnode_file = shrunk;
+	if ((shrunk = realloc(p->fnode_line, p->nfnodes * sizeof(*p->fnode_line))))
+		p->fnode_line = shrunk;
 	link_tree(p->nodes, p->nnodes);
 	link_tree(p->fnodes, p->nfnodes);
 	return 0;
@@ -670,12 +745,17 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	}
 	free(L.stack_cache);
 	free(L.thread_cache);
+	free(L.func_cache);
+	free(L.module_cache);
 	if (r >= 0 && L.oom)
 		r = -ENOMEM;
 	if (r < 0) {
 		rp_free(p);
 		return r;
 	}
+	/* the (parent, frame) -> node index only serves loading */
+	free(p->node_index.t);
+	p->node_index = (struct rp_map){ 0 };
 	r = build_function_tree(p);
 	if (r == 0 && p->nseq)
 		qsort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
