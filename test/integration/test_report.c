@@ -566,7 +566,7 @@ static int count(const char *hay, const char *needle)
 
 Test(report, html_flame_graph_in_chromium, .timeout = 180)
 {
-	char html[512], url[700], shot[600], *dom, *log;
+	char html[512], url[1400], shot[600], *dom, *log;
 	const char *argv[] = { "tracerd", "report", GOLD("rec-crash.tcf"), "-f", "html", "-o", html,
 		NULL };
 	struct run_result r;
@@ -628,6 +628,41 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 	cr_expect_eq(count(dom, "class=\"f m\""), 1, "only 'now' is highlighted");
 	free(dom);
 	free(log);
+
+	/* the thread filter: on the synthetic recording, each worker's matched
+	 * share of one function is what top --thread says of it */
+	{
+		char sh[600], cmd[1400], want[32];
+		const char *gen[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-f", "html",
+			"-o", sh, NULL };
+		const char *threads[] = { "worker-0", "worker-2" };
+
+		snprintf(sh, sizeof(sh), "%s/test-flamegraph-threads.html", TD_BUILD_DIR);
+		run_tracerd(&r, gen);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		run_result_free(&r);
+		for (int t = 0; t < 2; t++) {
+			char *top;
+
+			snprintf(cmd, sizeof(cmd),
+				"%s/tracerd report %s --thread %s --limit 0 | "
+				"awk '/ net::detail::inline_helper_10\\(\\) / { print $2 }'",
+				TD_BUILD_DIR, GOLD("tcf-v1.0-small.tcf"), threads[t]);
+			top = shell_output(cmd, NULL);
+			cr_assert(sscanf(top, "%31s", want) == 1, "top --thread %s: %s", threads[t], top);
+			free(top);
+			snprintf(url, sizeof(url),
+				"file://%s#thread=%s&search=^net::detail::inline_helper_10..$", sh,
+				threads[t]);
+			dom = chromium(url, "--dump-dom", &log);
+			snprintf(cmd, sizeof(cmd), "matched %s<", want);
+			cr_expect(strstr(dom, cmd), "%s: want '%s' in:\n%.600s", threads[t], cmd,
+				strstr(dom, "id=\"match\"") ? strstr(dom, "id=\"match\"") : dom);
+			cr_expect(!strstr(log, "Uncaught"), "no console errors:\n%s", log);
+			free(dom);
+			free(log);
+		}
+	}
 
 	/* a screenshot with the test output */
 	snprintf(shot, sizeof(shot), "--screenshot=%s/test-flamegraph.png --window-size=1200,500",
