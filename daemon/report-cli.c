@@ -3,10 +3,12 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +38,82 @@ static void usage(FILE *f)
 	      "      --min-percent P  tree: prune paths below P% (default 0.5)\n"
 	      "      --per-thread     folded: the thread name as the root frame\n",
 		f);
+}
+
+/* Where the report goes.  A regular file (or a new one) is written as a
+ * temporary file beside it and renamed over it only when complete, so a
+ * full disk or a failed report never leaves a truncated file or destroys
+ * the previous one; anything else (a pipe, a device, a symbolic link) is
+ * written directly. */
+struct output {
+	const char *path; /* NULL: stdout */
+	char *tmp;	  /* the temporary file, or NULL */
+	FILE *f;
+};
+
+static int output_open(struct output *o, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	*o = (struct output){ .path = path, .f = stdout };
+	if (!path)
+		return 0;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->f = fopen(path, "w");
+		return o->f ? 0 : -errno;
+	}
+	if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		int e = errno;
+
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
+	/* the mode a plain fopen() would give, not mkstemp's 0600 */
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		(void)fchmod(fd, 0666 & ~um);
+	}
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		int e = errno;
+
+		close(fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+/* Finish the output: 0, or the -errno of the first write that failed (the
+ * temporary file is then removed and the old file left as it was). */
+static int output_close(struct output *o, bool ok)
+{
+	int r = 0;
+
+	errno = 0;
+	if (fflush(o->f) != 0 || ferror(o->f))
+		r = -(errno ? errno : EIO);
+	if (o->path && fclose(o->f) != 0 && !r)
+		r = -errno;
+	if (o->tmp) {
+		if (ok && !r && rename(o->tmp, o->path) < 0)
+			r = -errno;
+		if (!ok || r)
+			unlink(o->tmp);
+		free(o->tmp);
+	}
+	return r;
 }
 
 static bool parse_time(const char *opt, const char *s, int64_t *ret)
@@ -89,9 +167,10 @@ int cmd_report(int argc, char **argv)
 	double min_percent = 0.5;
 	bool per_thread = false;
 	FILE *out = stdout;
+	struct output o;
 	uint64_t v;
 	pid_t id;
-	int c, r;
+	int c, r, w;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
@@ -207,11 +286,13 @@ int cmd_report(int argc, char **argv)
 	}
 	if (rep.warning[0])
 		td_msg("report: warning: %s", rep.warning);
-	if (output && !(out = fopen(output, "w"))) {
-		td_msg("report: cannot write %s: %s", output, strerror(errno));
+	if ((r = output_open(&o, output)) < 0) {
+		td_msg("report: cannot write %s: %s; choose another -o", output, td_strerror(r));
 		rp_free(p);
 		return TD_EXIT_IO;
 	}
+	out = o.f;
+	errno = 0;
 	if (!strcmp(format, "top"))
 		r = rp_top(out, p, by, limit);
 	else if (!strcmp(format, "tree"))
@@ -228,9 +309,17 @@ int cmd_report(int argc, char **argv)
 		r = rp_html(out, p);
 	else
 		r = rp_info(out, p, &rep);
-	if (output && fclose(out) != 0 && !r)
-		r = -errno;
+	/* a failed write: the writers return -EIO; errno still says why */
+	w = ferror(out) ? -(errno ? errno : EIO) : 0;
+	c = output_close(&o, r == 0 && !w);
+	if (c < 0 && !w)
+		w = c;
 	rp_free(p);
+	if (w < 0) {
+		td_msg("report: cannot write %s: %s; free space or choose another -o",
+			output ? output : "the standard output", td_strerror(w));
+		return TD_EXIT_IO;
+	}
 	if (r < 0) {
 		td_msg("report: %s", td_strerror(r));
 		return TD_EXIT_IO;

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 struct pb {
@@ -141,8 +140,8 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
 		s_state = 0, state_sid[8] = { 0 };
 	uint64_t next_fn = 1, next_loc = 1, next_map = 1;
-	gzFile gz;
-	int fd, r = 0;
+	unsigned char *gzbuf = NULL;
+	int r = 0;
 
 	st.sid = calloc(p->nstrs + 1, sizeof(*st.sid));
 	if (!st.sid)
@@ -299,20 +298,35 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		r = r < 0 ? r : -ENOMEM;
 		goto out;
 	}
-	fflush(out);
-	fd = dup(fileno(out));
-	gz = fd >= 0 ? gzdopen(fd, "wb") : NULL;
-	if (!gz) {
-		if (fd >= 0)
-			close(fd);
-		r = -EIO;
-		goto out;
+	/* gzip in memory, then one write through out: a failed write is then
+	 * the stream's error, with errno, like every other format's */
+	{
+		z_stream z = { 0 };
+		size_t cap;
+
+		if (prof.len > 0xffffffffu) {
+			r = -EFBIG;
+			goto out;
+		}
+		if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			    Z_DEFAULT_STRATEGY) != Z_OK) {
+			r = -ENOMEM;
+			goto out;
+		}
+		cap = deflateBound(&z, (uLong)prof.len);
+		gzbuf = malloc(cap);
+		z.next_in = (Bytef *)prof.p;
+		z.avail_in = (uInt)prof.len;
+		z.next_out = gzbuf;
+		z.avail_out = (uInt)cap;
+		if (!gzbuf || deflate(&z, Z_FINISH) != Z_STREAM_END)
+			r = -ENOMEM;
+		else if (fwrite(gzbuf, 1, z.total_out, out) != z.total_out)
+			r = -EIO;
+		deflateEnd(&z);
 	}
-	if (gzwrite(gz, prof.p, (unsigned)prof.len) != (int)prof.len)
-		r = -EIO;
-	if (gzclose(gz) != Z_OK && !r)
-		r = -EIO;
 out:
+	free(gzbuf);
 	free(prof.p);
 	free(m.p);
 	free(sub.p);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,6 +174,78 @@ Test(report, errors)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "is an empty repository"), "%s", r.err);
 	run_result_free(&r);
+	rmdir(dir);
+}
+
+/* A report that cannot be written says so in one line, exits 3, and loses
+ * nothing: the file it would have replaced keeps its old contents. */
+Test(report, output_errors, .timeout = 30)
+{
+	static const char *const formats[] = { "top", "folded", "pprof", "speedscope", "html" };
+	char dir[] = "/tmp/tracerd-full-XXXXXX", out[128], cmd[1024], *text;
+	const char *full[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-f", NULL, "-o",
+		"/dev/full", NULL };
+	const char *tofile[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-f", "html",
+		"-o", out, NULL };
+	struct run_result r;
+	int status;
+	DIR *d;
+	struct dirent *e;
+	int files = 0;
+
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		full[4] = formats[i];
+		run_tracerd(&r, full);
+		cr_expect_eq(r.status, 3, "%s: exit %d", formats[i], r.status);
+		cr_expect_str_eq(r.err,
+			"tracerd: report: cannot write /dev/full: No space left on device; free "
+			"space or choose another -o\n",
+			"%s", formats[i]);
+		run_result_free(&r);
+	}
+	/* standard output on a full device: not a silent success */
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report %s > /dev/full 2>&1; echo $?", TD_BUILD_DIR,
+		GOLD("rec-crash.tcf"));
+	text = shell_output(cmd, NULL);
+	cr_expect_str_eq(text, "3\n");
+	free(text);
+
+	/* a full file system: the old file stays, no temporary file is left */
+	if (!is_root())
+		cr_skip_test("mounting a small tmpfs needs root");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=8k tracerd-test %s 2>&1", dir);
+	text = shell_output(cmd, &status);
+	free(text);
+	if (status != 0) {
+		rmdir(dir);
+		cr_skip_test("cannot mount a tmpfs here: the full-disk case is not tested");
+	}
+	snprintf(out, sizeof(out), "%s/flame.html", dir);
+	{
+		FILE *f = fopen(out, "w");
+
+		cr_assert_not_null(f);
+		fputs("the previous report\n", f);
+		fclose(f);
+	}
+	run_tracerd(&r, tofile); /* ~12 KB of page into 4 KB of space */
+	cr_expect_eq(r.status, 3);
+	cr_expect(strstr(r.err, "No space left on device; free space or choose another -o"), "%s",
+		r.err);
+	run_result_free(&r);
+	text = read_all(out);
+	cr_expect_str_eq(text, "the previous report\n");
+	free(text);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			files++;
+	closedir(d);
+	cr_expect_eq(files, 1, "only the old file is left");
+	snprintf(cmd, sizeof(cmd), "umount %s", dir);
+	cr_expect_eq(system(cmd), 0);
 	rmdir(dir);
 }
 
