@@ -3,7 +3,6 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,14 +53,22 @@ struct output {
 static int output_open(struct output *o, const char *path)
 {
 	struct stat st;
+	mode_t mode;
 	int fd;
 
 	*o = (struct output){ .path = path, .f = stdout };
 	if (!path)
 		return 0;
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		o->f = fopen(path, "w");
-		return o->f ? 0 : -errno;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode)) {
+			o->f = fopen(path, "w");
+			return o->f ? 0 : -errno;
+		}
+		mode = st.st_mode & 07777; /* the replacement keeps it */
+	} else {
+		mode = umask(0); /* what a plain fopen() would give */
+		umask(mode);
+		mode = 0666 & ~mode;
 	}
 	if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
 		o->tmp = NULL;
@@ -75,13 +82,7 @@ static int output_open(struct output *o, const char *path)
 		o->tmp = NULL;
 		return -e;
 	}
-	/* the mode a plain fopen() would give, not mkstemp's 0600 */
-	{
-		mode_t um = umask(0);
-
-		umask(um);
-		(void)fchmod(fd, 0666 & ~um);
-	}
+	(void)fchmod(fd, mode); /* not mkstemp's 0600 */
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		int e = errno;
@@ -95,15 +96,17 @@ static int output_open(struct output *o, const char *path)
 	return 0;
 }
 
-/* Finish the output: 0, or the -errno of the first write that failed (the
- * temporary file is then removed and the old file left as it was). */
+/* Finish the output, right after the report was written (ok: it
+ * succeeded): 0, or the -errno of the write that failed; the temporary
+ * file is then removed and the old file left as it was.  A writer whose
+ * write failed returns -EIO and leaves the stream in error, errno saying
+ * why: read it before anything else can change it. */
 static int output_close(struct output *o, bool ok)
 {
-	int r = 0;
+	int r = ferror(o->f) ? -(errno ? errno : EIO) : 0;
 
-	errno = 0;
-	if (fflush(o->f) != 0 || ferror(o->f))
-		r = -(errno ? errno : EIO);
+	if (!r && fflush(o->f) != 0)
+		r = -errno;
 	if (o->path && fclose(o->f) != 0 && !r)
 		r = -errno;
 	if (o->tmp) {
@@ -166,7 +169,7 @@ int cmd_report(int argc, char **argv)
 	unsigned limit = 30;
 	double min_percent = 0.5;
 	bool per_thread = false;
-	FILE *out = stdout;
+	FILE *out;
 	struct output o;
 	uint64_t v;
 	pid_t id;
@@ -292,7 +295,7 @@ int cmd_report(int argc, char **argv)
 		return TD_EXIT_IO;
 	}
 	out = o.f;
-	errno = 0;
+	errno = 0; /* so that a failed write's errno is the writer's */
 	if (!strcmp(format, "top"))
 		r = rp_top(out, p, by, limit);
 	else if (!strcmp(format, "tree"))
@@ -309,11 +312,7 @@ int cmd_report(int argc, char **argv)
 		r = rp_html(out, p);
 	else
 		r = rp_info(out, p, &rep);
-	/* a failed write: the writers return -EIO; errno still says why */
-	w = ferror(out) ? -(errno ? errno : EIO) : 0;
-	c = output_close(&o, r == 0 && !w);
-	if (c < 0 && !w)
-		w = c;
+	w = output_close(&o, r == 0);
 	rp_free(p);
 	if (w < 0) {
 		td_msg("report: cannot write %s: %s; free space or choose another -o",
