@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The one version string: --version, chunk META, exporters. */
+#ifndef TD_VERSION
+#define TD_VERSION "0.1.0"
+#endif
+
 /* tracerd's own causes, beyond errno.  Kept in one table (td_strerror). */
 enum td_error {
 	TD_E_BASE = 10000,

@@ -4,10 +4,7 @@
 #include <string.h>
 
 #include "daemon.h"
-
-#ifndef TD_VERSION
-#define TD_VERSION "0.1.0"
-#endif
+#include "../common/td.h"
 
 static void usage(FILE *f)
 {

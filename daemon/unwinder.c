@@ -130,7 +130,7 @@ static void chunk_meta(struct unwinder *uw)
 	char buf[256];
 	struct rec *r = uw->rec;
 
-	chunk_writer_meta(uw->w, "tracerd.version", "0.1.0");
+	chunk_writer_meta(uw->w, "tracerd.version", TD_VERSION);
 	snprintf(buf, sizeof(buf), "%u", r->cfg.hz);
 	chunk_writer_meta(uw->w, "sampling.hz", buf);
 	if (gethostname(buf, sizeof(buf)) == 0)

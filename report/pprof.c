@@ -135,8 +135,7 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	struct pb prof = { 0 }, m = { 0 }, sub = { 0 };
 	struct ptab st = { .out = &prof, .p = p };
 	struct rp_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
-	double hz = p->meta_hz ? atof(rp_str(p, p->meta_hz)) : 99;
-	int64_t period = (int64_t)(1e9 / (hz > 0 ? hz : 99));
+	uint64_t period = rp_period_ns(p);
 	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
 		s_state = 0, state_sid[8] = { 0 };
 	uint64_t next_fn = 1, next_loc = 1, next_map = 1;
@@ -265,7 +264,7 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		pb_bytes(&sub, locs.p, locs.len);
 		m.len = 0;
 		pb_varint(&m, count);
-		pb_varint(&m, count * (uint64_t)period);
+		pb_varint(&m, count * period);
 		pb_varint(&sub, 2 << 3 | 2);
 		pb_varint(&sub, m.len);
 		pb_bytes(&sub, m.p, m.len);
@@ -292,7 +291,7 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	pb_uint(&m, 1, (uint64_t)pstr_lit(&st, "cpu", &s_cpu));
 	pb_uint(&m, 2, (uint64_t)pstr_lit(&st, "nanoseconds", &s_ns));
 	pb_msg(&prof, 11, &m);
-	pb_uint(&prof, 12, (uint64_t)period);
+	pb_uint(&prof, 12, period);
 	pb_uint(&prof, 14, (uint64_t)pstr_lit(&st, "samples", &s_samples));
 	if (prof.failed || r < 0) {
 		r = r < 0 ? r : -ENOMEM;

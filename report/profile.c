@@ -216,6 +216,13 @@ static void note_module(struct rp_profile *p, uint32_t name, const struct chunk_
 	*slot = ++p->nmodules;
 }
 
+uint64_t rp_period_ns(const struct rp_profile *p)
+{
+	double hz = p->meta_hz ? atof(rp_str(p, p->meta_hz)) : 99;
+
+	return (uint64_t)(1e9 / (hz > 0 ? hz : 99));
+}
+
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 {
 	uint64_t i = rp_map_get(&p->module_index, (uint64_t)name + 1);

@@ -108,5 +108,8 @@ int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val);
 uint64_t *rp_map_slot(struct rp_map *m, uint64_t key); /* created as 0 */
 const char *rp_str(const struct rp_profile *p, uint32_t id);
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
+/* Nanoseconds between samples of a running thread: the recording's rate
+ * (META), else tracerd's default of 99 Hz. */
+uint64_t rp_period_ns(const struct rp_profile *p);
 
 #endif

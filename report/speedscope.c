@@ -74,8 +74,7 @@ static size_t run_at(const struct rp_profile *p, size_t k, size_t end)
 
 int rp_speedscope(FILE *out, const struct rp_profile *p)
 {
-	double hz = p->meta_hz ? atof(rp_str(p, p->meta_hz)) : 99;
-	uint64_t period = (uint64_t)(1e9 / (hz > 0 ? hz : 99));
+	uint64_t period = rp_period_ns(p);
 	struct ss s = { .out = out, .p = p };
 	bool first_profile = true;
 
@@ -87,7 +86,7 @@ int rp_speedscope(FILE *out, const struct rp_profile *p)
 	for (size_t i = 0; i <= p->nfnodes; i++)
 		s.idx[i] = -1;
 	fputs("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
-	      " \"exporter\": \"tracerd 0.1.0\", \"name\": \"tracerd recording\",\n"
+	      " \"exporter\": \"tracerd " TD_VERSION "\", \"name\": \"tracerd recording\",\n"
 	      " \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [",
 		out);
 	/* frames in first-use order */
