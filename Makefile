@@ -42,13 +42,14 @@ TD_LIBS = $(PKG_LIBS) -liberty -lz
 
 LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
+	chunkfmt/repo.c chunkfmt/snapshot.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \
 	report/html.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
-	daemon/cli.c daemon/dump.c daemon/repo.c daemon/verify.c daemon/snapshot.c \
-	daemon/record.c daemon/sampler.c daemon/unwinder.c daemon/report-cli.c
-MAIN_SRC := daemon/main.c
+	daemon/control.c daemon/sampler.c daemon/writer.c \
+	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
+MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
 TRACERD := $(B)/tracerd

@@ -324,4 +324,60 @@ size_t tcf_encode_close(uint8_t *out, uint64_t sync, uint32_t block_seq, uint64_
 /* Set header flags in a copy of a header and fix its CRC. */
 void tcf_header_set_flags(uint8_t *header, uint32_t flags);
 
+/* ------------------------------------------------------------ repository
+ *
+ * A directory of chunks: LOCK (flock()ed by the one writer, holding its
+ * pid), c<seq>-<UTC>.tcf finished chunks, at most one active
+ * c<seq>-<UTC>.tcf.part.  States of the active chunk:
+ *
+ *   (none) --repo_writer(): open .part O_EXCL, header, fdatasync, fsync dir
+ *          --> ACTIVE
+ *   ACTIVE --repo_rotate() / repo_tick() past size or age / repo_close():
+ *            CHUNK_END, INDEX, trailer, fdatasync, rename .part -> .tcf,
+ *            fsync dir, retention --> (none)
+ *   ACTIVE --a failed write/fsync/rename--> FAILED: the .part keeps its
+ *            whole blocks (snapshot repairs it); recording must stop.
+ */
+struct repo_opts {
+	uint64_t max_chunk_size;   /* default 16 MiB */
+	uint64_t max_chunk_age_ns; /* default 10 min */
+	uint64_t max_size;	   /* default 1 GiB (>= 2 chunks) */
+	uint64_t max_age_ns;	   /* default 24 h */
+	uint32_t target_pid;
+	uint32_t block_bytes;	   /* writer; 0: default */
+	uint64_t max_dict_bytes;   /* writer; 0: default */
+};
+
+/* owns: dirfd, lock fd, the active chunk's fd and writer */
+struct repo;
+
+/* Open or create (0750) the repository.  -TD_E_UNSAFE: a symlink or
+ * writable by others; -TD_E_LOCKED: another writer (its pid in
+ * *ret_owner). */
+int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
+	pid_t *ret_owner);
+/* The active chunk's writer, starting a chunk if none; NULL on error
+ * (repo_error says why). */
+struct chunk_writer *repo_writer(struct repo *r);
+/* Rotate when the active chunk is past its size, age or dictionary
+ * budget.  Returns 1 if it rotated, 0 if not, -errno. */
+int repo_tick(struct repo *r, uint64_t now_ns);
+int repo_rotate(struct repo *r, int reason);
+/* Delete the oldest finished chunks past max_size / max_age. Returns the
+ * number deleted or -errno. */
+int repo_retain(struct repo *r);
+/* Finish the active chunk and release the lock.  NULL-safe. */
+int repo_close(struct repo *r, int reason);
+int repo_error(const struct repo *r);
+uint64_t repo_bytes_written(const struct repo *r);
+const char *repo_path(const struct repo *r);
+
+
+/* Write the chunks of the repository at repo, in sequence order, into one
+ * file out (tracerd snapshot): finished chunks whole, an unfinished one
+ * repaired.  Only chunks written in the last since_ns (0: all).
+ * -ENODATA: no chunks. */
+int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes);
+
 #endif

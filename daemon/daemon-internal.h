@@ -2,12 +2,15 @@
 #ifndef TD_DAEMON_INTERNAL_H
 #define TD_DAEMON_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "../ptrace/ptrace.h"
 #include "daemon.h"
+#include "../common/td.h"
 
 /* A single-producer single-consumer ring of fixed-size slots, allocated
  * once.  The producer fills the slot at tail and publishes it with a
@@ -68,28 +71,18 @@ struct rec_event {
 	uint32_t crash_id; /* samples with this id belong to the crash */
 };
 
-#define REC_MAX_PIDS 16
 #define REC_STOP_RING 8192
-
-struct rec_config {
-	pid_t pids[REC_MAX_PIDS];
-	unsigned npids;
-	unsigned hz;
-	uint64_t duration_ns; /* 0: until stopped */
-	const char *repo;
-	struct repo_opts ropts;
-	uint32_t max_window;  /* --stack-bytes */
-	uint32_t first_window;
-	const char *debuginfo_dir;
-	bool quiet;
-};
 
 /* Shared by the main, sampler and unwinder threads.  Counters are atomics
  * written by one thread and read by others. */
-struct rec {
+struct recorder {
 	struct rec_config cfg;
 	struct spsc samples; /* struct td_sample + window; flags bit 31: crash */
 	struct spsc events;  /* struct rec_event */
+	struct spsc notices; /* struct rec_notice: writer -> control loop */
+	pthread_t sampler, unwinder;
+	bool sampler_started, unwinder_started;
+	int sfd;	     /* signalfd of the control loop */
 	int unwinder_wake;   /* eventfd */
 	int sampler_wake;    /* eventfd */
 	int main_wake;	     /* eventfd */

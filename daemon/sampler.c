@@ -63,7 +63,7 @@ struct pending {
 
 /* owns: everything below (one per sampler thread) */
 struct sampler {
-	struct rec *rec;
+	struct recorder *rec;
 	struct pt_tracer *t;
 	struct sthread *th; /* dense */
 	unsigned n;
@@ -173,7 +173,7 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 static void slot_put(void *arg, struct td_sample *smp)
 {
 	struct sampler *s = arg;
-	struct rec *r = s->rec;
+	struct recorder *r = s->rec;
 	uint64_t n = atomic_fetch_add_explicit(&r->stop_n, 1, memory_order_relaxed);
 	uint32_t us = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
 
@@ -369,7 +369,7 @@ static bool signal_caught(pid_t pid, pid_t tid, int signo)
  * unwinder is bounded (3 s) and the other threads run meanwhile. */
 static void handle_crash(struct sampler *s)
 {
-	struct rec *r = s->rec;
+	struct recorder *r = s->rec;
 	struct rec_event e = { .kind = REC_EV_CRASH };
 	struct sthread *st;
 	uint64_t deadline;
@@ -426,7 +426,7 @@ static uint64_t next_period(struct sampler *s)
 
 static int attach_all(struct sampler *s)
 {
-	struct rec *r = s->rec;
+	struct recorder *r = s->rec;
 
 	for (unsigned i = 0; i < r->cfg.npids; i++) {
 		static pid_t tids[S_MAX_THREADS];
@@ -452,7 +452,7 @@ static int attach_all(struct sampler *s)
 
 void *sampler_main(void *arg)
 {
-	struct rec *r = arg;
+	struct recorder *r = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
 		.trace_exec = true };
 	struct sampler *s = calloc(1, sizeof(*s));

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../../chunkfmt/chunkfmt.h"
-#include "../../daemon/daemon.h"
+#include "../../cli/cli.h"
 #include "synth.h"
 
 int main(int argc, char **argv)

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "../../common/td.h"
-#include "../../daemon/daemon.h"
+#include "../../cli/cli.h"
 
 Test(common, strerror_table)
 {

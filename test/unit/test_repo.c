@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../../chunkfmt/chunkfmt.h"
-#include "../../daemon/daemon.h"
+
 #include "../tools/synth.h"
 
 static char dir[64];
@@ -309,8 +309,9 @@ static void fault_sweep(unsigned ops)
 
 	for (long n = 1; n < 400; n++) {
 		struct census c;
-		char snap[96], a0[] = "snapshot", a2[] = "-o";
-		char *argv[] = { a0, dir, a2, snap, NULL };
+		char snap[96];
+		unsigned nchunks, nrepaired;
+		uint64_t nbytes;
 		struct chunk_report rep;
 
 		mkrepo();
@@ -328,7 +329,8 @@ static void fault_sweep(unsigned ops)
 		cr_expect_eq(c.other, 0, "fault %ld: no stray files", n);
 		if (c.finished + c.part) {
 			snprintf(snap, sizeof(snap), "%s.snap", dir);
-			cr_expect_eq(cmd_snapshot(4, argv), 0, "fault %ld: snapshot", n);
+			cr_expect_eq(repo_snapshot(dir, snap, 0, &nchunks, &nrepaired, &nbytes), 0,
+				"fault %ld: snapshot", n);
 			cr_expect_eq(chunk_read_file(snap, NULL, NULL, &rep), 0);
 			cr_expect_eq(rep.chunks_finished, rep.chunks, "fault %ld: repaired", n);
 			cr_expect_eq(rep.blocks_bad + rep.seq_gaps + rep.unknown_refs, 0);

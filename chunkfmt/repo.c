@@ -8,7 +8,7 @@
  * becomes .tcf only after its trailer is fdatasync'ed, and the directory is
  * fsync'ed after every create, rename and delete. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "chunkfmt-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../chunkfmt/chunkfmt.h"
+
 
 #define REPO_MAX_CHUNKS 100000
 

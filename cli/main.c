@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "cli.h"
 #include "../common/td.h"
 
 static void usage(FILE *f)

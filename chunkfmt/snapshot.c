@@ -10,7 +10,7 @@
  * chunks.  The output appears only when complete (written to FILE.tmp,
  * fsync'ed, renamed). */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "chunkfmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../chunkfmt/chunkfmt-internal.h"
+#include "chunkfmt-internal.h"
 
 #define SNAP_MAX_CHUNKS 65536
 #define SNAP_BUF (1u << 20)
@@ -156,20 +156,7 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 	return r;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: tracerd snapshot REPO -o FILE [--since DURATION]\n"
-	      "\n"
-	      "Write the chunks of repository REPO, in sequence order, into one file.\n"
-	      "An unfinished chunk (being written, or its writer died) is repaired: its\n"
-	      "whole blocks are kept and it is closed properly.\n"
-	      "\n"
-	      "  -o, --output FILE    the snapshot to write\n"
-	      "      --since DURATION only chunks written in the last DURATION (5m, 2h)\n",
-		f);
-}
-
-int td_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes)
 {
 	struct tcf_dir_entry *e = NULL;
@@ -228,62 +215,3 @@ out:
 	return r;
 }
 
-int cmd_snapshot(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "since", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *repo, *out = NULL;
-	unsigned chunks = 0, repaired = 0;
-	uint64_t since = 0, bytes = 0;
-	int c, r;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			if (!td_parse_duration("--since", optarg, &since))
-				return TD_EXIT_USAGE;
-			break;
-		case 'h':
-			usage(stdout);
-			return TD_EXIT_OK;
-		default:
-			return td_bad_option("snapshot", c, argv);
-		}
-	}
-	if (optind + 1 != argc || !out) {
-		td_msg("snapshot: give one repository and -o FILE; see tracerd snapshot --help");
-		return TD_EXIT_USAGE;
-	}
-	repo = argv[optind];
-	r = td_snapshot(repo, out, since, &chunks, &repaired, &bytes);
-	switch (r) {
-	case 0:
-		printf("%s: %u chunks (%u repaired), %llu bytes\n", out, chunks, repaired,
-			(unsigned long long)bytes);
-		return TD_EXIT_OK;
-	case -ENODATA:
-		td_msg("%s holds no chunks: nothing to snapshot", repo);
-		return TD_EXIT_USAGE;
-	case -ENOSPC:
-		td_msg("cannot write snapshot %s: %s; free space and try again (the repository "
-		       "is unchanged)",
-			out, td_strerror(r));
-		return TD_EXIT_IO;
-	case -ENOENT:
-	case -ENOTDIR:
-		td_msg("cannot read repository %s: %s; give the directory tracerd records into",
-			repo, td_strerror(r));
-		return TD_EXIT_USAGE;
-	default:
-		td_msg("cannot write snapshot %s: %s", out, td_strerror(r));
-		return TD_EXIT_IO;
-	}
-}

@@ -45,7 +45,7 @@ struct map {
 };
 
 struct unwinder {
-	struct rec *rec;
+	struct recorder *rec;
 	struct repo *repo;
 	struct chunk_writer *w; /* the current chunk's, borrowed from repo */
 	struct sym_cache *cache;
@@ -128,7 +128,7 @@ static void new_chunk_caches(struct unwinder *uw)
 static void chunk_meta(struct unwinder *uw)
 {
 	char buf[256];
-	struct rec *r = uw->rec;
+	struct recorder *r = uw->rec;
 
 	chunk_writer_meta(uw->w, "tracerd.version", TD_VERSION);
 	snprintf(buf, sizeof(buf), "%u", r->cfg.hz);
@@ -451,38 +451,42 @@ static void do_event(struct unwinder *uw, const struct rec_event *e)
 	}
 }
 
+/* Write a snapshot into REPO/snapshots/ and tell the control loop how it
+ * went (dropped if the notice ring is full: the file is there anyway). */
 static void take_snapshot(struct unwinder *uw)
 {
-	char dir[4096], out[4200], stamp[32];
+	struct rec_notice *n = spsc_reserve(&uw->rec->notices);
+	struct rec_notice local;
+	char dir[4096], stamp[32];
 	struct timespec ts;
 	struct tm tm;
-	unsigned chunks, repaired;
-	uint64_t bytes;
-	int r;
+	unsigned repaired;
 
+	if (!n)
+		n = &local;
+	*n = (struct rec_notice){ .kind = REC_NOTICE_SNAPSHOT };
 	if (uw->w)
 		chunk_writer_flush(uw->w);
 	snprintf(dir, sizeof(dir), "%s/snapshots", repo_path(uw->repo));
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		td_msg("cannot create %s for the snapshot: %s", dir, strerror(errno));
-		return;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(out, sizeof(out), "%s/snapshot-%s.tcf", dir, stamp);
-	r = td_snapshot(repo_path(uw->repo), out, 0, &chunks, &repaired, &bytes);
-	if (r < 0)
-		td_msg("snapshot %s failed: %s", out, td_strerror(r));
+	snprintf(n->path, sizeof(n->path), "%s/snapshot-%s.tcf", dir, stamp);
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		n->err = -errno;
 	else
-		td_msg("snapshot written: %s (%u chunks, %llu bytes)", out, chunks,
-			(unsigned long long)bytes);
+		n->err = repo_snapshot(repo_path(uw->repo), n->path, 0, &n->chunks, &repaired,
+			&n->bytes);
+	if (n != &local) {
+		spsc_publish(&uw->rec->notices);
+		rec_wake(uw->rec->main_wake);
+	}
 }
 
 void *unwinder_main(void *arg)
 {
 	struct unwinder *uw = calloc(1, sizeof(*uw));
-	struct rec *r = arg;
+	struct recorder *r = arg;
 	uint64_t last_flush = td_now_ns();
 	int reason = TCF_END_STOP;
 

@@ -1,6 +1,6 @@
 /* Messages and argument parsing shared by the subcommands.  Every message
  * that reports a failure says what the user can do about it. */
-#include "daemon.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * If the process dies after step 3 the captured stacks are still printed
  * (exit 4). */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -2,7 +2,7 @@
  * they hold and what is damaged.  Exit 0 clean, 1 damaged but partly
  * readable, 2 unreadable. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdio.h>

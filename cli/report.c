@@ -1,6 +1,6 @@
 /* tracerd report [PATH]...: the command line of the report stage. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>

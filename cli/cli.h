@@ -1,0 +1,47 @@
+/* tracerd cli/: the command line.  main() picks a command; one front end
+ * per command parses its options, calls the library (daemon/, chunkfmt/,
+ * report/, ptrace/ + symbolize/), prints to people and chooses the exit
+ * status.  Only this folder parses options, prints to people or calls
+ * exit(); it never touches a target or a chunk's bytes itself. */
+#ifndef TD_CLI_H
+#define TD_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Documented exit status (tracerd(8)). */
+enum td_exit {
+	TD_EXIT_OK = 0,
+	TD_EXIT_USAGE = 1,
+	TD_EXIT_ATTACH = 2,  /* cannot attach: no process, not permitted, ... */
+	TD_EXIT_IO = 3,	     /* I/O or internal error */
+	TD_EXIT_PARTIAL = 4, /* target exited during the operation */
+};
+
+int cmd_dump(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* One line on stderr, prefixed "tracerd: ". */
+void td_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Say why attaching to pid failed (err from pt_tracer_attach) in words
+ * that say what to do.  Returns TD_EXIT_ATTACH. */
+int td_explain_attach(pid_t pid, int err);
+
+/* The one-line message for what getopt_long (with an optstring starting
+ * with ':') returned as c, '?' or ':', for subcommand cmd.  Returns
+ * TD_EXIT_USAGE. */
+int td_bad_option(const char *cmd, int c, char *const *argv);
+
+/* Parse a PID or TID argument; false (and a message) if it is not one. */
+bool td_parse_pid(const char *opt, const char *s, pid_t *ret);
+/* Parse a size with optional K/M/G suffix (powers of 1024). */
+bool td_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+/* Parse a duration: a number with ms, s, m, h or d (default s), in ns. */
+bool td_parse_duration(const char *opt, const char *s, uint64_t *ret_ns);
+
+#endif

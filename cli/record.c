@@ -1,0 +1,276 @@
+/* tracerd [record] --pid PID...: the front end of the recording daemon.
+ * Parses options, opens the recorder (daemon/), shows a status line on a
+ * terminal, and prints the summary and what went wrong in words. */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../daemon/daemon.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: tracerd [record] --pid PID [--pid PID]... [-F HZ] [--duration DUR]\n"
+	      "                [-r DIR] [--max-chunk-size SIZE] [--max-chunk-age DUR]\n"
+	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
+	      "                [--debuginfo-dir DIR] [-q]\n"
+	      "\n"
+	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
+	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
+	      "\n"
+	      "  -p, --pid PID            process to record (up to 16)\n"
+	      "  -F, --frequency HZ       samples per second per running thread (default 99)\n"
+	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
+	      "  -r, --repo DIR           repository (default ./tracerd-repo)\n"
+	      "      --max-chunk-size SIZE  rotate chunks at SIZE (default 16M)\n"
+	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
+	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
+	      "      --max-age DUR        delete chunks older than DUR (default 24h)\n"
+	      "      --stack-bytes N      largest stack copy per sample (default 64K)\n"
+	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
+	      "  -q, --quiet              no status line\n"
+	      "\n"
+	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot.\n"
+	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error.\n",
+		f);
+}
+
+static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "max-chunk-size", required_argument, NULL, 1 },
+		{ "max-chunk-age", required_argument, NULL, 2 },
+		{ "max-size", required_argument, NULL, 3 },
+		{ "max-age", required_argument, NULL, 4 },
+		{ "stack-bytes", required_argument, NULL, 5 },
+		{ "debuginfo-dir", required_argument, NULL, 6 },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t v;
+	int ch;
+
+	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
+	*quiet = false;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":p:F:d:r:qh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (c->npids == REC_MAX_PIDS) {
+				td_msg("--pid: at most %d processes", REC_MAX_PIDS);
+				return TD_EXIT_USAGE;
+			}
+			if (!td_parse_pid("--pid", optarg, &c->pids[c->npids]))
+				return TD_EXIT_USAGE;
+			c->npids++;
+			break;
+		case 'F':
+			if (!td_parse_size("-F", optarg, 1, 10000, &v))
+				return TD_EXIT_USAGE;
+			c->hz = (unsigned)v;
+			break;
+		case 'd':
+			if (!td_parse_duration("--duration", optarg, &c->duration_ns))
+				return TD_EXIT_USAGE;
+			break;
+		case 'r':
+			c->repo = optarg;
+			break;
+		case 1:
+			if (!td_parse_size("--max-chunk-size", optarg, 64 * 1024, 1ull << 40, &v))
+				return TD_EXIT_USAGE;
+			c->ropts.max_chunk_size = v;
+			break;
+		case 2:
+			if (!td_parse_duration("--max-chunk-age", optarg, &c->ropts.max_chunk_age_ns))
+				return TD_EXIT_USAGE;
+			break;
+		case 3:
+			if (!td_parse_size("--max-size", optarg, 128 * 1024, 1ull << 50, &v))
+				return TD_EXIT_USAGE;
+			c->ropts.max_size = v;
+			break;
+		case 4:
+			if (!td_parse_duration("--max-age", optarg, &c->ropts.max_age_ns))
+				return TD_EXIT_USAGE;
+			break;
+		case 5:
+			if (!td_parse_size("--stack-bytes", optarg, 4096, 8u << 20, &v))
+				return TD_EXIT_USAGE;
+			c->max_window = (uint32_t)v;
+			break;
+		case 6:
+			if (optarg[0] != '/') {
+				td_msg("--debuginfo-dir: '%s' is not an absolute path; give one",
+					optarg);
+				return TD_EXIT_USAGE;
+			}
+			c->debuginfo_dir = optarg;
+			break;
+		case 'q':
+			*quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			return td_bad_option("record", ch, argv);
+		}
+	}
+	if (optind < argc) {
+		td_msg("unexpected argument '%s'; see tracerd record --help", argv[optind]);
+		return TD_EXIT_USAGE;
+	}
+	if (!c->npids) {
+		td_msg("record: --pid is required; see tracerd record --help");
+		return TD_EXIT_USAGE;
+	}
+	{
+		uint64_t chunk = c->ropts.max_chunk_size ? c->ropts.max_chunk_size : 16u << 20;
+		uint64_t total = c->ropts.max_size ? c->ropts.max_size : 1ull << 30;
+
+		if (total < 2 * chunk) {
+			td_msg("--max-size must be at least twice --max-chunk-size (%llu bytes)",
+				(unsigned long long)(2 * chunk));
+			return TD_EXIT_USAGE;
+		}
+	}
+	c->first_window = c->max_window < 16384 ? c->max_window : 16384;
+	return 0;
+}
+
+struct status {
+	uint64_t last_samples, last_ns;
+};
+
+static void status_line(const struct recorder *r, void *arg)
+{
+	struct status *st = arg;
+	struct rec_stats s;
+	uint64_t now = td_now_ns();
+
+	rec_stats(r, &s);
+	fprintf(stderr,
+		"\rtracerd: %.0f samples/s, %llu threads, %llu lost, stop p99 %.0f us      ",
+		(double)(s.samples_taken - st->last_samples) * 1e9 / (double)(now - st->last_ns),
+		(unsigned long long)s.threads_live,
+		(unsigned long long)(s.lost_ring + s.lost_not_stopped), s.stop_p99_us);
+	st->last_samples = s.samples_taken;
+	st->last_ns = now;
+}
+
+static void summary(const struct rec_stats *s, const char *repo, uint64_t elapsed_ns, FILE *f)
+{
+	struct rusage ru;
+	double cpu;
+
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
+		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
+	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
+		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
+		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,
+		(unsigned long long)s->ticks);
+	fprintf(f,
+		"  lost         %llu ring full, %llu did not stop in time, %llu events; "
+		"%llu stacks partial\n",
+		(unsigned long long)s->lost_ring, (unsigned long long)s->lost_not_stopped,
+		(unsigned long long)s->lost_events, (unsigned long long)s->unwind_partial);
+	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
+	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
+		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);
+	fprintf(f,
+		"  daemon CPU   %.1f us per sample (%.2f s in all); after start-up: %.1f "
+		"us per sample (start-up %.0f ms)\n",
+		s->samples_taken ? cpu / (double)s->samples_taken : 0.0, cpu / 1e6,
+		s->samples_taken > s->startup_samples ?
+			(cpu - (double)s->startup_cpu_us) /
+				(double)(s->samples_taken - s->startup_samples) :
+			0.0,
+		(double)s->startup_cpu_us / 1e3);
+	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n",
+		(unsigned long long)s->bytes_written,
+		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);
+}
+
+static void notice(const struct rec_notice *n, void *arg)
+{
+	(void)arg;
+	if (n->err)
+		td_msg("snapshot %s failed: %s", n->path, td_strerror(n->err));
+	else
+		td_msg("snapshot written: %s (%u chunks, %llu bytes)", n->path, n->chunks,
+			(unsigned long long)n->bytes);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec_config cfg;
+	struct recorder *r = NULL;
+	struct rec_stats s;
+	struct status st = { 0 };
+	uint64_t start;
+	bool quiet, tty;
+	struct rec_failure fail;
+	int e, ret = TD_EXIT_OK;
+
+	e = parse(argc, argv, &cfg, &quiet);
+	if (e)
+		return e < 0 ? TD_EXIT_OK : e;
+	e = rec_open(&cfg, &r, &fail);
+	if (e == -TD_E_LOCKED) {
+		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
+			cfg.repo, (int)fail.pid);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_UNSAFE) {
+		td_msg("refusing repository %s: it is a symbolic link or writable by others; give "
+		       "a directory only its owner can write",
+			cfg.repo);
+		return TD_EXIT_USAGE;
+	} else if (e < 0 && fail.step == REC_FAIL_ATTACH) {
+		return td_explain_attach(fail.pid, e);
+	} else if (e < 0 && fail.step == REC_FAIL_TRACER) {
+		td_msg("cannot trace: %s", td_strerror(e));
+		return TD_EXIT_ATTACH;
+	} else if (e < 0 && fail.step == REC_FAIL_REPO) {
+		td_msg("cannot open repository %s: %s", cfg.repo, td_strerror(e));
+		return TD_EXIT_IO;
+	} else if (e < 0) {
+		td_msg("cannot set up: %s", td_strerror(e));
+		return TD_EXIT_IO;
+	}
+	tty = !quiet && isatty(STDERR_FILENO);
+	start = st.last_ns = td_now_ns();
+	if (!quiet)
+		td_msg("recording %u process%s into %s; Ctrl-C to stop", cfg.npids,
+			cfg.npids > 1 ? "es" : "", cfg.repo);
+	{
+		struct rec_hooks hooks = { tty ? status_line : NULL, notice };
+
+		rec_run(r, &hooks, &st);
+	}
+	if (tty)
+		fputc('\n', stderr);
+	rec_stats(r, &s);
+	if (s.io_err) {
+		td_msg("recording stopped: cannot write to %s: %s; free space, then tracerd "
+		       "snapshot %s keeps what was written",
+			cfg.repo, td_strerror(s.io_err), cfg.repo);
+		ret = TD_EXIT_IO;
+	}
+	summary(&s, cfg.repo, td_now_ns() - start, stderr);
+	rec_free(r);
+	return ret;
+}
