@@ -40,7 +40,7 @@ TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CF
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
 TD_LIBS = $(PKG_LIBS) -liberty -lz
 
-LIB_SRCS := common/td.c common/fault.c \
+LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
 	chunkfmt/repo.c chunkfmt/snapshot.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \

@@ -134,23 +134,23 @@ static void print_frame_json(bool first, const struct sym_frame *f)
 	printf("%s{\"pc\": \"0x%" PRIx64 "\"", first ? "" : ", ", f->pc);
 	if (f->function) {
 		fputs(", \"function\": ", stdout);
-		td_json_string(stdout, f->function);
+		td_json_string(stdout, f->function, 0);
 	}
 	printf(", \"inlined\": %s", f->inlined ? "true" : "false");
 	if (f->file) {
 		fputs(", \"file\": ", stdout);
-		td_json_string(stdout, f->file);
+		td_json_string(stdout, f->file, 0);
 	}
 	if (f->line)
 		printf(", \"line\": %d", f->line);
 	if (f->module) {
 		fputs(", \"module\": ", stdout);
-		td_json_string(stdout, f->module);
+		td_json_string(stdout, f->module, 0);
 		printf(", \"offset\": \"0x%" PRIx64 "\"", f->offset);
 	}
 	if (f->build_id) {
 		fputs(", \"build_id\": ", stdout);
-		td_json_string(stdout, f->build_id);
+		td_json_string(stdout, f->build_id, 0);
 	}
 	putchar('}');
 }
@@ -163,7 +163,7 @@ static void print_thread(struct sym_session *ss, const struct dump_thread *th, b
 
 	if (json) {
 		printf("%s\n    {\"tid\": %d, \"name\": ", first ? "" : ",", (int)th->tid);
-		td_json_string(stdout, th->info.name);
+		td_json_string(stdout, th->info.name, 0);
 		printf(", \"state\": \"%c\"", th->info.state);
 	} else {
 		printf("%sthread %d (%s) %c", first ? "" : "\n", (int)th->tid, th->info.name,
@@ -181,7 +181,7 @@ static void print_thread(struct sym_session *ss, const struct dump_thread *th, b
 	sym_session_unwind(ss, s, u);
 	if (json) {
 		printf(", \"stopped_ns\": %" PRIu64 ", \"end\": ", s->stopped_ns);
-		td_json_string(stdout, sym_end_name(u->end));
+		td_json_string(stdout, sym_end_name(u->end), 0);
 		if (verbose)
 			printf(", \"live_reads\": %u, \"stack_bytes\": %u", u->live_reads,
 				s->stack_len);

@@ -1,5 +1,5 @@
-/* Shared helpers: the error table, the clock, and small /proc readers.
- * Nothing here allocates; everything is safe to call from any thread, but
+/* Shared helpers: the error table, the clock, small /proc readers and the
+ * JSON string writer.  Nothing here allocates; everything is safe to call from any thread, but
  * the /proc readers do I/O and must not run while a target thread is held
  * stopped. */
 #include "td.h"
@@ -111,34 +111,25 @@ int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info)
 	return 0;
 }
 
-void td_json_string(FILE *f, const char *s)
+void td_json_string(FILE *f, const char *s, unsigned flags)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	bool script = flags & TD_JSON_IN_SCRIPT;
 
 	fputc('"', f);
 	for (; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (!script && *p == '\n')
 			fputs("\\n", f);
-			break;
-		case '\t':
+		else if (!script && *p == '\t')
 			fputs("\\t", f);
-			break;
-		case '\r':
+		else if (!script && *p == '\r')
 			fputs("\\r", f);
-			break;
-		default:
-			if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
+		else if (*p < 0x20 || (script && (*p == '<' || *p == '>' || *p == '&')))
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f); /* >= 0x80: copied, valid UTF-8 or not */
 	}
 	fputc('"', f);
 }

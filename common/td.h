@@ -58,9 +58,14 @@ int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
  * in /proc names a thread: this gives its process. */
 pid_t td_tgid_of(pid_t tid);
 
-/* Append-only output helpers for JSON strings (escapes per RFC 8259). */
+/* s as a JSON string (RFC 8259): quotes, backslash and control characters
+ * escaped (\n, \t, \r by name); NULL as "".  Bytes >= 0x80 are copied as
+ * they are, valid UTF-8 or not.  TD_JSON_IN_SCRIPT: also <, > and &, and
+ * every control character, as \u00XX, so that the text can sit inside an
+ * HTML <script> element. */
 #include <stdio.h>
-void td_json_string(FILE *f, const char *s);
+enum { TD_JSON_IN_SCRIPT = 1u << 0 };
+void td_json_string(FILE *f, const char *s, unsigned flags);
 
 /* I/O and allocation that tests can make fail (SQLite's countdown fault
  * injector): td_fault_arm(ops, n) fails the n-th call among ops from now

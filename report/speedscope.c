@@ -40,10 +40,10 @@ static int64_t frame_of(struct ss *s, uint32_t fnode)
 	if (!*slot) {
 		*slot = (uint64_t)++s->next;
 		fprintf(s->out, "%s\n  {\"name\": ", *slot > 1 ? "," : "");
-		td_json_string(s->out, rp_str(p, f->func) ? rp_str(p, f->func) : "??");
+		td_json_string(s->out, rp_str(p, f->func) ? rp_str(p, f->func) : "??", 0);
 		if (file && *file) {
 			fputs(", \"file\": ", s->out);
-			td_json_string(s->out, file);
+			td_json_string(s->out, file, 0);
 			if (f->start_line)
 				fprintf(s->out, ", \"line\": %u", f->start_line);
 		}
@@ -106,7 +106,7 @@ int rp_speedscope(FILE *out, const struct rp_profile *p)
 			rp_str(p, t->name) ? rp_str(p, t->name) : "?", t->tid);
 		fprintf(out, "%s\n  {\"type\": \"sampled\", \"name\": ", first_profile ? "" : ",");
 		first_profile = false;
-		td_json_string(out, name);
+		td_json_string(out, name, 0);
 		fputs(", \"unit\": \"nanoseconds\", \"startValue\": 0,\n   \"samples\": [", out);
 		for (size_t k = i; k < j; k += run_at(p, k, j)) {
 			bool f1 = true;

@@ -1,0 +1,44 @@
+/* The growable byte buffer (see buf.h).  Allocation goes through
+ * td_realloc so that the fault injector can fail it; a buffer that failed
+ * stays failed, and its owner reports -ENOMEM once. */
+#include "buf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "td.h"
+
+bool td_buf_reserve(struct td_buf *b, size_t more)
+{
+	size_t cap;
+	uint8_t *n;
+
+	if (b->failed)
+		return false;
+	if (more <= b->cap - b->len)
+		return true;
+	if (b->fixed || b->len > SIZE_MAX / 4 || more > SIZE_MAX / 4 - b->len) {
+		b->failed = true;
+		return false;
+	}
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more)
+		cap *= 2;
+	n = td_realloc(b->p, cap);
+	if (!n) {
+		b->failed = true;
+		return false;
+	}
+	b->p = n;
+	b->cap = cap;
+	return true;
+}
+
+void td_buf_free(struct td_buf *b)
+{
+	if (!b)
+		return;
+	if (!b->fixed)
+		free(b->p);
+	*b = (struct td_buf){ 0 };
+}
