@@ -201,8 +201,8 @@ bench:
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300
 FUZZ_BIN := $(O)/fuzz/fuzz_reader
-FUZZ_SRCS := test/fuzz/fuzz_reader.c common/td.c common/fault.c chunkfmt/format.c \
-	chunkfmt/reader.c chunkfmt/writer.c chunkfmt/dir.c
+FUZZ_SRCS := test/fuzz/fuzz_reader.c common/td.c common/fault.c common/buf.c common/map.c \
+	chunkfmt/format.c chunkfmt/reader.c chunkfmt/writer.c chunkfmt/dir.c
 $(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard chunkfmt/*.h common/*.h)
 	$(call say,FUZZ,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,10 +1,13 @@
-/* Private to chunkfmt/: byte buffers, varints, little-endian fields. */
+/* Private to chunkfmt/: the reader's cursor, zigzag, little-endian fields,
+ * and the encoders of the fixed layouts that writer and repair share.  Byte
+ * buffers and varints are common/'s (buf.h). */
 #ifndef TD_CHUNKFMT_INTERNAL_H
 #define TD_CHUNKFMT_INTERNAL_H
 
 #include <string.h>
 
 #include "chunkfmt.h"
+#include "../common/buf.h"
 
 static const uint8_t tcf_magic[8] = { 0x89, 'T', 'C', 'F', '\r', '\n', 0x1a, '\n' };
 static const uint8_t tcf_end_magic[8] = { 0x89, 'T', 'C', 'E', '\r', '\n', 0x1a, '\n' };
@@ -12,36 +15,22 @@ static const uint8_t tcf_end_magic[8] = { 0x89, 'T', 'C', 'E', '\r', '\n', 0x1a,
 /* block flags */
 enum { TCF_BLK_HAS_DEFS = 1u << 4, TCF_BLK_FINAL = 1u << 5, TCF_BLK_INDEX = 1u << 6 };
 
-/* A growable byte buffer (writer side).  owns: p */
-struct tcf_buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed; /* an allocation failed: contents are not to be used */
-};
+/* The block header (TCF_BLOCK_HEADER_LEN bytes at h) of payload[0..n),
+ * both CRCs included; the one encoder of it (format.c). */
+void tcf_encode_block_header(uint8_t *h, uint64_t sync, uint32_t block_seq, uint64_t base_clock_ns,
+	uint16_t flags, const uint8_t *payload, size_t n);
+/* The trailer (TCF_TRAILER_LEN bytes at t) of a chunk of chunk_len bytes,
+ * trailer included, whose INDEX block starts at index_offset. */
+void tcf_encode_trailer(uint8_t *t, uint64_t index_offset, uint64_t chunk_len, uint32_t nblocks);
+/* The body of a CHUNK_END record. */
+void tcf_put_chunk_end(struct td_buf *body, enum tcf_end_reason reason, uint64_t total_samples,
+	uint64_t total_blocks, uint64_t last_clock_ns, uint64_t end_real_ns, int32_t exit_status);
 
-bool tcf_buf_reserve(struct tcf_buf *b, size_t more);
-void tcf_buf_free(struct tcf_buf *b);
-
-static inline void tcf_put_bytes(struct tcf_buf *b, const void *p, size_t n)
+/* A record's framing: tag (optional: must-understand bit clear), length. */
+static inline void tcf_put_record_head(struct td_buf *b, enum tcf_record type, size_t len)
 {
-	if (n == 0) /* p may be NULL (an empty buffer): memcpy must not see it */
-		return;
-	if (!tcf_buf_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
-static inline void tcf_put_varint(struct tcf_buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	tcf_put_bytes(b, tmp, n);
+	td_buf_put_varint(b, (uint64_t)type << 1);
+	td_buf_put_varint(b, len);
 }
 
 static inline uint64_t tcf_zigzag(int64_t v)
@@ -90,22 +79,11 @@ struct tcf_cur {
 
 static inline uint64_t tcf_get_varint(struct tcf_cur *c)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		uint8_t b;
-
-		if (c->p >= c->end) {
-			c->bad = true;
-			return 0;
-		}
-		b = *c->p++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
+	if (!td_varint_get(&c->p, c->end, &v))
+		c->bad = true;
+	return v;
 }
 
 static inline const uint8_t *tcf_get_bytes(struct tcf_cur *c, uint64_t n)

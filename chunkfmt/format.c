@@ -1,5 +1,6 @@
 /* TCF primitives shared by writer, reader and repair: CRC32C, the fixed
- * layouts of chunk header, block header and trailer, and names. */
+ * layouts of chunk header, block header and trailer (each encoded and
+ * parsed here only), the CHUNK_END record, and names. */
 #include "chunkfmt-internal.h"
 
 #include <errno.h>
@@ -51,33 +52,6 @@ uint32_t tcf_crc32c(uint32_t crc, const void *buf, size_t len)
 	while (len--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
 	return ~c;
-}
-
-bool tcf_buf_reserve(struct tcf_buf *b, size_t more)
-{
-	if (b->failed)
-		return false;
-	if (b->len + more > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *n;
-
-		while (cap < b->len + more)
-			cap *= 2;
-		n = td_realloc(b->p, cap);
-		if (!n) {
-			b->failed = true;
-			return false;
-		}
-		b->p = n;
-		b->cap = cap;
-	}
-	return true;
-}
-
-void tcf_buf_free(struct tcf_buf *b)
-{
-	free(b->p);
-	*b = (struct tcf_buf){ 0 };
 }
 
 int tcf_parse_header(const uint8_t *p, size_t len, struct chunk_info *ret)
@@ -149,64 +123,63 @@ bool tcf_is_trailer(const uint8_t *p, size_t len)
 		tcf_rd32(p + 28) == tcf_crc_mask(tcf_crc32c(0, p, 28));
 }
 
-/* One block around payload[0..n) into out; returns its length. */
-static size_t encode_block(uint8_t *out, uint64_t sync, uint32_t seq, uint64_t base, uint16_t flags,
-	const uint8_t *payload, size_t n)
+void tcf_encode_block_header(uint8_t *h, uint64_t sync, uint32_t block_seq, uint64_t base_clock_ns,
+	uint16_t flags, const uint8_t *payload, size_t n)
 {
-	tcf_le64(out, sync);
-	tcf_le32(out + 8, (uint32_t)n);
-	tcf_le32(out + 12, seq);
-	tcf_le64(out + 16, base);
-	tcf_le16(out + 24, flags);
-	tcf_le16(out + 26, 0);
-	tcf_le32(out + 28, (uint32_t)n);
-	tcf_le32(out + 32, tcf_crc_mask(tcf_crc32c(0, out + 8, 24)));
-	tcf_le32(out + 36, tcf_crc_mask(tcf_crc32c(0, payload, n)));
-	memcpy(out + TCF_BLOCK_HEADER_LEN, payload, n);
-	return TCF_BLOCK_HEADER_LEN + n;
+	tcf_le64(h, sync);
+	tcf_le32(h + 8, (uint32_t)n);
+	tcf_le32(h + 12, block_seq);
+	tcf_le64(h + 16, base_clock_ns);
+	tcf_le16(h + 24, flags);
+	tcf_le16(h + 26, 0);
+	tcf_le32(h + 28, (uint32_t)n); /* raw length: no block is compressed */
+	tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
+	tcf_le32(h + 36, tcf_crc_mask(tcf_crc32c(0, payload, n)));
 }
 
-static size_t put_varint_raw(uint8_t *p, uint64_t v)
+void tcf_encode_trailer(uint8_t *t, uint64_t index_offset, uint64_t chunk_len, uint32_t nblocks)
 {
-	size_t n = 0;
+	memcpy(t, tcf_end_magic, 8);
+	tcf_le64(t + 8, index_offset);
+	tcf_le64(t + 16, chunk_len);
+	tcf_le32(t + 24, nblocks);
+	tcf_le32(t + 28, tcf_crc_mask(tcf_crc32c(0, t, 28)));
+}
 
-	do {
-		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return n;
+void tcf_put_chunk_end(struct td_buf *body, enum tcf_end_reason reason, uint64_t total_samples,
+	uint64_t total_blocks, uint64_t last_clock_ns, uint64_t end_real_ns, int32_t exit_status)
+{
+	td_buf_put_varint(body, reason);
+	td_buf_put_varint(body, total_samples);
+	td_buf_put_varint(body, total_blocks);
+	td_buf_put_varint(body, last_clock_ns);
+	td_buf_put_varint(body, end_real_ns);
+	td_buf_put_varint(body, tcf_zigzag(exit_status));
 }
 
 size_t tcf_encode_close(uint8_t *out, uint64_t sync, uint32_t block_seq, uint64_t chunk_len,
 	uint64_t last_clock_ns, uint64_t total_samples, enum tcf_end_reason reason)
 {
-	uint8_t body[96], rec[112];
-	size_t bl = 0, rl = 0, a, b;
+	uint8_t body[6 * TD_VARINT_MAX];
+	struct td_buf b = TD_BUF_FIXED(body, sizeof(body)), rec;
+	size_t a, n;
 
-	/* CHUNK_END: reason, total_samples, total_blocks, last_clock_ns,
-	 * end_real_ns (0: unknown), exit status (zigzag) */
-	bl += put_varint_raw(body + bl, reason);
-	bl += put_varint_raw(body + bl, total_samples);
-	bl += put_varint_raw(body + bl, (uint64_t)block_seq + 2);
-	bl += put_varint_raw(body + bl, last_clock_ns);
-	bl += put_varint_raw(body + bl, 0);
-	bl += put_varint_raw(body + bl, 0);
-	rl += put_varint_raw(rec, TCF_REC_CHUNK_END << 1);
-	rl += put_varint_raw(rec + rl, bl);
-	memcpy(rec + rl, body, bl);
-	rl += bl;
-	a = encode_block(out, sync, block_seq, last_clock_ns, TCF_BLK_FINAL, rec, rl);
+	/* CHUNK_END: the end time and exit status are unknown (0) */
+	tcf_put_chunk_end(&b, reason, total_samples, (uint64_t)block_seq + 2, last_clock_ns, 0, 0);
+	rec = TD_BUF_FIXED(out + TCF_BLOCK_HEADER_LEN, 2 * TD_VARINT_MAX + sizeof(body));
+	tcf_put_record_head(&rec, TCF_REC_CHUNK_END, b.len);
+	td_buf_put(&rec, b.p, b.len);
+	tcf_encode_block_header(out, sync, block_seq, last_clock_ns, TCF_BLK_FINAL, rec.p, rec.len);
+	a = TCF_BLOCK_HEADER_LEN + rec.len;
 	/* INDEX with no entries: readers scan (the index only speeds up) */
-	rl = put_varint_raw(rec, TCF_REC_INDEX << 1);
-	rl += put_varint_raw(rec + rl, 1);
-	rec[rl++] = 0;
-	b = encode_block(out + a, sync, block_seq + 1, last_clock_ns, TCF_BLK_INDEX, rec, rl);
-	memcpy(out + a + b, tcf_end_magic, 8);
-	tcf_le64(out + a + b + 8, chunk_len + a);
-	tcf_le64(out + a + b + 16, chunk_len + a + b + TCF_TRAILER_LEN);
-	tcf_le32(out + a + b + 24, block_seq + 2);
-	tcf_le32(out + a + b + 28, tcf_crc_mask(tcf_crc32c(0, out + a + b, 28)));
-	return a + b + TCF_TRAILER_LEN;
+	rec = TD_BUF_FIXED(out + a + TCF_BLOCK_HEADER_LEN, 3 * TD_VARINT_MAX);
+	tcf_put_record_head(&rec, TCF_REC_INDEX, 1);
+	td_buf_put_varint(&rec, 0);
+	tcf_encode_block_header(out + a, sync, block_seq + 1, last_clock_ns, TCF_BLK_INDEX, rec.p,
+		rec.len);
+	n = a + TCF_BLOCK_HEADER_LEN + rec.len;
+	tcf_encode_trailer(out + n, chunk_len + a, chunk_len + n + TCF_TRAILER_LEN, block_seq + 2);
+	return n + TCF_TRAILER_LEN;
 }
 
 const char *tcf_record_name(unsigned type)

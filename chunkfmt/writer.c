@@ -25,19 +25,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/map.h"
+
 enum dict_kind { K_STRING, K_MAPPING, K_FUNCTION, K_LOCATION, K_NODE, K_THREAD, K_COUNT };
 static const enum tcf_record kind_record[K_COUNT] = { TCF_REC_STRINGS, TCF_REC_MAPPINGS,
 	TCF_REC_FUNCTIONS, TCF_REC_LOCATIONS, TCF_REC_STACK_NODES, TCF_REC_THREADS };
 
-struct dict_slot {
-	uint64_t hash;
-	uint32_t off, len; /* key bytes in arena */
-	uint32_t id;	   /* 0: free */
+/* One definition: its key's bytes in the arena, and its id. */
+struct dict_entry {
+	uint32_t off, len;
+	uint32_t id;
 	uint8_t kind;
 };
 
 struct pending {
-	struct tcf_buf entries;
+	struct td_buf entries;
 	uint32_t first_id, count;
 };
 
@@ -46,14 +48,14 @@ struct chunk_writer {
 	uint64_t sync;
 	int err;
 	bool finished;
-	/* dictionaries */
-	struct dict_slot *slots;
-	size_t slots_cap, slots_used;
-	struct tcf_buf arena;
+	/* dictionaries: hash of (kind, key) -> index into entries */
+	struct td_map dict;
+	struct td_buf entries; /* struct dict_entry[], by index */
+	struct td_buf arena;
 	uint32_t next_id[K_COUNT];
 	struct pending pend[K_COUNT];
 	/* the block being built */
-	struct tcf_buf rows, tev, misc, block, scratch;
+	struct td_buf rows, tev, misc, block, scratch;
 	uint32_t nrows, ntev, nvalues;
 	uint64_t base_ns;
 	bool have_base;
@@ -65,7 +67,7 @@ struct chunk_writer {
 	/* the chunk */
 	uint64_t bytes, samples, block_samples, last_clock;
 	uint32_t block_seq;
-	struct tcf_buf index; /* (offset, base, samples) per block */
+	struct td_buf index; /* (offset, base, samples) per block */
 };
 
 static int fail(struct chunk_writer *w, int err)
@@ -160,16 +162,17 @@ void chunk_writer_free(struct chunk_writer *w)
 {
 	if (!w)
 		return;
-	free(w->slots);
-	tcf_buf_free(&w->arena);
+	td_map_free(&w->dict);
+	td_buf_free(&w->entries);
+	td_buf_free(&w->arena);
 	for (int k = 0; k < K_COUNT; k++)
-		tcf_buf_free(&w->pend[k].entries);
-	tcf_buf_free(&w->rows);
-	tcf_buf_free(&w->tev);
-	tcf_buf_free(&w->misc);
-	tcf_buf_free(&w->block);
-	tcf_buf_free(&w->scratch);
-	tcf_buf_free(&w->index);
+		td_buf_free(&w->pend[k].entries);
+	td_buf_free(&w->rows);
+	td_buf_free(&w->tev);
+	td_buf_free(&w->misc);
+	td_buf_free(&w->block);
+	td_buf_free(&w->scratch);
+	td_buf_free(&w->index);
 	free(w->last_stack);
 	free(w->last_gen);
 	free(w);
@@ -177,7 +180,7 @@ void chunk_writer_free(struct chunk_writer *w)
 
 static uint64_t dict_bytes(const struct chunk_writer *w)
 {
-	return w->arena.cap + w->slots_cap * sizeof(struct dict_slot);
+	return w->arena.cap + td_map_bytes(&w->dict) + w->entries.cap;
 }
 
 bool chunk_writer_full(const struct chunk_writer *w)
@@ -185,80 +188,49 @@ bool chunk_writer_full(const struct chunk_writer *w)
 	return dict_bytes(w) > w->o.max_dict_bytes;
 }
 
-static bool slots_grow(struct chunk_writer *w)
-{
-	size_t cap = w->slots_cap ? w->slots_cap * 2 : 1024;
-	struct dict_slot *n = td_calloc(cap, sizeof(*n));
-
-	if (!n)
-		return false;
-	for (size_t i = 0; i < w->slots_cap; i++) {
-		size_t j;
-
-		if (!w->slots[i].id)
-			continue;
-		j = w->slots[i].hash & (cap - 1);
-		while (n[j].id)
-			j = (j + 1) & (cap - 1);
-		n[j] = w->slots[i];
-	}
-	free(w->slots);
-	w->slots = n;
-	w->slots_cap = cap;
-	return true;
-}
-
-/* Id of key in table kind; a new id is appended to that table's pending
- * definitions as 'entry' (or as the key itself when entry is NULL). */
+/* Id of key in table kind.  A new id is appended to that table's pending
+ * definitions as the key itself, or, with ret_new, left to the caller
+ * (*ret_new is the new id, 0 if the key was known). */
 static uint32_t intern(struct chunk_writer *w, enum dict_kind kind, const uint8_t *key, size_t len,
-	const uint8_t *entry, size_t entry_len, uint32_t *ret_new)
+	uint32_t *ret_new)
 {
-	uint64_t h = (tcf_crc32c(kind, key, len) | (uint64_t)len << 32) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (tcf_crc32c(kind, key, len) | (uint64_t)len << 32) * 0x9e3779b97f4a7c15ull, e;
 	struct pending *p = &w->pend[kind];
-	size_t i;
-	uint32_t id;
+	size_t cur = 0, index = w->entries.len / sizeof(struct dict_entry);
+	struct dict_entry fresh;
 
 	if (ret_new)
 		*ret_new = 0;
 	if (w->err || w->finished)
 		return 0;
-	if ((w->slots_used + 1) * 2 > w->slots_cap && !slots_grow(w)) {
-		fail(w, -ENOMEM);
-		return 0;
-	}
-	i = h & (w->slots_cap - 1);
-	while (w->slots[i].id) {
-		struct dict_slot *s = &w->slots[i];
+	while (td_map_find_next(&w->dict, h, &cur, &e)) {
+		const struct dict_entry *d = (const struct dict_entry *)(void *)w->entries.p + e;
 
-		if (s->hash == h && s->kind == kind && s->len == len &&
-			!memcmp(w->arena.p + s->off, key, len))
-			return s->id;
-		i = (i + 1) & (w->slots_cap - 1);
+		if (d->kind == kind && d->len == len && !memcmp(w->arena.p + d->off, key, len))
+			return d->id;
 	}
 	if (w->arena.len + len > UINT32_MAX) {
 		fail(w, -TD_E_LIMIT);
 		return 0;
 	}
-	id = w->next_id[kind];
+	fresh = (struct dict_entry){ (uint32_t)w->arena.len, (uint32_t)len, w->next_id[kind],
+		(uint8_t)kind };
 	if (!p->count)
-		p->first_id = id;
-	tcf_put_bytes(&w->arena, key, len);
-	if (entry)
-		tcf_put_bytes(&p->entries, entry, entry_len);
-	else if (ret_new)
-		*ret_new = id; /* the caller appends the entry */
+		p->first_id = fresh.id;
+	td_buf_put(&w->arena, key, len);
+	if (ret_new)
+		*ret_new = fresh.id; /* the caller appends the entry */
 	else
-		tcf_put_bytes(&p->entries, key, len);
-	if (w->arena.failed || p->entries.failed) {
+		td_buf_put(&p->entries, key, len);
+	td_buf_put(&w->entries, &fresh, sizeof(fresh));
+	if (w->arena.failed || p->entries.failed || w->entries.failed ||
+		td_map_add(&w->dict, h, index) < 0) {
 		fail(w, -ENOMEM);
 		return 0;
 	}
-	w->slots[i] = (struct dict_slot){ h, (uint32_t)(w->arena.len - len), (uint32_t)len, id,
-		(uint8_t)kind };
-	w->slots_used++;
 	w->next_id[kind]++;
 	p->count++;
-	return id;
+	return fresh.id;
 }
 
 uint32_t chunk_writer_string(struct chunk_writer *w, const char *s)
@@ -268,15 +240,15 @@ uint32_t chunk_writer_string(struct chunk_writer *w, const char *s)
 	if (!s)
 		return 0;
 	n = strnlen(s, 65535);
-	tcf_buf_reserve(&w->scratch, n + 10);
+	td_buf_reserve(&w->scratch, n + 10);
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, n);
-	tcf_put_bytes(&w->scratch, s, n);
+	td_buf_put_varint(&w->scratch, n);
+	td_buf_put(&w->scratch, s, n);
 	if (w->scratch.failed) {
 		fail(w, -ENOMEM);
 		return 0;
 	}
-	return intern(w, K_STRING, w->scratch.p, w->scratch.len, NULL, 0, NULL);
+	return intern(w, K_STRING, w->scratch.p, w->scratch.len, NULL);
 }
 
 static uint32_t intern_scratch(struct chunk_writer *w, enum dict_kind kind)
@@ -285,7 +257,7 @@ static uint32_t intern_scratch(struct chunk_writer *w, enum dict_kind kind)
 		fail(w, -ENOMEM);
 		return 0;
 	}
-	return intern(w, kind, w->scratch.p, w->scratch.len, NULL, 0, NULL);
+	return intern(w, kind, w->scratch.p, w->scratch.len, NULL);
 }
 
 uint32_t chunk_writer_mapping(struct chunk_writer *w, const struct chunk_mapping *m)
@@ -294,13 +266,13 @@ uint32_t chunk_writer_mapping(struct chunk_writer *w, const struct chunk_mapping
 	unsigned bl = m->build_id_len > 64 ? 64 : m->build_id_len;
 
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, m->start);
-	tcf_put_varint(&w->scratch, m->size);
-	tcf_put_varint(&w->scratch, m->file_offset);
-	tcf_put_varint(&w->scratch, path);
-	tcf_put_varint(&w->scratch, bl);
-	tcf_put_bytes(&w->scratch, m->build_id, bl);
-	tcf_put_varint(&w->scratch, m->flags);
+	td_buf_put_varint(&w->scratch, m->start);
+	td_buf_put_varint(&w->scratch, m->size);
+	td_buf_put_varint(&w->scratch, m->file_offset);
+	td_buf_put_varint(&w->scratch, path);
+	td_buf_put_varint(&w->scratch, bl);
+	td_buf_put(&w->scratch, m->build_id, bl);
+	td_buf_put_varint(&w->scratch, m->flags);
 	return intern_scratch(w, K_MAPPING);
 }
 
@@ -311,10 +283,10 @@ uint32_t chunk_writer_function(struct chunk_writer *w, const char *name, const c
 		 f = chunk_writer_string(w, file);
 
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, n);
-	tcf_put_varint(&w->scratch, s);
-	tcf_put_varint(&w->scratch, f);
-	tcf_put_varint(&w->scratch, start_line);
+	td_buf_put_varint(&w->scratch, n);
+	td_buf_put_varint(&w->scratch, s);
+	td_buf_put_varint(&w->scratch, f);
+	td_buf_put_varint(&w->scratch, start_line);
 	return intern_scratch(w, K_FUNCTION);
 }
 
@@ -322,14 +294,14 @@ uint32_t chunk_writer_location(struct chunk_writer *w, uint32_t mapping_id, uint
 	const struct chunk_line *lines, unsigned nlines)
 {
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, mapping_id);
-	tcf_put_varint(&w->scratch, addr);
-	tcf_put_varint(&w->scratch, 0); /* flags */
-	tcf_put_varint(&w->scratch, nlines);
+	td_buf_put_varint(&w->scratch, mapping_id);
+	td_buf_put_varint(&w->scratch, addr);
+	td_buf_put_varint(&w->scratch, 0); /* flags */
+	td_buf_put_varint(&w->scratch, nlines);
 	for (unsigned i = 0; i < nlines; i++) {
-		tcf_put_varint(&w->scratch, lines[i].function_id);
-		tcf_put_varint(&w->scratch, lines[i].line);
-		tcf_put_varint(&w->scratch, lines[i].column);
+		td_buf_put_varint(&w->scratch, lines[i].function_id);
+		td_buf_put_varint(&w->scratch, lines[i].line);
+		td_buf_put_varint(&w->scratch, lines[i].column);
 	}
 	return intern_scratch(w, K_LOCATION);
 }
@@ -343,20 +315,20 @@ uint32_t chunk_writer_stack(struct chunk_writer *w, const uint32_t *locs, unsign
 	 * entry written is (id - parent, location), usually one byte. */
 	for (unsigned i = n; i-- > 0;) {
 		uint8_t key[20], entry[20];
-		struct tcf_buf kb = { key, 0, sizeof(key), false };
+		struct td_buf kb = TD_BUF_FIXED(key, sizeof(key));
 		uint32_t id, fresh;
 
-		tcf_put_varint(&kb, parent);
-		tcf_put_varint(&kb, locs[i]);
-		id = intern(w, K_NODE, key, kb.len, NULL, 0, &fresh);
+		td_buf_put_varint(&kb, parent);
+		td_buf_put_varint(&kb, locs[i]);
+		id = intern(w, K_NODE, key, kb.len, &fresh);
 		if (!id)
 			return 0;
 		if (fresh) {
-			struct tcf_buf eb = { entry, 0, sizeof(entry), false };
+			struct td_buf eb = TD_BUF_FIXED(entry, sizeof(entry));
 
-			tcf_put_varint(&eb, id - parent);
-			tcf_put_varint(&eb, locs[i]);
-			tcf_put_bytes(&w->pend[K_NODE].entries, entry, eb.len);
+			td_buf_put_varint(&eb, id - parent);
+			td_buf_put_varint(&eb, locs[i]);
+			td_buf_put(&w->pend[K_NODE].entries, entry, eb.len);
 		}
 		parent = id;
 	}
@@ -368,10 +340,10 @@ uint32_t chunk_writer_thread(struct chunk_writer *w, uint32_t tid, uint32_t pid,
 	uint32_t n = chunk_writer_string(w, name);
 
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, tid);
-	tcf_put_varint(&w->scratch, pid);
-	tcf_put_varint(&w->scratch, n);
-	tcf_put_varint(&w->scratch, 0); /* flags */
+	td_buf_put_varint(&w->scratch, tid);
+	td_buf_put_varint(&w->scratch, pid);
+	td_buf_put_varint(&w->scratch, n);
+	td_buf_put_varint(&w->scratch, 0); /* flags */
 	return intern_scratch(w, K_THREAD);
 }
 
@@ -451,13 +423,13 @@ int chunk_writer_sample(struct chunk_writer *w, uint64_t time_ns, uint32_t threa
 	same = same_stack(w, thread_id, stack_id);
 	if (w->err)
 		return w->err;
-	tcf_put_varint(&w->rows, tcf_zigzag(rel - w->prev_rel));
+	td_buf_put_varint(&w->rows, tcf_zigzag(rel - w->prev_rel));
 	w->prev_rel = rel;
-	tcf_put_varint(&w->rows, (uint64_t)thread_id << 4 | (uint64_t)(state & 7) << 1 | same);
+	td_buf_put_varint(&w->rows, (uint64_t)thread_id << 4 | (uint64_t)(state & 7) << 1 | same);
 	if (!same)
-		tcf_put_varint(&w->rows, stack_id);
+		td_buf_put_varint(&w->rows, stack_id);
 	for (unsigned i = 0; i < nvalues; i++)
-		tcf_put_varint(&w->rows, values[i]);
+		td_buf_put_varint(&w->rows, values[i]);
 	w->nrows++;
 	w->samples++;
 	w->block_samples++;
@@ -469,22 +441,32 @@ int chunk_writer_thread_event(struct chunk_writer *w, uint64_t time_ns, uint32_t
 {
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
-	tcf_put_varint(&w->tev, tcf_zigzag(rel_ticks(w, time_ns)));
-	tcf_put_varint(&w->tev, thread_id);
-	tcf_put_varint(&w->tev, kind);
-	tcf_put_varint(&w->tev, arg);
+	td_buf_put_varint(&w->tev, tcf_zigzag(rel_ticks(w, time_ns)));
+	td_buf_put_varint(&w->tev, thread_id);
+	td_buf_put_varint(&w->tev, kind);
+	td_buf_put_varint(&w->tev, arg);
 	w->ntev++;
 	return maybe_flush(w);
 }
 
-/* A whole record (tag, length, body from scratch) into misc. */
+/* A whole record into out: framing, head (may be NULL), body. */
+static void put_record(struct td_buf *out, enum tcf_record type, const struct td_buf *head,
+	const struct td_buf *body)
+{
+	size_t hl = head ? head->len : 0;
+
+	tcf_put_record_head(out, type, hl + body->len);
+	if (head)
+		td_buf_put(out, head->p, hl);
+	td_buf_put(out, body->p, body->len);
+	if ((head && head->failed) || body->failed)
+		out->failed = true;
+}
+
+/* A whole record (body from scratch) into misc. */
 static void misc_record(struct chunk_writer *w, enum tcf_record type)
 {
-	tcf_put_varint(&w->misc, (uint64_t)type << 1);
-	tcf_put_varint(&w->misc, w->scratch.len);
-	tcf_put_bytes(&w->misc, w->scratch.p, w->scratch.len);
-	if (w->scratch.failed)
-		w->misc.failed = true;
+	put_record(&w->misc, type, NULL, &w->scratch);
 }
 
 int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
@@ -494,14 +476,14 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, tcf_zigzag(rel_ticks(w, time_ns)));
-	tcf_put_varint(&w->scratch, pid);
-	tcf_put_varint(&w->scratch, kind);
-	tcf_put_varint(&w->scratch, tcf_zigzag(status));
-	tcf_put_varint(&w->scratch, tcf_zigzag(signo));
-	tcf_put_varint(&w->scratch, fault_addr);
-	tcf_put_varint(&w->scratch, thread_id);
-	tcf_put_varint(&w->scratch, stack_id);
+	td_buf_put_varint(&w->scratch, tcf_zigzag(rel_ticks(w, time_ns)));
+	td_buf_put_varint(&w->scratch, pid);
+	td_buf_put_varint(&w->scratch, kind);
+	td_buf_put_varint(&w->scratch, tcf_zigzag(status));
+	td_buf_put_varint(&w->scratch, tcf_zigzag(signo));
+	td_buf_put_varint(&w->scratch, fault_addr);
+	td_buf_put_varint(&w->scratch, thread_id);
+	td_buf_put_varint(&w->scratch, stack_id);
 	misc_record(w, TCF_REC_PROCESS_EVENT);
 	return maybe_flush(w);
 }
@@ -511,8 +493,8 @@ int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reas
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, count);
-	tcf_put_varint(&w->scratch, reason);
+	td_buf_put_varint(&w->scratch, count);
+	td_buf_put_varint(&w->scratch, reason);
 	misc_record(w, TCF_REC_LOST);
 	return maybe_flush(w);
 }
@@ -522,8 +504,8 @@ int chunk_writer_clock_sync(struct chunk_writer *w, uint64_t clock_ns, uint64_t 
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, clock_ns);
-	tcf_put_varint(&w->scratch, real_ns);
+	td_buf_put_varint(&w->scratch, clock_ns);
+	td_buf_put_varint(&w->scratch, real_ns);
 	misc_record(w, TCF_REC_CLOCK_SYNC);
 	return maybe_flush(w);
 }
@@ -535,11 +517,11 @@ int chunk_writer_meta(struct chunk_writer *w, const char *key, const char *value
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, 1);
-	tcf_put_varint(&w->scratch, kl);
-	tcf_put_bytes(&w->scratch, key, kl);
-	tcf_put_varint(&w->scratch, vl);
-	tcf_put_bytes(&w->scratch, value, vl);
+	td_buf_put_varint(&w->scratch, 1);
+	td_buf_put_varint(&w->scratch, kl);
+	td_buf_put(&w->scratch, key, kl);
+	td_buf_put_varint(&w->scratch, vl);
+	td_buf_put(&w->scratch, value, vl);
 	misc_record(w, TCF_REC_META);
 	return maybe_flush(w);
 }
@@ -558,20 +540,11 @@ int chunk_writer_sample_types(struct chunk_writer *w, const char *const *types,
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, n);
+	td_buf_put_varint(&w->scratch, n);
 	for (unsigned i = 0; i < 2 * n; i++)
-		tcf_put_varint(&w->scratch, ids[i]);
+		td_buf_put_varint(&w->scratch, ids[i]);
 	misc_record(w, TCF_REC_SAMPLE_TYPES);
 	return maybe_flush(w);
-}
-
-static void block_record(struct chunk_writer *w, enum tcf_record type, const struct tcf_buf *head,
-	const struct tcf_buf *body)
-{
-	tcf_put_varint(&w->block, (uint64_t)type << 1);
-	tcf_put_varint(&w->block, head->len + body->len);
-	tcf_put_bytes(&w->block, head->p, head->len);
-	tcf_put_bytes(&w->block, body->p, body->len);
 }
 
 /* Commit the block in w->block (payload after the reserved header). */
@@ -585,15 +558,7 @@ static int commit_block(struct chunk_writer *w, uint16_t flags, uint64_t base)
 		return fail(w, -ENOMEM);
 	h = w->block.p;
 	n = w->block.len - TCF_BLOCK_HEADER_LEN;
-	tcf_le64(h, w->sync);
-	tcf_le32(h + 8, (uint32_t)n);
-	tcf_le32(h + 12, w->block_seq);
-	tcf_le64(h + 16, base);
-	tcf_le16(h + 24, flags);
-	tcf_le16(h + 26, 0);
-	tcf_le32(h + 28, (uint32_t)n);
-	tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
-	tcf_le32(h + 36, tcf_crc_mask(tcf_crc32c(0, h + TCF_BLOCK_HEADER_LEN, n)));
+	tcf_encode_block_header(h, w->sync, w->block_seq, base, flags, h + TCF_BLOCK_HEADER_LEN, n);
 	r = td_write_all(w->o.fd, h, w->block.len);
 	if (r < 0)
 		return fail(w, (int)r);
@@ -605,7 +570,7 @@ static int commit_block(struct chunk_writer *w, uint16_t flags, uint64_t base)
 		tcf_le64(e, w->bytes);
 		tcf_le64(e + 8, base);
 		tcf_le64(e + 16, w->block_samples);
-		tcf_put_bytes(&w->index, e, sizeof(e));
+		td_buf_put(&w->index, e, sizeof(e));
 	}
 	w->bytes += w->block.len;
 	w->block_seq++;
@@ -614,7 +579,7 @@ static int commit_block(struct chunk_writer *w, uint16_t flags, uint64_t base)
 
 int chunk_writer_flush(struct chunk_writer *w)
 {
-	struct tcf_buf head = { 0 };
+	struct td_buf head = { 0 };
 	uint16_t flags = 0;
 	int r;
 
@@ -623,7 +588,7 @@ int chunk_writer_flush(struct chunk_writer *w)
 	if (!pending_bytes(w))
 		return 0;
 	w->block.len = 0;
-	tcf_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN + pending_bytes(w) + 64);
+	td_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN + pending_bytes(w) + 64);
 	w->block.len = TCF_BLOCK_HEADER_LEN;
 	for (int k = 0; k < K_COUNT; k++) {
 		struct pending *p = &w->pend[k];
@@ -632,25 +597,23 @@ int chunk_writer_flush(struct chunk_writer *w)
 			continue;
 		flags |= TCF_BLK_HAS_DEFS;
 		head.len = 0;
-		tcf_put_varint(&head, p->first_id);
-		tcf_put_varint(&head, p->count);
-		block_record(w, kind_record[k], &head, &p->entries);
+		td_buf_put_varint(&head, p->first_id);
+		td_buf_put_varint(&head, p->count);
+		put_record(&w->block, kind_record[k], &head, &p->entries);
 	}
-	tcf_put_bytes(&w->block, w->misc.p, w->misc.len);
+	td_buf_put(&w->block, w->misc.p, w->misc.len);
 	if (w->ntev) {
 		head.len = 0;
-		tcf_put_varint(&head, w->ntev);
-		block_record(w, TCF_REC_THREAD_EVENTS, &head, &w->tev);
+		td_buf_put_varint(&head, w->ntev);
+		put_record(&w->block, TCF_REC_THREAD_EVENTS, &head, &w->tev);
 	}
 	if (w->nrows) {
 		head.len = 0;
-		tcf_put_varint(&head, w->nrows);
-		tcf_put_varint(&head, w->nvalues);
-		block_record(w, TCF_REC_SAMPLES, &head, &w->rows);
+		td_buf_put_varint(&head, w->nrows);
+		td_buf_put_varint(&head, w->nvalues);
+		put_record(&w->block, TCF_REC_SAMPLES, &head, &w->rows);
 	}
-	if (head.failed)
-		w->block.failed = true;
-	tcf_buf_free(&head);
+	td_buf_free(&head);
 	r = commit_block(w, flags, w->have_base ? w->base_ns : w->last_clock);
 	if (r < 0)
 		return r;
@@ -681,49 +644,35 @@ int chunk_writer_finish(struct chunk_writer *w, enum tcf_end_reason reason, int3
 	clock_gettime(CLOCK_REALTIME, &real);
 	/* final block: CHUNK_END */
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, reason);
-	tcf_put_varint(&w->scratch, w->samples);
-	tcf_put_varint(&w->scratch, (uint64_t)w->block_seq + 2);
-	tcf_put_varint(&w->scratch, w->last_clock);
-	tcf_put_varint(&w->scratch, (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec);
-	tcf_put_varint(&w->scratch, tcf_zigzag(exit_status));
+	tcf_put_chunk_end(&w->scratch, reason, w->samples, (uint64_t)w->block_seq + 2, w->last_clock,
+		(uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec, exit_status);
 	w->block.len = 0;
-	tcf_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN);
+	td_buf_reserve(&w->block, TCF_BLOCK_HEADER_LEN);
 	w->block.len = TCF_BLOCK_HEADER_LEN;
-	tcf_put_varint(&w->block, TCF_REC_CHUNK_END << 1);
-	tcf_put_varint(&w->block, w->scratch.len);
-	tcf_put_bytes(&w->block, w->scratch.p, w->scratch.len);
-	if (w->scratch.failed)
-		w->block.failed = true;
+	put_record(&w->block, TCF_REC_CHUNK_END, NULL, &w->scratch);
 	if ((r = commit_block(w, TCF_BLK_FINAL, w->last_clock)) < 0)
 		return (int)r;
 	/* INDEX: per data block (offset delta, base clock delta, samples) */
 	index_off = w->bytes;
 	nblocks = w->index.len / 24;
 	w->scratch.len = 0;
-	tcf_put_varint(&w->scratch, nblocks);
+	td_buf_put_varint(&w->scratch, nblocks);
 	for (uint64_t i = 0, po = 0, pb = 0; i < nblocks; i++) {
 		const uint8_t *e = w->index.p + 24 * i;
 
-		tcf_put_varint(&w->scratch, tcf_rd64(e) - po);
-		tcf_put_varint(&w->scratch, tcf_zigzag((int64_t)(tcf_rd64(e + 8) - pb)));
-		tcf_put_varint(&w->scratch, tcf_rd64(e + 16));
+		td_buf_put_varint(&w->scratch, tcf_rd64(e) - po);
+		td_buf_put_varint(&w->scratch, tcf_zigzag((int64_t)(tcf_rd64(e + 8) - pb)));
+		td_buf_put_varint(&w->scratch, tcf_rd64(e + 16));
 		po = tcf_rd64(e);
 		pb = tcf_rd64(e + 8);
 	}
 	w->block.len = TCF_BLOCK_HEADER_LEN;
-	tcf_put_varint(&w->block, TCF_REC_INDEX << 1);
-	tcf_put_varint(&w->block, w->scratch.len);
-	tcf_put_bytes(&w->block, w->scratch.p, w->scratch.len);
-	if (w->scratch.failed || w->index.failed)
+	put_record(&w->block, TCF_REC_INDEX, NULL, &w->scratch);
+	if (w->index.failed)
 		w->block.failed = true;
 	if ((r = commit_block(w, TCF_BLK_INDEX, w->last_clock)) < 0)
 		return (int)r;
-	memcpy(t, tcf_end_magic, 8);
-	tcf_le64(t + 8, index_off);
-	tcf_le64(t + 16, w->bytes + TCF_TRAILER_LEN);
-	tcf_le32(t + 24, w->block_seq);
-	tcf_le32(t + 28, tcf_crc_mask(tcf_crc32c(0, t, 28)));
+	tcf_encode_trailer(t, index_off, w->bytes + TCF_TRAILER_LEN, w->block_seq);
 	if ((r = td_write_all(w->o.fd, t, sizeof(t))) < 0)
 		return fail(w, (int)r);
 	w->bytes += sizeof(t);

@@ -345,20 +345,8 @@ static uint8_t *block_with_payload(const uint8_t *payload, size_t n, size_t *ret
 	close(fd);
 	out = malloc(len + TCF_BLOCK_HEADER_LEN + n);
 	memcpy(out, buf, len);
-	{
-		uint8_t *h = out + len;
-
-		tcf_le64(h, tcf_chunk_sync(buf));
-		tcf_le32(h + 8, (uint32_t)n);
-		tcf_le32(h + 12, 0);
-		tcf_le64(h + 16, 0);
-		tcf_le16(h + 24, 0);
-		tcf_le16(h + 26, 0);
-		tcf_le32(h + 28, (uint32_t)n);
-		tcf_le32(h + 32, tcf_crc_mask(tcf_crc32c(0, h + 8, 24)));
-		tcf_le32(h + 36, tcf_crc_mask(tcf_crc32c(0, payload, n)));
-		memcpy(h + 40, payload, n);
-	}
+	tcf_encode_block_header(out + len, tcf_chunk_sync(buf), 0, 0, 0, payload, n);
+	memcpy(out + len + TCF_BLOCK_HEADER_LEN, payload, n);
 	*ret_len = len + TCF_BLOCK_HEADER_LEN + n;
 	free(buf);
 	return out;
