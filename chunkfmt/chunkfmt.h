@@ -28,6 +28,7 @@
 #define TCF_BLOCK_HEADER_LEN 40
 #define TCF_TRAILER_LEN 32
 #define TCF_MAX_PAYLOAD (16u << 20) /* reader bound on one block */
+#define TCF_MAX_VALUES 64	    /* reader bound on values per sample and sample types */
 
 /* Record types (tag = type << 1 | must_understand).  Never reuse a number. */
 enum tcf_record {
@@ -231,6 +232,10 @@ struct chunk_map_info {
 	unsigned build_id_len;
 	uint32_t flags;
 };
+/* What a sample's values measure, e.g. "cpu" in "nanoseconds". */
+struct chunk_sample_type {
+	const char *type, *unit;
+};
 
 /* owns: the tables of the chunk being read */
 struct chunk_reader;
@@ -241,6 +246,11 @@ bool chunk_reader_function(const struct chunk_reader *r, uint32_t id, struct chu
 bool chunk_reader_location(const struct chunk_reader *r, uint32_t id, struct chunk_location *ret);
 bool chunk_reader_thread(const struct chunk_reader *r, uint32_t id, struct chunk_thread *ret);
 bool chunk_reader_mapping(const struct chunk_reader *r, uint32_t id, struct chunk_map_info *ret);
+/* The names of the values sample rows carry, in order (the chunk's latest
+ * SAMPLE_TYPES record): returns how many there are (only n written); 0 if
+ * the chunk names none.  A name whose string was lost is NULL. */
+unsigned chunk_reader_sample_types(const struct chunk_reader *r, struct chunk_sample_type *types,
+	unsigned n);
 /* Locations of a stack, leaf first; returns the depth (may exceed n, only
  * n written); a node whose definition was lost yields location 0. */
 unsigned chunk_reader_stack(const struct chunk_reader *r, uint32_t stack_id, uint32_t *locs,

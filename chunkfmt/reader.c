@@ -60,7 +60,9 @@ struct chunk_reader {
 	TABLE(struct r_node, nodes);
 	TABLE(struct r_thread, threads);
 	TABLE(struct chunk_line, lines);
-	uint64_t values[64];
+	uint32_t sample_types[2 * TCF_MAX_VALUES]; /* string ids: type, unit */
+	unsigned nsample_types;
+	uint64_t values[TCF_MAX_VALUES];
 	struct chunk_report *rep;
 	const struct chunk_visitor *v;
 	void *arg;
@@ -123,6 +125,7 @@ static void tables_reset(struct chunk_reader *r)
 	r->n_strs = r->n_maps = r->n_funcs = r->n_locs = r->n_nodes = r->n_threads = 0;
 	r->cap_strs = r->cap_maps = r->cap_funcs = r->cap_locs = r->cap_nodes = 0;
 	r->cap_threads = r->n_lines = r->cap_lines = 0;
+	r->nsample_types = 0;
 }
 
 /* Make room for entries [0, upto) of a table (index 0 = "none"). */
@@ -417,8 +420,22 @@ static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur 
 		return decode_threads(r, c);
 	case TCF_REC_SAMPLES:
 		return decode_samples(r, c, base);
-	case TCF_REC_SAMPLE_TYPES:
-		return true; /* names of values; exporters read them via META later */
+	case TCF_REC_SAMPLE_TYPES: {
+		uint64_t n = tcf_get_varint(c);
+		uint32_t ids[2 * TCF_MAX_VALUES];
+
+		if (c->bad || n > TCF_MAX_VALUES)
+			return false;
+		for (unsigned i = 0; i < 2 * n; i++)
+			ids[i] = (uint32_t)tcf_get_varint(c);
+		if (c->bad)
+			return false;
+		/* kept as string ids: names resolve when asked, so the record
+		 * may precede or follow its strings within the chunk */
+		memcpy(r->sample_types, ids, 2 * n * sizeof(*ids));
+		r->nsample_types = (unsigned)n;
+		return true;
+	}
 	case TCF_REC_INDEX:
 		return true; /* an accelerator: this reader scans */
 	case TCF_REC_META: {
@@ -737,6 +754,16 @@ bool chunk_reader_mapping(const struct chunk_reader *r, uint32_t id, struct chun
 		chunk_reader_string(r, r->maps[id].path), r->maps[id].bid, r->maps[id].bid_len,
 		r->maps[id].flags };
 	return true;
+}
+
+unsigned chunk_reader_sample_types(const struct chunk_reader *r, struct chunk_sample_type *types,
+	unsigned n)
+{
+	for (unsigned i = 0; i < r->nsample_types && i < n; i++)
+		types[i] = (struct chunk_sample_type){
+			chunk_reader_string(r, r->sample_types[2 * i]),
+			chunk_reader_string(r, r->sample_types[2 * i + 1]) };
+	return r->nsample_types;
 }
 
 unsigned chunk_reader_stack(const struct chunk_reader *r, uint32_t id, uint32_t *locs, unsigned n)

@@ -186,6 +186,98 @@ Test(chunkfmt, round_trip_every_record)
 	close(fd);
 }
 
+/* ---- SAMPLE_TYPES: written, then read back per chunk */
+struct types_seen {
+	unsigned at_sample, at_end[3], chunk, short_count;
+	char names[2][2][32]; /* at the sample: (type, unit) x 2 */
+	char later[32];	      /* at the end of chunk 0: the latest record's type */
+	bool short_untouched;
+};
+
+static int t_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
+{
+	struct types_seen *x = arg;
+	struct chunk_sample_type t[4], one[2] = { { "x", "x" }, { "y", "y" } };
+
+	(void)s;
+	if (x->chunk != 0 || x->at_sample)
+		return 0;
+	x->at_sample = chunk_reader_sample_types(r, t, 4);
+	for (unsigned i = 0; i < 2 && i < x->at_sample; i++) {
+		snprintf(x->names[i][0], sizeof(x->names[i][0]), "%s", t[i].type ? t[i].type : "?");
+		snprintf(x->names[i][1], sizeof(x->names[i][1]), "%s", t[i].unit ? t[i].unit : "?");
+	}
+	/* fewer slots than types: the count, and only that many written */
+	x->short_count = chunk_reader_sample_types(r, one, 1);
+	x->short_untouched = !strcmp(one[1].type, "y") && !strcmp(one[0].type, "cpu");
+	return 0;
+}
+
+static int t_end(void *arg, struct chunk_reader *r, bool finished)
+{
+	struct types_seen *x = arg;
+	struct chunk_sample_type t[1];
+
+	(void)finished;
+	if (x->chunk < 3)
+		x->at_end[x->chunk] = chunk_reader_sample_types(r, t, 1);
+	if (x->chunk == 0 && x->at_end[0])
+		snprintf(x->later, sizeof(x->later), "%s", t[0].type ? t[0].type : "?");
+	x->chunk++;
+	return 0;
+}
+
+Test(chunkfmt, sample_types_round_trip)
+{
+	static const struct chunk_visitor v = { NULL, t_sample, NULL, t_end };
+	const char *types[] = { "cpu", "wall" }, *units[] = { "nanoseconds", "milliseconds" };
+	const char *types2[] = { "samples" }, *units2[] = { "count" };
+	struct types_seen x = { 0 };
+	struct chunk_report rep;
+	int fd = memfd();
+	uint8_t *buf;
+	size_t len;
+
+	for (int c = 0; c < 3; c++) {
+		struct chunk_writer_opts o = { .fd = fd, .chunk_seq = (uint64_t)c };
+		struct chunk_writer *w;
+		uint32_t th;
+
+		cr_assert_eq(chunk_writer_open(&o, &w), 0);
+		th = chunk_writer_thread(w, 7, 7, "t");
+		if (c == 0)
+			cr_assert_eq(chunk_writer_sample_types(w, types, units, 2), 0);
+		if (c == 2)
+			cr_assert_eq(chunk_writer_sample_types(w, types2, units2, 1), 0);
+		cr_assert_eq(chunk_writer_sample(w, 1000000, th, TCF_STATE_ONCPU, 0,
+				     (uint64_t[]){ 5, 6 }, c == 2 ? 1 : 2),
+			0);
+		if (c == 0) {
+			/* a later record replaces the earlier one */
+			cr_assert_eq(chunk_writer_flush(w), 0);
+			cr_assert_eq(chunk_writer_sample_types(w, types2, units2, 1), 0);
+		}
+		cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+		chunk_writer_free(w);
+	}
+	buf = slurp_fd(fd, &len);
+	cr_assert_eq(chunk_read_buffer(buf, len, &v, &x, &rep), 0);
+	cr_expect_eq(rep.blocks_bad + rep.unknown_refs, 0, "%s", rep.first_damage);
+	cr_expect_eq(x.at_sample, 2);
+	cr_expect_str_eq(x.names[0][0], "cpu");
+	cr_expect_str_eq(x.names[0][1], "nanoseconds");
+	cr_expect_str_eq(x.names[1][0], "wall");
+	cr_expect_str_eq(x.names[1][1], "milliseconds");
+	cr_expect_eq(x.short_count, 2);
+	cr_expect(x.short_untouched, "only as many as asked for are written");
+	cr_expect_eq(x.at_end[0], 1);
+	cr_expect_str_eq(x.later, "samples");
+	cr_expect_eq(x.at_end[1], 0, "sample types are per chunk");
+	cr_expect_eq(x.at_end[2], 1);
+	free(buf);
+	close(fd);
+}
+
 /* A multi-chunk file with small blocks; boundaries[] holds (end offset,
  * samples so far) of every complete block. */
 struct layout {
@@ -370,6 +462,12 @@ Test(chunkfmt, absurd_lengths_and_counts)
 		{ 20, 12, 1, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 1 },
 		/* unknown must-understand record type 40 */
 		{ 81, 1, 0 },
+		/* SAMPLE_TYPES n = 2^40 */
+		{ 18, 6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20 },
+		/* SAMPLE_TYPES n = 65, past the reader's bound */
+		{ 18, 1, 65 },
+		/* SAMPLE_TYPES n = 2 with one id */
+		{ 18, 2, 2, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
