@@ -24,19 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void js_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
+#include "../common/buf.h"
 
 static const char page_head[] =
 	"<!doctype html>\n<html><head><meta charset=\"utf-8\">\n"
@@ -132,45 +120,20 @@ static const char page_script[] =
 	"window.addEventListener('resize',render);\n"
 	"</script></body></html>\n";
 
-/* A growable byte buffer of varints, written out as base64. */
-struct vbuf {
-	unsigned char *b;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put_varint(struct vbuf *v, uint64_t x)
-{
-	if (v->n + 10 > v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 4096;
-		unsigned char *b = realloc(v->b, cap);
-
-		if (!b) {
-			v->oom = true;
-			return;
-		}
-		v->b = b;
-		v->cap = cap;
-	}
-	do {
-		v->b[v->n++] = (unsigned char)((x & 127) | (x > 127 ? 128 : 0));
-		x >>= 7;
-	} while (x);
-}
-
-static void put_base64(FILE *out, const struct vbuf *v)
+/* The varints of a td_buf, written out as base64. */
+static void put_base64(FILE *out, const struct td_buf *v)
 {
 	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 	fputc('"', out);
-	for (size_t i = 0; i < v->n; i += 3) {
-		uint32_t w = (uint32_t)v->b[i] << 16;
-		size_t left = v->n - i;
+	for (size_t i = 0; i < v->len; i += 3) {
+		uint32_t w = (uint32_t)v->p[i] << 16;
+		size_t left = v->len - i;
 
 		if (left > 1)
-			w |= (uint32_t)v->b[i + 1] << 8;
+			w |= (uint32_t)v->p[i + 1] << 8;
 		if (left > 2)
-			w |= v->b[i + 2];
+			w |= v->p[i + 2];
 		fputc(a[w >> 18], out);
 		fputc(a[(w >> 12) & 63], out);
 		fputc(left > 1 ? a[(w >> 6) & 63] : '=', out);
@@ -195,8 +158,8 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	uint32_t *pre = calloc(n, sizeof(*pre)), *order = calloc(n, sizeof(*order));
 	uint32_t *size = calloc(n, sizeof(*size)), *stack = calloc(n, sizeof(*stack));
 	uint32_t *fidx = calloc(p->nframes + 1, sizeof(*fidx)), *func_node = calloc(n, sizeof(*func_node));
-	struct vbuf tree = { 0 };
-	uint64_t *tcounts = NULL;
+	struct td_buf tree = { 0 };
+	uint64_t *tcounts = NULL, key, count;
 	size_t *tstart = calloc(p->nthreads + 1, sizeof(*tstart));
 	char a[32], b[32];
 	int r = -ENOMEM;
@@ -232,10 +195,10 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	for (size_t i = 1; i < n; i++) {
 		uint32_t v = order[i];
 
-		put_varint(&tree, fidx[p->fnodes[v].frame]);
-		put_varint(&tree, size[v]);
+		td_buf_put_varint(&tree, fidx[p->fnodes[v].frame]);
+		td_buf_put_varint(&tree, size[v]);
 	}
-	if (tree.oom)
+	if (tree.failed)
 		goto out;
 
 	fputs(page_head, out);
@@ -243,7 +206,7 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	for (size_t i = 0; i < p->nstrs; i++) {
 		if (i)
 			fputc(',', out);
-		js_string(out, p->strs[i]);
+		td_json_string(out, p->strs[i], TD_JSON_IN_SCRIPT);
 	}
 	fputs("],\n\"funcs\":[[0,0,0,0]", out);
 	for (size_t f = 1; f < nfuncs; f++) {
@@ -258,12 +221,9 @@ int rp_html(FILE *out, const struct rp_profile *p)
 
 	/* each thread's self counts in preorder: bucket the (thread, node)
 	 * counts by thread, then sort each bucket by preorder index */
-	for (size_t i = 0; i < p->thread_node.cap; i++) {
-		uint64_t key = p->thread_node.t ? p->thread_node.t[i].key : 0;
-
-		if (key && RP_TN_THREAD(key) < p->nthreads)
+	for (size_t cur = 0; td_map_next(&p->thread_node, &cur, &key, &count);)
+		if (RP_TN_THREAD(key) < p->nthreads)
 			tstart[RP_TN_THREAD(key) + 1]++;
-	}
 	for (size_t t = 0; t < p->nthreads; t++)
 		tstart[t + 1] += tstart[t];
 	tcounts = calloc(tstart[p->nthreads] + 1, 2 * sizeof(*tcounts));
@@ -274,40 +234,39 @@ int rp_html(FILE *out, const struct rp_profile *p)
 
 		if (!fill)
 			goto out;
-		for (size_t i = 0; i < p->thread_node.cap; i++) {
-			uint64_t key = p->thread_node.t ? p->thread_node.t[i].key : 0;
+		for (size_t cur = 0; td_map_next(&p->thread_node, &cur, &key, &count);) {
 			size_t t, at;
 
-			if (!key || (t = RP_TN_THREAD(key)) >= p->nthreads)
+			if ((t = RP_TN_THREAD(key)) >= p->nthreads)
 				continue;
 			at = tstart[t] + fill[t]++;
 			tcounts[2 * at] = pre[p->fnode_of[RP_TN_NODE(key)]];
-			tcounts[2 * at + 1] = p->thread_node.t[i].val;
+			tcounts[2 * at + 1] = count;
 		}
 		free(fill);
 	}
 	fputs(",\n\"threads\":[", out);
 	for (size_t t = 0; t < p->nthreads; t++) {
-		struct vbuf v = { 0 };
+		struct td_buf v = { 0 };
 		uint64_t last = 0;
 
 		qsort(tcounts + 2 * tstart[t], tstart[t + 1] - tstart[t], 2 * sizeof(*tcounts),
 			u64_cmp);
 		for (size_t i = tstart[t]; i < tstart[t + 1]; i++) {
-			put_varint(&v, tcounts[2 * i] - last);
-			put_varint(&v, tcounts[2 * i + 1]);
+			td_buf_put_varint(&v, tcounts[2 * i] - last);
+			td_buf_put_varint(&v, tcounts[2 * i + 1]);
 			last = tcounts[2 * i];
 		}
-		if (v.oom) {
-			free(v.b);
+		if (v.failed) {
+			td_buf_free(&v);
 			goto out;
 		}
 		fprintf(out, "%s\n{\"name\":", t ? "," : "");
-		js_string(out, rp_str(p, p->threads[t].name));
+		td_json_string(out, rp_str(p, p->threads[t].name), TD_JSON_IN_SCRIPT);
 		fprintf(out, ",\"tid\":%u,\"self\":", p->threads[t].tid);
 		put_base64(out, &v);
 		fputc('}', out);
-		free(v.b);
+		td_buf_free(&v);
 	}
 	td_fmt_utc(p->first_ns, a, sizeof(a));
 	td_fmt_utc(p->last_ns, b, sizeof(b));
@@ -322,7 +281,7 @@ out:
 	free(stack);
 	free(fidx);
 	free(func_node);
-	free(tree.b);
+	td_buf_free(&tree);
 	free(tcounts);
 	free(tstart);
 	return r;

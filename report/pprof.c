@@ -19,75 +19,37 @@
 #include <string.h>
 #include <zlib.h>
 
-struct pb {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed;
-};
+#include "../common/buf.h"
 
-static void pb_bytes(struct pb *b, const void *d, size_t n)
-{
-	if (b->failed || !n)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		uint8_t *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->failed = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-	uint8_t t[10];
-	size_t n = 0;
-
-	do {
-		t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	pb_bytes(b, t, n);
-}
-
-static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+static void pb_uint(struct td_buf *b, unsigned field, uint64_t v)
 {
 	if (!v)
 		return; /* proto3 default */
-	pb_varint(b, (uint64_t)field << 3);
-	pb_varint(b, v);
+	td_buf_put_varint(b, (uint64_t)field << 3);
+	td_buf_put_varint(b, v);
 }
 
-static void pb_msg(struct pb *b, unsigned field, const struct pb *m)
+static void pb_msg(struct td_buf *b, unsigned field, const struct td_buf *m)
 {
-	pb_varint(b, (uint64_t)field << 3 | 2);
-	pb_varint(b, m->len);
-	pb_bytes(b, m->p, m->len);
+	td_buf_put_varint(b, (uint64_t)field << 3 | 2);
+	td_buf_put_varint(b, m->len);
+	td_buf_put(b, m->p, m->len);
 	if (m->failed)
 		b->failed = true;
 }
 
-static void pb_str(struct pb *b, unsigned field, const char *s)
+static void pb_str(struct td_buf *b, unsigned field, const char *s)
 {
 	size_t n = strlen(s);
 
-	pb_varint(b, (uint64_t)field << 3 | 2);
-	pb_varint(b, n);
-	pb_bytes(b, s, n);
+	td_buf_put_varint(b, (uint64_t)field << 3 | 2);
+	td_buf_put_varint(b, n);
+	td_buf_put(b, s, n);
 }
 
 /* The profile's string table: index by our string id (0 is ""). */
 struct ptab {
-	struct pb *out;
+	struct td_buf *out;
 	int64_t *sid; /* our string id -> pprof index + 1 */
 	int64_t next;
 	const struct rp_profile *p;
@@ -115,10 +77,10 @@ static int64_t pstr_lit(struct ptab *t, const char *s, int64_t *cache)
 
 /* Mapping { id, filename (the full path), build_id (hex),
  * has_functions/filenames/line_numbers/inline_frames } */
-static void emit_mapping(struct pb *prof, struct ptab *st, uint64_t id, uint32_t module)
+static void emit_mapping(struct td_buf *prof, struct ptab *st, uint64_t id, uint32_t module)
 {
 	const struct rp_module *m = rp_module_of(st->p, module);
-	struct pb mp = { 0 };
+	struct td_buf mp = { 0 };
 
 	pb_uint(&mp, 1, id);
 	pb_uint(&mp, 5, (uint64_t)pstr(st, m && m->path ? m->path : module));
@@ -127,18 +89,18 @@ static void emit_mapping(struct pb *prof, struct ptab *st, uint64_t id, uint32_t
 	for (unsigned field = 7; field <= 10; field++)
 		pb_uint(&mp, field, 1);
 	pb_msg(prof, 3, &mp);
-	free(mp.p);
+	td_buf_free(&mp);
 }
 
 int rp_pprof(FILE *out, const struct rp_profile *p)
 {
-	struct pb prof = { 0 }, m = { 0 }, sub = { 0 };
+	struct td_buf prof = { 0 }, m = { 0 }, sub = { 0 };
 	struct ptab st = { .out = &prof, .p = p };
-	struct rp_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
+	struct td_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
 	uint64_t period = rp_period_ns(p);
 	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
 		s_state = 0, state_sid[8] = { 0 };
-	uint64_t next_fn = 1, next_loc = 1, next_map = 1;
+	uint64_t next_fn = 1, next_loc = 1, next_map = 1, key, count;
 	unsigned char *gzbuf = NULL;
 	int r = 0;
 
@@ -173,9 +135,9 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		if (!main_mod && best)
 			main_mod = p->frames[p->nodes[best].frame].module;
 		if (main_mod) {
-			uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)main_mod + 1);
+			uint64_t *mid;
 
-			if (mid) {
+			if (td_map_upsert(&map_ids, main_mod, &mid) >= 0) {
 				*mid = next_map++;
 				emit_mapping(&prof, &st, *mid, main_mod);
 			}
@@ -185,17 +147,13 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	 * root, a physical frame is a run of inlined frames closed by the
 	 * function they were inlined into: that run is one Location, keyed
 	 * by its innermost node. */
-	for (size_t k = 0; k < p->thread_node.cap; k++) {
-		uint64_t key = p->thread_node.t ? p->thread_node.t[k].key : 0, count;
+	for (size_t cur = 0; td_map_next(&p->thread_node, &cur, &key, &count);) {
 		uint32_t node, thread;
 		unsigned state;
-		struct pb locs = { 0 }, lab = { 0 };
+		struct td_buf locs = { 0 }, lab = { 0 };
 		static const char *const states[] = { "on-cpu", "runnable", "sleeping", "disk",
 			"stopped", "dead", "reserved", "unknown" };
 
-		if (!key)
-			continue;
-		count = p->thread_node.t[k].val;
 		node = RP_TN_NODE(key);
 		thread = RP_TN_THREAD(key);
 		state = RP_TN_STATE(key);
@@ -208,16 +166,16 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 				top = p->nodes[top].parent; /* up to the holding function */
 			if (!top)
 				top = n;
-			lid = rp_map_slot(&loc_ids, (uint64_t)lkey_node + 1);
-			if (!lid) {
+			if (td_map_upsert(&loc_ids, lkey_node, &lid) < 0) {
 				r = -ENOMEM;
 				break;
 			}
 			if (!*lid) {
-				struct pb loc = { 0 };
+				struct td_buf loc = { 0 };
 				const struct rp_frame *outer = &p->frames[p->nodes[top].frame];
-				uint64_t *mid = rp_map_slot(&map_ids, (uint64_t)outer->module + 1);
+				uint64_t *mid = NULL;
 
+				td_map_upsert(&map_ids, outer->module, &mid); /* NULL: no memory */
 				if (mid && !*mid) {
 					*mid = next_map++;
 					emit_mapping(&prof, &st, *mid, outer->module);
@@ -228,12 +186,13 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 				/* lines innermost first: from n up to top */
 				for (uint32_t q = n;; q = p->nodes[q].parent) {
 					const struct rp_frame *f = &p->frames[p->nodes[q].frame];
-					uint64_t fkey = ((uint64_t)f->func << 32 | f->file) + 1;
-					uint64_t *fid = rp_map_slot(&fn_ids, fkey);
-					struct pb line = { 0 };
+					uint64_t *fid = NULL;
+					struct td_buf line = { 0 };
+
+					td_map_upsert(&fn_ids, (uint64_t)f->func << 32 | f->file, &fid);
 
 					if (fid && !*fid) {
-						struct pb fn = { 0 };
+						struct td_buf fn = { 0 };
 
 						*fid = next_fn++;
 						pb_uint(&fn, 1, *fid);
@@ -242,32 +201,32 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 						pb_uint(&fn, 4, (uint64_t)pstr(&st, f->file));
 						pb_uint(&fn, 5, f->start_line);
 						pb_msg(&prof, 5, &fn);
-						free(fn.p);
+						td_buf_free(&fn);
 					}
 					pb_uint(&line, 1, fid ? *fid : 0);
 					pb_uint(&line, 2, f->line);
 					pb_msg(&loc, 4, &line);
-					free(line.p);
+					td_buf_free(&line);
 					if (q == top)
 						break;
 				}
 				pb_msg(&prof, 4, &loc);
-				free(loc.p);
+				td_buf_free(&loc);
 			}
-			pb_varint(&locs, *lid);
+			td_buf_put_varint(&locs, *lid);
 			n = p->nodes[top].parent;
 		}
 		/* Sample { location_id (packed), value (packed), label } */
 		sub.len = 0;
-		pb_varint(&sub, 1 << 3 | 2);
-		pb_varint(&sub, locs.len);
-		pb_bytes(&sub, locs.p, locs.len);
+		td_buf_put_varint(&sub, 1 << 3 | 2);
+		td_buf_put_varint(&sub, locs.len);
+		td_buf_put(&sub, locs.p, locs.len);
 		m.len = 0;
-		pb_varint(&m, count);
-		pb_varint(&m, count * period);
-		pb_varint(&sub, 2 << 3 | 2);
-		pb_varint(&sub, m.len);
-		pb_bytes(&sub, m.p, m.len);
+		td_buf_put_varint(&m, count);
+		td_buf_put_varint(&m, count * period);
+		td_buf_put_varint(&sub, 2 << 3 | 2);
+		td_buf_put_varint(&sub, m.len);
+		td_buf_put(&sub, m.p, m.len);
 		lab.len = 0;
 		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "thread", &s_thread));
 		pb_uint(&lab, 2, (uint64_t)pstr(&st, p->threads[thread].name));
@@ -281,8 +240,8 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		pb_uint(&lab, 2, (uint64_t)pstr_lit(&st, states[state], &state_sid[state]));
 		pb_msg(&sub, 3, &lab);
 		pb_msg(&prof, 2, &sub);
-		free(locs.p);
-		free(lab.p);
+		td_buf_free(&locs);
+		td_buf_free(&lab);
 	}
 	/* time and period */
 	pb_uint(&prof, 9, p->first_ns);
@@ -326,12 +285,12 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	}
 out:
 	free(gzbuf);
-	free(prof.p);
-	free(m.p);
-	free(sub.p);
+	td_buf_free(&prof);
+	td_buf_free(&m);
+	td_buf_free(&sub);
 	free(st.sid);
-	free(fn_ids.t);
-	free(loc_ids.t);
-	free(map_ids.t);
+	td_map_free(&fn_ids);
+	td_map_free(&loc_ids);
+	td_map_free(&map_ids);
 	return r;
 }

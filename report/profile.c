@@ -14,64 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-uint64_t *rp_map_slot(struct rp_map *m, uint64_t key)
-{
-	size_t i;
-
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		struct rp_kv *n = calloc(cap, sizeof(*n));
-
-		if (!n)
-			return NULL;
-		for (size_t k = 0; k < m->cap; k++) {
-			if (!m->t[k].key)
-				continue;
-			for (i = mix(m->t[k].key) & (cap - 1); n[i].key; i = (i + 1) & (cap - 1))
-				;
-			n[i] = m->t[k];
-		}
-		free(m->t);
-		m->t = n;
-		m->cap = cap;
-	}
-	for (i = mix(key) & (m->cap - 1); m->t[i].key; i = (i + 1) & (m->cap - 1))
-		if (m->t[i].key == key)
-			return &m->t[i].val;
-	m->t[i].key = key;
-	m->t[i].val = 0;
-	m->used++;
-	return &m->t[i].val;
-}
-
-uint64_t rp_map_get(const struct rp_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = mix(key) & (m->cap - 1); m->t[i].key; i = (i + 1) & (m->cap - 1))
-		if (m->t[i].key == key)
-			return m->t[i].val;
-	return 0;
-}
-
-int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val)
-{
-	uint64_t *v = rp_map_slot(m, key);
-
-	if (!v)
-		return -ENOMEM;
-	*v = val;
-	return 0;
-}
-
 #define GROW(arr, n, cap)                                                         \
 	do {                                                                      \
 		if ((n) == (cap)) {                                               \
@@ -95,13 +37,14 @@ static uint64_t str_hash(const char *s)
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h | 1; /* never 0: 0 marks a free slot */
+	return h;
 }
 
 /* Interned string id (>= 1), 0 for NULL or on failure. */
 static uint32_t intern(struct rp_profile *p, const char *s)
 {
-	uint64_t h;
+	uint64_t h, id;
+	size_t cur = 0;
 
 	if (!s)
 		return 0;
@@ -109,53 +52,44 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 		GROW(p->strs, p->nstrs, p->capstrs);
 		p->strs[p->nstrs++] = NULL; /* id 0 */
 	}
-	/* probe: the map holds hash -> id; equal hashes of different
-	 * strings are told apart by comparing, then probing with h+1... */
-	for (h = str_hash(s);; h = (h + 2) | 1) {
-		uint64_t id = rp_map_get(&p->str_index, h);
-
-		if (!id)
-			break;
+	/* the map holds hash -> id; equal hashes of different strings are
+	 * told apart by comparing */
+	h = str_hash(s);
+	while (td_map_find_next(&p->str_index, h, &cur, &id))
 		if (!strcmp(p->strs[id], s))
 			return (uint32_t)id;
-	}
 	GROW(p->strs, p->nstrs, p->capstrs);
 	p->strs[p->nstrs] = strdup(s);
-	if (!p->strs[p->nstrs] || rp_map_put(&p->str_index, h, p->nstrs) < 0)
+	if (!p->strs[p->nstrs] || td_map_add(&p->str_index, h, p->nstrs) < 0)
 		return 0;
 	return (uint32_t)p->nstrs++;
 }
 
 static uint32_t frame_id(struct rp_profile *p, const struct rp_frame *f)
 {
-	uint64_t h = mix(((uint64_t)f->func << 32 | f->file) ^ mix((uint64_t)f->module << 33 |
-		(uint64_t)f->line << 1 | f->inlined)) | 1;
+	uint64_t h = ((uint64_t)f->func << 32 | f->file) * 0x9e3779b97f4a7c15ull ^
+		((uint64_t)f->module << 33 | (uint64_t)f->line << 1 | f->inlined), id;
+	size_t cur = 0;
 
-	for (;; h = (h + 2) | 1) {
-		uint64_t id = rp_map_get(&p->frame_index, h);
-
-		if (!id)
-			break;
+	while (td_map_find_next(&p->frame_index, h, &cur, &id))
 		if (!memcmp(&p->frames[id], f, sizeof(*f)))
 			return (uint32_t)id;
-	}
 	if (!p->nframes) {
 		GROW(p->frames, p->nframes, p->capframes);
 		memset(&p->frames[p->nframes++], 0, sizeof(*p->frames));
 	}
 	GROW(p->frames, p->nframes, p->capframes);
 	p->frames[p->nframes] = *f;
-	if (rp_map_put(&p->frame_index, h, p->nframes) < 0)
+	if (td_map_add(&p->frame_index, h, p->nframes) < 0)
 		return 0;
 	return (uint32_t)p->nframes++;
 }
 
 static uint32_t node_id(struct rp_profile *p, uint32_t parent, uint32_t frame)
 {
-	uint64_t key = ((uint64_t)parent << 32 | frame) + 1;
-	uint64_t *v = rp_map_slot(&p->node_index, key);
+	uint64_t *v;
 
-	if (!v)
+	if (td_map_upsert(&p->node_index, (uint64_t)parent << 32 | frame, &v) < 0)
 		return 0;
 	if (*v)
 		return (uint32_t)*v;
@@ -198,11 +132,11 @@ static const char *basename_of(const char *path)
 /* Remember a module's full path and build-id the first time it is seen. */
 static void note_module(struct rp_profile *p, uint32_t name, const struct chunk_map_info *m)
 {
-	uint64_t *slot = rp_map_slot(&p->module_index, (uint64_t)name + 1);
 	struct rp_module *n;
+	uint64_t *slot;
 	char hex[129];
 
-	if (!slot || *slot)
+	if (td_map_upsert(&p->module_index, name, &slot) < 0 || *slot)
 		return;
 	n = realloc(p->modules, (p->nmodules + 1) * sizeof(*n));
 	if (!n)
@@ -225,9 +159,9 @@ uint64_t rp_period_ns(const struct rp_profile *p)
 
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 {
-	uint64_t i = rp_map_get(&p->module_index, (uint64_t)name + 1);
+	uint64_t i;
 
-	return i ? &p->modules[i - 1] : NULL;
+	return td_map_get(&p->module_index, name, &i) && i ? &p->modules[i - 1] : NULL;
 }
 
 /* Slot id of a per-chunk cache *arr of *cap elements of size elem, grown
@@ -341,15 +275,13 @@ static struct rp_thread *thread_of(struct load *L, struct chunk_reader *r, uint3
 {
 	struct rp_profile *p = L->p;
 	struct chunk_thread t;
-	uint64_t *slot, key;
+	uint64_t *slot;
 
 	if (id < L->thread_cap && L->thread_cache[id])
 		return &p->threads[L->thread_cache[id] - 1];
 	if (!chunk_reader_thread(r, id, &t))
 		t = (struct chunk_thread){ 0, chunk_reader_info(r)->target_pid, "[unknown]" };
-	key = ((uint64_t)t.pid << 32 | t.tid) + 1;
-	slot = rp_map_slot(&p->thread_index, key);
-	if (!slot)
+	if (td_map_upsert(&p->thread_index, (uint64_t)t.pid << 32 | t.tid, &slot) < 0)
 		return NULL;
 	if (!*slot) {
 		if (p->nthreads == p->capthreads) {
@@ -461,8 +393,8 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 		p->first_ns = real;
 	if (real > p->last_ns)
 		p->last_ns = real;
-	tn = rp_map_slot(&p->thread_node, RP_TN_KEY((uint64_t)(t - p->threads), s->state & 7, node));
-	if (tn)
+	if (td_map_upsert(&p->thread_node,
+		    RP_TN_KEY((uint64_t)(t - p->threads), s->state & 7, node), &tn) >= 0)
 		(*tn)++;
 	if (L->f->time_order) {
 		if (p->nseq == p->capseq) {
@@ -651,7 +583,7 @@ static void link_tree(struct rp_node *nodes, size_t n)
  * is one main with two children. */
 static int build_function_tree(struct rp_profile *p)
 {
-	struct rp_map idx = { 0 };
+	struct td_map idx = { 0 };
 	uint32_t *map = calloc(p->nnodes, sizeof(*map));
 	/* frame -> the same frame without its line + 1, computed once per frame */
 	uint32_t *ffid = calloc(p->nframes + 1, sizeof(*ffid));
@@ -680,11 +612,10 @@ static int build_function_tree(struct rp_profile *p)
 			f = &p->frames[frame]; /* frame_id may have moved the array */
 		}
 		fid = ffid[frame] - 1;
-		slot = rp_map_slot(&idx, ((uint64_t)parent << 32 | fid) + 1);
-		if (!slot) {
+		if (td_map_upsert(&idx, (uint64_t)parent << 32 | fid, &slot) < 0) {
 			free(map);
 			free(ffid);
-			free(idx.t);
+			td_map_free(&idx);
 			return -ENOMEM;
 		}
 		if (!*slot) {
@@ -698,7 +629,7 @@ static int build_function_tree(struct rp_profile *p)
 	}
 	p->fnode_of = map;
 	free(ffid);
-	free(idx.t);
+	td_map_free(&idx);
 	/* the function tree is usually much smaller than the line tree */
 	if ((shrunk = realloc(p->fnodes, p->nfnodes * sizeof(*p->fnodes))))
 		p->fnodes = shrunk;
@@ -761,8 +692,7 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 		return r;
 	}
 	/* the (parent, frame) -> node index only serves loading */
-	free(p->node_index.t);
-	p->node_index = (struct rp_map){ 0 };
+	td_map_free(&p->node_index);
 	r = build_function_tree(p);
 	if (r == 0 && p->nseq)
 		qsort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
@@ -781,23 +711,23 @@ void rp_free(struct rp_profile *p)
 	for (size_t i = 0; i < p->nstrs; i++)
 		free(p->strs[i]);
 	free(p->strs);
-	free(p->str_index.t);
+	td_map_free(&p->str_index);
 	free(p->frames);
-	free(p->frame_index.t);
+	td_map_free(&p->frame_index);
 	free(p->nodes);
 	free(p->fnodes);
 	free(p->fnode_of);
 	free(p->fnode_file);
 	free(p->fnode_line);
-	free(p->node_index.t);
+	td_map_free(&p->node_index);
 	free(p->threads);
-	free(p->thread_index.t);
-	free(p->thread_node.t);
+	td_map_free(&p->thread_index);
+	td_map_free(&p->thread_node);
 	free(p->seq);
 	free(p->crashes);
 	free(p->exits);
 	free(p->modules);
-	free(p->module_index.t);
+	td_map_free(&p->module_index);
 	free(p);
 }
 

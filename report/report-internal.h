@@ -3,6 +3,7 @@
 #define TD_REPORT_INTERNAL_H
 
 #include "report.h"
+#include "../common/map.h"
 
 struct rp_frame {
 	uint32_t func, file, module; /* string ids; 0: unknown */
@@ -43,15 +44,6 @@ struct rp_seq {
 	uint32_t thread, node;
 };
 
-struct rp_kv {
-	uint64_t key, val;
-};
-
-struct rp_map { /* open addressing, key 0 is free */
-	struct rp_kv *t;
-	size_t cap, used;
-};
-
 /* What the chunks said of a module (by its short name). */
 struct rp_module {
 	uint32_t name, path, build_id; /* string ids; build-id in hex */
@@ -61,13 +53,13 @@ struct rp_profile {
 	/* strings */
 	char **strs;
 	size_t nstrs, capstrs;
-	struct rp_map str_index; /* hash -> id (collisions chained by probing) */
+	struct td_map str_index; /* hash -> id (one entry per string: equal hashes repeat) */
 	struct rp_frame *frames;
 	size_t nframes, capframes;
-	struct rp_map frame_index;
+	struct td_map frame_index; /* hash -> id, as str_index */
 	struct rp_node *nodes; /* node 0 is the root; frames with lines */
 	size_t nnodes, capnodes;
-	struct rp_map node_index;
+	struct td_map node_index; /* (parent, frame) -> id; only while loading */
 	/* the same tree merged by function (no lines): what tree prints */
 	struct rp_node *fnodes;
 	size_t nfnodes;
@@ -76,11 +68,11 @@ struct rp_profile {
 	uint32_t *fnode_line;
 	struct rp_thread *threads;
 	size_t nthreads, capthreads;
-	struct rp_map thread_index;
-	struct rp_map thread_node; /* RP_TN_KEY(thread, state, node) -> count */
+	struct td_map thread_index;
+	struct td_map thread_node; /* RP_TN_KEY(thread, state, node) -> count */
 	struct rp_module *modules;
 	size_t nmodules;
-	struct rp_map module_index; /* name string id -> index + 1 */
+	struct td_map module_index; /* name string id -> index + 1 */
 	struct rp_crash *crashes;
 	size_t ncrashes;
 	struct rp_exit *exits;
@@ -103,9 +95,6 @@ struct rp_profile {
 #define RP_TN_STATE(key) ((unsigned)((((key)-1) >> 32) & 7))
 #define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
-uint64_t rp_map_get(const struct rp_map *m, uint64_t key);
-int rp_map_put(struct rp_map *m, uint64_t key, uint64_t val);
-uint64_t *rp_map_slot(struct rp_map *m, uint64_t key); /* created as 0 */
 const char *rp_str(const struct rp_profile *p, uint32_t id);
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate

@@ -16,7 +16,7 @@
 struct ss {
 	FILE *out;
 	const struct rp_profile *p;
-	struct rp_map frame_of; /* (func, module) + 1 -> frame index + 1 */
+	struct td_map frame_of; /* (func, module) -> frame index + 1 */
 	int64_t *idx;		/* function-level node -> frame index, -1: none yet */
 	int64_t next;
 	bool oom;
@@ -32,8 +32,7 @@ static int64_t frame_of(struct ss *s, uint32_t fnode)
 
 	if (s->idx[fnode] >= 0)
 		return s->idx[fnode];
-	slot = rp_map_slot(&s->frame_of, ((uint64_t)f->func << 32 | f->module) + 1);
-	if (!slot) {
+	if (td_map_upsert(&s->frame_of, (uint64_t)f->func << 32 | f->module, &slot) < 0) {
 		s->oom = true;
 		return 0;
 	}
@@ -125,7 +124,7 @@ int rp_speedscope(FILE *out, const struct rp_profile *p)
 	}
 	fputs("\n ]\n}\n", out);
 	free(s.idx);
-	free(s.frame_of.t);
+	td_map_free(&s.frame_of);
 	if (s.oom)
 		return -ENOMEM;
 	return ferror(out) ? -EIO : 0;

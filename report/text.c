@@ -59,7 +59,7 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 
 int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 {
-	struct rp_map index = { 0 };
+	struct td_map index = { 0 };
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
 	uint32_t *seen = NULL;
@@ -75,11 +75,11 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			continue;
 		for (uint32_t k = (uint32_t)i; k; k = p->nodes[k].parent) {
 			const struct rp_frame *f = &p->frames[p->nodes[k].frame];
-			uint64_t key = agg_key(f, by) + 1, *slot = rp_map_slot(&index, key);
+			uint64_t *slot;
 			struct agg *g;
 			bool dup = false;
 
-			if (!slot)
+			if (td_map_upsert(&index, agg_key(f, by), &slot) < 0)
 				goto nomem;
 			if (!*slot) {
 				if (na == cap) {
@@ -137,12 +137,12 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	}
 	free(a);
 	free(seen);
-	free(index.t);
+	td_map_free(&index);
 	return 0;
 nomem:
 	free(a);
 	free(seen);
-	free(index.t);
+	td_map_free(&index);
 	return -ENOMEM;
 }
 
@@ -221,21 +221,20 @@ static int fline_cmp(const void *a, const void *b)
 int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 {
 	struct fline *lines = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, cur = 0; /* cur: the walk of thread_node */
 
-	for (size_t i = 0; i < (per_thread ? p->thread_node.cap : p->nnodes); i++) {
+	for (size_t i = 0; per_thread || i < p->nnodes; i++) {
 		uint32_t node, thread = 0;
-		uint64_t count;
+		uint64_t count, key;
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *m;
 
 		if (per_thread) {
-			if (!p->thread_node.t[i].key)
-				continue;
-			node = RP_TN_NODE(p->thread_node.t[i].key);
-			thread = RP_TN_THREAD(p->thread_node.t[i].key);
-			count = p->thread_node.t[i].val;
+			if (!td_map_next(&p->thread_node, &cur, &key, &count))
+				break;
+			node = RP_TN_NODE(key);
+			thread = RP_TN_THREAD(key);
 		} else {
 			node = (uint32_t)i;
 			count = p->nodes[i].count;
