@@ -9,8 +9,12 @@
 #include "symbolize-internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../common/buf.h"
+#include "../common/map.h"
 
 #define BLOCK_SIZE (256u * 1024)
 #define BUDGET_BYTES (64u * 1024 * 1024)
@@ -22,26 +26,20 @@ struct str_block {
 	char data[];
 };
 
-struct str_slot {
-	uint64_t hash;
-	const char *s; /* NULL: free */
-	size_t len;
-};
-
-struct pc_slot {
+/* One cached pc: its inline chain is lines[first, first + n). */
+struct pc_entry {
 	uint64_t modkey, vaddr;
 	uint32_t first, n;
-	bool used;
 };
 
-/* owns: blocks, strs, pcs, lines */
+/* owns: blocks, both maps, pcs, lines */
 struct sym_cache {
 	struct str_block *blocks;
-	size_t bytes;
-	struct str_slot *strs;
-	size_t strs_cap, strs_used;
-	struct pc_slot *pcs;
-	size_t pcs_cap, pcs_used;
+	size_t bytes;		/* blocks and lines; cache_bytes adds the rest */
+	struct td_map strs;	/* hash of the bytes -> the interned copy */
+	struct td_map pc_index; /* hash of (modkey, vaddr) -> index into pcs */
+	struct td_buf pcs;	/* struct pc_entry[], by index */
+	size_t pcs_used;
 	struct sym_line *lines;
 	size_t lines_cap, lines_used;
 	struct sym_cache_stats st;
@@ -77,13 +75,12 @@ static void flush(struct sym_cache *c)
 		c->blocks = b->next;
 		free(b);
 	}
-	free(c->strs);
-	free(c->pcs);
+	td_map_free(&c->strs);
+	td_map_free(&c->pc_index);
+	td_buf_free(&c->pcs);
 	free(c->lines);
-	c->strs = NULL;
-	c->pcs = NULL;
 	c->lines = NULL;
-	c->strs_cap = c->strs_used = c->pcs_cap = c->pcs_used = 0;
+	c->pcs_used = 0;
 	c->lines_cap = c->lines_used = 0;
 	c->bytes = 0;
 }
@@ -96,16 +93,22 @@ void sym_cache_free(struct sym_cache *c)
 	free(c);
 }
 
+static size_t cache_bytes(const struct sym_cache *c)
+{
+	return c->bytes + td_map_bytes(&c->strs) + td_map_bytes(&c->pc_index) + c->pcs.cap;
+}
+
 void sym_cache_stats(const struct sym_cache *c, struct sym_cache_stats *ret)
 {
 	*ret = c->st;
 	ret->entries = c->pcs_used;
-	ret->bytes = c->bytes;
+	ret->bytes = cache_bytes(c);
 }
 
 void sym_cache_begin(struct sym_cache *c)
 {
-	if (c->bytes > BUDGET_BYTES || c->pcs_used > BUDGET_ENTRIES) {
+	/* pcs.failed: an allocation failed; start afresh rather than stop caching */
+	if (cache_bytes(c) > BUDGET_BYTES || c->pcs_used > BUDGET_ENTRIES || c->pcs.failed) {
 		flush(c);
 		c->st.flushes++;
 	}
@@ -131,120 +134,64 @@ static char *arena_alloc(struct sym_cache *c, size_t len)
 	return b->data + b->used - len;
 }
 
-static bool strs_grow(struct sym_cache *c)
-{
-	size_t cap = c->strs_cap ? c->strs_cap * 2 : 4096;
-	struct str_slot *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return false;
-	for (size_t i = 0; i < c->strs_cap; i++) {
-		size_t j;
-
-		if (!c->strs[i].s)
-			continue;
-		j = c->strs[i].hash & (cap - 1);
-		while (n[j].s)
-			j = (j + 1) & (cap - 1);
-		n[j] = c->strs[i];
-	}
-	free(c->strs);
-	c->strs = n;
-	c->bytes += (cap - c->strs_cap) * sizeof(*n);
-	c->strs_cap = cap;
-	return true;
-}
-
 const char *sym_cache_intern(struct sym_cache *c, const char *s, size_t len)
 {
-	uint64_t h;
-	size_t i;
+	uint64_t h, v;
+	size_t cur = 0;
 	char *copy;
 
 	if (!s)
 		return NULL;
 	if (len > SYM_MAX_NAME)
 		len = SYM_MAX_NAME;
-	if ((c->strs_used + 1) * 2 > c->strs_cap && !strs_grow(c))
-		return "[out of memory]";
 	h = sym_hash(s, len, 0);
-	i = h & (c->strs_cap - 1);
-	while (c->strs[i].s) {
-		if (c->strs[i].hash == h && c->strs[i].len == len && !memcmp(c->strs[i].s, s, len))
-			return c->strs[i].s;
-		i = (i + 1) & (c->strs_cap - 1);
+	while (td_map_find_next(&c->strs, h, &cur, &v)) {
+		const char *t = (const char *)(uintptr_t)v;
+
+		/* strnlen first: t may be shorter than len */
+		if (strnlen(t, len + 1) == len && !memcmp(t, s, len))
+			return t;
 	}
 	copy = arena_alloc(c, len + 1);
 	if (!copy)
 		return "[out of memory]";
 	memcpy(copy, s, len);
 	copy[len] = '\0';
-	c->strs[i] = (struct str_slot){ h, copy, len };
-	c->strs_used++;
+	if (td_map_add(&c->strs, h, (uint64_t)(uintptr_t)copy) < 0)
+		return "[out of memory]";
 	return copy;
 }
 
-static size_t pc_index(uint64_t modkey, uint64_t vaddr, size_t cap)
+static uint64_t pc_hash(uint64_t modkey, uint64_t vaddr)
 {
-	uint64_t h = (modkey ^ (vaddr * 0x9e3779b97f4a7c15ull));
-
-	return (size_t)(h ^ (h >> 31)) & (cap - 1);
+	return modkey ^ (vaddr * 0x9e3779b97f4a7c15ull);
 }
 
 bool sym_cache_lookup(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	const struct sym_line **ret_lines, unsigned *ret_n)
 {
-	size_t i;
+	size_t cur = 0;
+	uint64_t i;
 
-	if (!c->pcs_cap) {
-		c->st.misses++;
-		return false;
-	}
-	i = pc_index(modkey, vaddr, c->pcs_cap);
-	while (c->pcs[i].used) {
-		if (c->pcs[i].modkey == modkey && c->pcs[i].vaddr == vaddr) {
-			*ret_lines = c->lines + c->pcs[i].first;
-			*ret_n = c->pcs[i].n;
+	while (td_map_find_next(&c->pc_index, pc_hash(modkey, vaddr), &cur, &i)) {
+		const struct pc_entry *e = (const struct pc_entry *)(void *)c->pcs.p + i;
+
+		if (e->modkey == modkey && e->vaddr == vaddr) {
+			*ret_lines = c->lines + e->first;
+			*ret_n = e->n;
 			c->st.hits++;
 			return true;
 		}
-		i = (i + 1) & (c->pcs_cap - 1);
 	}
 	c->st.misses++;
 	return false;
 }
 
-static bool pcs_grow(struct sym_cache *c)
-{
-	size_t cap = c->pcs_cap ? c->pcs_cap * 2 : 4096;
-	struct pc_slot *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return false;
-	for (size_t i = 0; i < c->pcs_cap; i++) {
-		size_t j;
-
-		if (!c->pcs[i].used)
-			continue;
-		j = pc_index(c->pcs[i].modkey, c->pcs[i].vaddr, cap);
-		while (n[j].used)
-			j = (j + 1) & (cap - 1);
-		n[j] = c->pcs[i];
-	}
-	free(c->pcs);
-	c->pcs = n;
-	c->bytes += (cap - c->pcs_cap) * sizeof(*n);
-	c->pcs_cap = cap;
-	return true;
-}
-
 void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	const struct sym_line *lines, unsigned n)
 {
-	size_t i;
+	struct pc_entry e = { modkey, vaddr, (uint32_t)c->lines_used, n };
 
-	if ((c->pcs_used + 1) * 2 > c->pcs_cap && !pcs_grow(c))
-		return;
 	if (c->lines_used + n > c->lines_cap) {
 		size_t cap = c->lines_cap ? c->lines_cap * 2 : 8192;
 		struct sym_line *nl;
@@ -258,11 +205,11 @@ void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 		c->lines = nl;
 		c->lines_cap = cap;
 	}
+	if (!td_buf_reserve(&c->pcs, sizeof(e)) ||
+		td_map_add(&c->pc_index, pc_hash(modkey, vaddr), c->pcs_used) < 0)
+		return;
+	td_buf_put(&c->pcs, &e, sizeof(e));
 	memcpy(c->lines + c->lines_used, lines, n * sizeof(*lines));
-	i = pc_index(modkey, vaddr, c->pcs_cap);
-	while (c->pcs[i].used)
-		i = (i + 1) & (c->pcs_cap - 1);
-	c->pcs[i] = (struct pc_slot){ modkey, vaddr, (uint32_t)c->lines_used, n, true };
 	c->lines_used += n;
 	c->pcs_used++;
 }
