@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../chunkfmt/chunkfmt.h"
+#include "../common/map.h"
 #include "../symbolize/symbolize.h"
 
 struct session {
@@ -33,24 +34,13 @@ struct session {
 	uint64_t built_ns;
 };
 
-struct kv {
-	uint64_t key; /* 0: free */
-	uint32_t val;
-};
-
-/* A small open-addressing map, cleared per chunk. owns: t */
-struct map {
-	struct kv *t;
-	size_t cap, used;
-};
-
 struct unwinder {
 	struct recorder *rec;
 	struct repo *repo;
 	struct chunk_writer *w; /* the current chunk's, borrowed from repo */
 	struct sym_cache *cache;
 	struct session sess[REC_MAX_PIDS * 4];
-	struct map threads, locs;
+	struct td_map threads, locs; /* tid, (pid, pc) -> id in this chunk */
 	uint32_t end_loc[SYM_END_NO_REGS + 1];
 	struct sym_unwound u;
 	struct sym_frame frames[SYM_MAX_FRAMES];
@@ -66,62 +56,11 @@ struct unwinder {
 	uint64_t last_rename_check;
 };
 
-static uint32_t map_get(struct map *m, uint64_t key)
-{
-	size_t i;
-
-	if (!m->cap)
-		return 0;
-	for (i = (key * 0x9e3779b97f4a7c15ull) >> 20 & (m->cap - 1); m->t[i].key;
-		i = (i + 1) & (m->cap - 1))
-		if (m->t[i].key == key)
-			return m->t[i].val;
-	return 0;
-}
-
-static void map_put(struct map *m, uint64_t key, uint32_t val)
-{
-	size_t i;
-
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 4096;
-		struct kv *n = calloc(cap, sizeof(*n));
-
-		if (!n)
-			return;
-		for (size_t k = 0; k < m->cap; k++) {
-			if (!m->t[k].key)
-				continue;
-			for (i = (m->t[k].key * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1); n[i].key;
-				i = (i + 1) & (cap - 1))
-				;
-			n[i] = m->t[k];
-		}
-		free(m->t);
-		m->t = n;
-		m->cap = cap;
-	}
-	for (i = (key * 0x9e3779b97f4a7c15ull) >> 20 & (m->cap - 1); m->t[i].key;
-		i = (i + 1) & (m->cap - 1))
-		if (m->t[i].key == key)
-			break;
-	if (!m->t[i].key)
-		m->used++;
-	m->t[i] = (struct kv){ key, val };
-}
-
-static void map_clear(struct map *m)
-{
-	if (m->t)
-		memset(m->t, 0, m->cap * sizeof(*m->t));
-	m->used = 0;
-}
-
 static void new_chunk_caches(struct unwinder *uw)
 {
 	uw->nnames = 0;
-	map_clear(&uw->threads);
-	map_clear(&uw->locs);
+	td_map_clear(&uw->threads);
+	td_map_clear(&uw->locs);
 	memset(uw->end_loc, 0, sizeof(uw->end_loc));
 }
 
@@ -217,21 +156,22 @@ static void session_drop(struct unwinder *uw, pid_t pid)
 		s->s = NULL;
 		s->pid = 0;
 	}
-	map_clear(&uw->locs); /* addresses mean something else now */
+	td_map_clear(&uw->locs); /* addresses mean something else now */
 }
 
 static uint32_t thread_id(struct unwinder *uw, pid_t pid, pid_t tid)
 {
-	uint32_t id = map_get(&uw->threads, (uint64_t)(uint32_t)tid + 1);
 	struct td_task_info info;
+	uint64_t known;
+	uint32_t id;
 
-	if (id)
-		return id;
+	if (td_map_get(&uw->threads, (uint32_t)tid, &known))
+		return (uint32_t)known;
 	if (td_task_info_read(pid, tid, &info) < 0)
 		snprintf(info.name, sizeof(info.name), "?");
 	id = chunk_writer_thread(uw->w, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
-		map_put(&uw->threads, (uint64_t)(uint32_t)tid + 1, id);
+		td_map_set(&uw->threads, (uint32_t)tid, id); /* no memory: asked again */
 	if (id >= uw->capnames) {
 		size_t cap = uw->capnames ? uw->capnames * 2 : 64;
 		struct tname *n;
@@ -298,13 +238,13 @@ static void hex_to_bytes(const char *hex, uint8_t *out, unsigned *ret_n)
 static uint32_t location(struct unwinder *uw, struct sym_session *ss, pid_t pid, uint64_t pc,
 	bool act)
 {
-	uint64_t key = ((uint64_t)(uint32_t)pid << 48) ^ (pc << 1) ^ act;
+	uint64_t key = ((uint64_t)(uint32_t)pid << 48) ^ (pc << 1) ^ act, known;
 	struct chunk_line lines[64];
-	uint32_t id = map_get(&uw->locs, key | 1ull << 63), mapping = 0;
+	uint32_t id, mapping = 0;
 	int n;
 
-	if (id)
-		return id;
+	if (td_map_get(&uw->locs, key, &known))
+		return (uint32_t)known;
 	n = sym_session_symbolize(ss, pc, act, true, uw->frames, 64);
 	for (int k = 0; k < n; k++) {
 		const struct sym_frame *f = &uw->frames[k];
@@ -330,7 +270,7 @@ static uint32_t location(struct unwinder *uw, struct sym_session *ss, pid_t pid,
 	id = chunk_writer_location(uw->w, mapping, mapping ? uw->frames[0].offset : pc, lines,
 		(unsigned)(n > 0 ? n : 0));
 	if (id)
-		map_put(&uw->locs, key | 1ull << 63, id);
+		td_map_set(&uw->locs, key, id);
 	return id;
 }
 
@@ -415,7 +355,7 @@ static void do_event(struct unwinder *uw, const struct rec_event *e)
 		break;
 	case REC_EV_EXEC:
 		session_drop(uw, e->pid);
-		map_clear(&uw->threads); /* names change with the image */
+		td_map_clear(&uw->threads); /* names change with the image */
 		chunk_writer_process_event(uw->w, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
 			0, thread_id(uw, e->pid, e->tid), 0);
 		break;
@@ -582,8 +522,8 @@ out:
 		for (unsigned i = 0; i < TD_ARRAY_SIZE(uw->sess); i++)
 			sym_session_free(uw->sess[i].s);
 		sym_cache_free(uw->cache);
-		free(uw->threads.t);
-		free(uw->locs.t);
+		td_map_free(&uw->threads);
+		td_map_free(&uw->locs);
 		free(uw->names);
 		free(uw);
 	}
