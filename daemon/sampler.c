@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/map.h"
+
 #define S_MAX_THREADS 16384
 #define S_PENDING 8192
 
@@ -67,8 +69,7 @@ struct sampler {
 	struct pt_tracer *t;
 	struct sthread *th; /* dense */
 	unsigned n;
-	int32_t *idx; /* tid hash -> index into th; -1 empty, -2 tombstone */
-	unsigned cap, tombs;
+	struct td_map idx; /* tid -> index into th; fixed: never allocates */
 	struct pending pend[S_PENDING];
 	unsigned npend;
 	bool resync;
@@ -77,82 +78,42 @@ struct sampler {
 	uint32_t crash_id;
 };
 
-static unsigned h(pid_t tid, unsigned cap)
-{
-	return ((uint32_t)tid * 2654435761u) & (cap - 1);
-}
-
-static int find_slot(const struct sampler *s, pid_t tid)
-{
-	unsigned i = h(tid, s->cap);
-
-	while (s->idx[i] != -1) {
-		if (s->idx[i] >= 0 && s->th[s->idx[i]].tid == tid)
-			return (int)i;
-		i = (i + 1) & (s->cap - 1);
-	}
-	return -1;
-}
-
 static struct sthread *lookup(const struct sampler *s, pid_t tid)
 {
-	int k = find_slot(s, tid);
+	uint64_t k;
 
-	return k < 0 ? NULL : &s->th[s->idx[k]];
-}
-
-static void rebuild_index(struct sampler *s)
-{
-	memset(s->idx, 0xff, s->cap * sizeof(*s->idx));
-	for (unsigned k = 0; k < s->n; k++) {
-		unsigned i = h(s->th[k].tid, s->cap);
-
-		while (s->idx[i] != -1)
-			i = (i + 1) & (s->cap - 1);
-		s->idx[i] = (int32_t)k;
-	}
-	s->tombs = 0;
+	return td_map_get(&s->idx, (uint32_t)tid, &k) ? &s->th[k] : NULL;
 }
 
 static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 {
-	unsigned i;
-
 	if (lookup(s, tid) || s->n == S_MAX_THREADS)
 		return;
-	i = h(tid, s->cap);
-	while (s->idx[i] >= 0)
-		i = (i + 1) & (s->cap - 1);
-	if (s->idx[i] == -2)
-		s->tombs--;
+	if (td_map_set(&s->idx, (uint32_t)tid, s->n) < 0)
+		return; /* cannot happen: sized for S_MAX_THREADS */
 	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .state = ST_NEW,
 		.window = s->rec->cfg.first_window };
-	s->idx[i] = (int32_t)s->n++;
+	s->n++;
 	atomic_fetch_add(&s->rec->threads_seen, 1);
 	atomic_store(&s->rec->threads_live, s->n);
 }
 
 static void remove_thread(struct sampler *s, pid_t tid)
 {
-	int k = find_slot(s, tid), moved;
+	uint64_t k;
 
-	if (k < 0)
+	if (!td_map_get(&s->idx, (uint32_t)tid, &k))
 		return;
-	moved = s->idx[k];
-	if (s->th[moved].fd >= 0)
-		close(s->th[moved].fd);
-	s->idx[k] = -2;
-	s->tombs++;
-	if ((unsigned)moved != s->n - 1) {
-		int m = find_slot(s, s->th[s->n - 1].tid);
-
-		s->th[moved] = s->th[s->n - 1];
-		s->idx[m] = moved;
+	if (s->th[k].fd >= 0)
+		close(s->th[k].fd);
+	td_map_remove(&s->idx, (uint32_t)tid);
+	if (k != s->n - 1) {
+		/* the last one fills the hole; a replace never fails */
+		s->th[k] = s->th[s->n - 1];
+		td_map_set(&s->idx, (uint32_t)s->th[k].tid, k);
 	}
 	s->n--;
 	atomic_store(&s->rec->threads_live, s->n);
-	if (s->tombs > s->cap / 4)
-		rebuild_index(s);
 }
 
 /* ---- callbacks of the rounds: the thread is stopped in slot_get */
@@ -470,13 +431,10 @@ void *sampler_main(void *arg)
 	pthread_setname_np(pthread_self(), "tracerd-sample");
 	s->rec = r;
 	s->rng = td_now_ns() | 1;
-	s->cap = 4 * S_MAX_THREADS;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
-	s->idx = malloc(s->cap * sizeof(*s->idx));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
-	if (!s->th || !s->idx || !s->chosen)
+	if (!s->th || !s->chosen || td_map_init_fixed(&s->idx, S_MAX_THREADS) < 0)
 		goto out_fail;
-	memset(s->idx, 0xff, s->cap * sizeof(*s->idx));
 	e = pt_tracer_new(&pc, &s->t);
 	if (e < 0) {
 		r->attach_err = e;
@@ -561,7 +519,7 @@ out:
 			if (s->th[i].fd >= 0)
 				close(s->th[i].fd);
 		free(s->th);
-		free(s->idx);
+		td_map_free(&s->idx);
 		free(s->chosen);
 		free(s);
 	}
