@@ -45,6 +45,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/map.h"
+
 #define PT_MAX_PROCS 64
 #define PT_MAX_VMAS 65536
 
@@ -74,12 +76,15 @@ struct pt_proc {
 	int mem_fd;
 };
 
-/* owns: threads table, procs, sigfd; restores the signal mask it changed */
+/* owns: threads, thread_index, free_slots, procs, sigfd; restores the
+ * signal mask it changed */
 struct pt_tracer {
 	struct pt_config cfg;
-	struct pt_thread *threads; /* open addressing, linear probing */
-	unsigned cap;		   /* power of two, >= 2 * max_threads */
-	unsigned count;
+	struct pt_thread *threads;  /* cap slots; tid 0: free.  A thread never moves */
+	unsigned cap;		    /* max_threads */
+	struct td_map thread_index; /* tid -> slot; fixed: lookups and changes never allocate */
+	unsigned *free_slots;	    /* a stack of the free slots */
+	unsigned nfree;
 	struct pt_proc procs[PT_MAX_PROCS];
 	unsigned nprocs;
 	int sigfd;
@@ -98,21 +103,11 @@ struct pt_tracer {
 	unsigned nheld; /* threads held in a signal stop: skips the scan */
 };
 
-static unsigned hash_tid(pid_t tid, unsigned cap)
-{
-	return ((uint32_t)tid * 2654435761u) & (cap - 1);
-}
-
 static struct pt_thread *thread_find(const struct pt_tracer *t, pid_t tid)
 {
-	unsigned i = hash_tid(tid, t->cap);
+	uint64_t slot;
 
-	while (t->threads[i].tid) {
-		if (t->threads[i].tid == tid)
-			return &t->threads[i];
-		i = (i + 1) & (t->cap - 1);
-	}
-	return NULL;
+	return td_map_get(&t->thread_index, (uint32_t)tid, &slot) ? &t->threads[slot] : NULL;
 }
 
 static struct pt_proc *proc_find(struct pt_tracer *t, pid_t pid)
@@ -126,27 +121,27 @@ static struct pt_proc *proc_find(struct pt_tracer *t, pid_t pid)
 static struct pt_thread *thread_insert(struct pt_tracer *t, pid_t tid, pid_t pid)
 {
 	struct pt_proc *p = proc_find(t, pid);
-	unsigned i;
+	struct pt_thread *th;
+	unsigned slot;
 
-	if (t->count >= t->cfg.max_threads || !p)
+	if (!t->nfree || !p)
 		return NULL;
-	i = hash_tid(tid, t->cap);
-	while (t->threads[i].tid) {
-		if (t->threads[i].tid == tid)
-			return &t->threads[i];
-		i = (i + 1) & (t->cap - 1);
-	}
-	t->threads[i] = (struct pt_thread){ .tid = tid, .pid = pid };
-	t->count++;
+	th = thread_find(t, tid);
+	if (th)
+		return th;
+	slot = t->free_slots[t->nfree - 1];
+	if (td_map_set(&t->thread_index, (uint32_t)tid, slot) < 0)
+		return NULL; /* cannot happen: sized for max_threads */
+	t->nfree--;
+	t->threads[slot] = (struct pt_thread){ .tid = tid, .pid = pid };
 	p->nthreads++;
-	return &t->threads[i];
+	return &t->threads[slot];
 }
 
-/* Backward-shift deletion: no tombstones, so thread churn never degrades
- * the table and never needs a rehash (which would allocate). */
+/* The slot is free again; no other thread moves, so pointers to them and
+ * a walk over the slots stay valid. */
 static void thread_remove(struct pt_tracer *t, struct pt_thread *th)
 {
-	unsigned mask = t->cap - 1, i = (unsigned)(th - t->threads), j = i;
 	struct pt_proc *p = proc_find(t, th->pid);
 
 	if (th->want || th->detach_want)
@@ -155,22 +150,9 @@ static void thread_remove(struct pt_tracer *t, struct pt_thread *th)
 		t->nheld--;
 	if (p && p->nthreads)
 		p->nthreads--;
-	t->count--;
-	t->threads[i].tid = 0;
-	for (;;) {
-		unsigned k;
-
-		j = (j + 1) & mask;
-		if (!t->threads[j].tid)
-			break;
-		k = hash_tid(t->threads[j].tid, t->cap);
-		/* move j into the hole at i unless k lies cyclically in (i, j] */
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			t->threads[i] = t->threads[j];
-			t->threads[j].tid = 0;
-			i = j;
-		}
-	}
+	td_map_remove(&t->thread_index, (uint32_t)th->tid);
+	th->tid = 0;
+	t->free_slots[t->nfree++] = (unsigned)(th - t->threads);
 }
 
 static void emit(struct pt_tracer *t, const struct pt_event *ev)
@@ -183,7 +165,6 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 {
 	struct pt_tracer *t;
 	sigset_t set;
-	unsigned cap = 16;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -193,12 +174,15 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 		t->cfg.max_threads = 8192;
 	if (t->cfg.max_inflight == 0)
 		t->cfg.max_inflight = 4;
-	while (cap < 2 * t->cfg.max_threads)
-		cap <<= 1;
-	t->cap = cap;
-	t->threads = calloc(cap, sizeof(*t->threads));
-	if (!t->threads)
+	t->cap = t->cfg.max_threads;
+	t->threads = calloc(t->cap, sizeof(*t->threads));
+	t->free_slots = calloc(t->cap, sizeof(*t->free_slots));
+	if (!t->threads || !t->free_slots ||
+		td_map_init_fixed(&t->thread_index, t->cfg.max_threads) < 0)
 		goto out_free;
+	for (unsigned k = 0; k < t->cap; k++)
+		t->free_slots[k] = t->cap - 1 - k; /* slot 0 on top */
+	t->nfree = t->cap;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
@@ -210,6 +194,8 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 	return 0;
 out_free:
 	free(t->threads);
+	free(t->free_slots);
+	td_map_free(&t->thread_index);
 	free(t);
 	return -ENOMEM;
 }
@@ -227,6 +213,8 @@ void pt_tracer_free(struct pt_tracer *t)
 	if (t->sigfd >= 0)
 		close(t->sigfd);
 	free(t->threads);
+	free(t->free_slots);
+	td_map_free(&t->thread_index);
 	free(t);
 }
 
@@ -912,7 +900,6 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 			th->held_sig = 0;
 			t->nheld--;
 			thread_remove(t, th);
-			i--; /* backward shift may have moved another entry here */
 			continue;
 		}
 		/* PTRACE_DETACH needs a stopped tracee: interrupt, then
