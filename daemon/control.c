@@ -28,26 +28,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-int spsc_init(struct spsc *q, uint32_t cap, uint32_t slot_size)
-{
-	uint32_t c = 1;
-
-	while (c < cap)
-		c <<= 1;
-	q->cap = c;
-	q->slot_size = (slot_size + 15) & ~15u;
-	q->mem = calloc(c, q->slot_size);
-	atomic_init(&q->head, 0);
-	atomic_init(&q->tail, 0);
-	return q->mem ? 0 : -ENOMEM;
-}
-
-void spsc_free(struct spsc *q)
-{
-	free(q->mem);
-	q->mem = NULL;
-}
-
 void rec_wake(int fd)
 {
 	uint64_t one = 1;
@@ -130,13 +110,13 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		e = -errno;
 		goto out_free;
 	}
-	e = spsc_init(&r->samples,
+	e = ring_init(&r->samples,
 		TD_MAX(64u, TD_MIN(4096u, (64u << 20) / td_sample_size(r->cfg.max_window))),
 		(uint32_t)td_sample_size(r->cfg.max_window));
 	if (!e)
-		e = spsc_init(&r->events, 65536, sizeof(struct rec_event));
+		e = ring_init(&r->events, 65536, sizeof(struct rec_event));
 	if (!e)
-		e = spsc_init(&r->notices, 16, sizeof(struct rec_notice));
+		e = ring_init(&r->notices, 16, sizeof(struct rec_notice));
 	if (e < 0)
 		goto out_free;
 	r->cfg.ropts.target_pid = (uint32_t)r->cfg.pids[0];
@@ -209,7 +189,7 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 				break;
 			}
 		}
-		for (struct rec_notice *n; (n = spsc_peek(&r->notices)); spsc_pop(&r->notices))
+		for (struct rec_notice *n; (n = ring_peek(&r->notices)); ring_pop(&r->notices))
 			if (hooks && hooks->notice)
 				hooks->notice(n, arg);
 		if (hooks && hooks->tick && td_now_ns() - last >= 1000000000u) {
@@ -232,9 +212,9 @@ void rec_free(struct recorder *r)
 		pthread_join(r->unwinder, NULL);
 	if (r->repo_handle)
 		repo_close(r->repo_handle, TCF_END_STOP);
-	spsc_free(&r->samples);
-	spsc_free(&r->events);
-	spsc_free(&r->notices);
+	ring_free(&r->samples);
+	ring_free(&r->events);
+	ring_free(&r->notices);
 	if (r->sfd >= 0)
 		close(r->sfd);
 	if (r->unwinder_wake >= 0)

@@ -10,48 +10,8 @@
 
 #include "../ptrace/ptrace.h"
 #include "daemon.h"
+#include "ring.h"
 #include "../common/td.h"
-
-/* A single-producer single-consumer ring of fixed-size slots, allocated
- * once.  The producer fills the slot at tail and publishes it with a
- * release store; the consumer reads up to tail with an acquire load.  A
- * full ring makes the producer drop (and count), never wait. */
-struct spsc {
-	_Atomic uint64_t head; /* consumer */
-	_Atomic uint64_t tail; /* producer */
-	uint32_t cap;	       /* power of two */
-	uint32_t slot_size;
-	uint8_t *mem;
-};
-
-int spsc_init(struct spsc *q, uint32_t cap, uint32_t slot_size);
-void spsc_free(struct spsc *q);
-/* Producer: the next free slot, or NULL if full. */
-static inline void *spsc_reserve(struct spsc *q)
-{
-	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-
-	if (t - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cap)
-		return NULL;
-	return q->mem + (size_t)(t & (q->cap - 1)) * q->slot_size;
-}
-static inline void spsc_publish(struct spsc *q)
-{
-	atomic_fetch_add_explicit(&q->tail, 1, memory_order_release);
-}
-/* Consumer: the oldest published slot, or NULL if empty. */
-static inline void *spsc_peek(struct spsc *q)
-{
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-
-	if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
-		return NULL;
-	return q->mem + (size_t)(h & (q->cap - 1)) * q->slot_size;
-}
-static inline void spsc_pop(struct spsc *q)
-{
-	atomic_fetch_add_explicit(&q->head, 1, memory_order_release);
-}
 
 /* An event from the sampler to the unwinder (flat). */
 enum rec_event_kind {
@@ -77,9 +37,9 @@ struct rec_event {
  * written by one thread and read by others. */
 struct recorder {
 	struct rec_config cfg;
-	struct spsc samples; /* struct td_sample + window; flags bit 31: crash */
-	struct spsc events;  /* struct rec_event */
-	struct spsc notices; /* struct rec_notice: writer -> control loop */
+	struct ring samples; /* struct td_sample + window; flags bit 31: crash */
+	struct ring events;  /* struct rec_event */
+	struct ring notices; /* struct rec_notice: writer -> control loop */
 	pthread_t sampler, unwinder;
 	bool sampler_started, unwinder_started;
 	int sfd;	     /* signalfd of the control loop */

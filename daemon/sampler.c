@@ -161,7 +161,7 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 {
 	struct sampler *s = arg;
 	struct sthread *st = lookup(s, tid);
-	struct td_sample *smp = spsc_reserve(&s->rec->samples);
+	struct td_sample *smp = ring_reserve(&s->rec->samples);
 
 	(void)pid;
 	if (!smp)
@@ -186,20 +186,20 @@ static void slot_put(void *arg, struct td_sample *smp)
 	}
 	if (smp->stopped_ns > atomic_load_explicit(&r->stop_max, memory_order_relaxed))
 		atomic_store_explicit(&r->stop_max, smp->stopped_ns, memory_order_relaxed);
-	spsc_publish(&r->samples);
+	ring_publish(&r->samples);
 	atomic_fetch_add_explicit(&r->samples_taken, 1, memory_order_relaxed);
 }
 
 static void push_event(struct sampler *s, const struct rec_event *e)
 {
-	struct rec_event *slot = spsc_reserve(&s->rec->events);
+	struct rec_event *slot = ring_reserve(&s->rec->events);
 
 	if (!slot) {
 		atomic_fetch_add(&s->rec->lost_events, 1);
 		return;
 	}
 	*slot = *e;
-	spsc_publish(&s->rec->events);
+	ring_publish(&s->rec->events);
 }
 
 static void queue(struct sampler *s, bool add, pid_t tid, pid_t pid)
@@ -537,8 +537,7 @@ void *sampler_main(void *arg)
 				atomic_fetch_add(&r->lost_not_stopped, st.timeout);
 				/* the unwinder polls every 50 ms; wake it early only
 				 * when the ring fills */
-				if (atomic_load(&r->samples.tail) - atomic_load(&r->samples.head) >
-					r->samples.cap / 4)
+				if (ring_used(&r->samples) > r->samples.cap / 4)
 					rec_wake(r->unwinder_wake);
 			}
 			apply_pending(s);

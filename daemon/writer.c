@@ -426,9 +426,9 @@ static void do_event(struct unwinder *uw, const struct rec_event *e)
 		/* the crash's stacks were published before this event */
 		void *p;
 
-		while ((p = spsc_peek(&uw->rec->samples))) {
+		while ((p = ring_peek(&uw->rec->samples))) {
 			do_sample(uw, p);
-			spsc_pop(&uw->rec->samples);
+			ring_pop(&uw->rec->samples);
 		}
 		/* the evidence on disk before the signal goes on */
 		if (repo_rotate(uw->repo, TCF_END_TARGET_CRASH) < 0)
@@ -455,7 +455,7 @@ static void do_event(struct unwinder *uw, const struct rec_event *e)
  * went (dropped if the notice ring is full: the file is there anyway). */
 static void take_snapshot(struct unwinder *uw)
 {
-	struct rec_notice *n = spsc_reserve(&uw->rec->notices);
+	struct rec_notice *n = ring_reserve(&uw->rec->notices);
 	struct rec_notice local;
 	char dir[4096], stamp[32];
 	struct timespec ts;
@@ -478,7 +478,7 @@ static void take_snapshot(struct unwinder *uw)
 		n->err = repo_snapshot(repo_path(uw->repo), n->path, 0, &n->chunks, &repaired,
 			&n->bytes);
 	if (n != &local) {
-		spsc_publish(&uw->rec->notices);
+		ring_publish(&uw->rec->notices);
 		rec_wake(uw->rec->main_wake);
 	}
 }
@@ -509,21 +509,21 @@ void *unwinder_main(void *arg)
 		 * exec must be unwound against the old image, before the exec
 		 * drops its session. */
 		for (;;) {
-			struct rec_event *e = spsc_peek(&r->events);
-			struct td_sample *smp = spsc_peek(&r->samples);
+			struct rec_event *e = ring_peek(&r->events);
+			struct td_sample *smp = ring_peek(&r->samples);
 
 			if (e && (!smp || e->time_ns <= smp->time_ns)) {
 				do_event(uw, e);
-				spsc_pop(&r->events);
+				ring_pop(&r->events);
 			} else if (smp) {
 				if (!hurry)
 					do_sample(uw, smp);
-				spsc_pop(&r->samples);
+				ring_pop(&r->samples);
 			} else {
 				break;
 			}
 		}
-		if (spsc_peek(&r->events) || spsc_peek(&r->samples))
+		if (ring_peek(&r->events) || ring_peek(&r->samples))
 			continue;
 		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
