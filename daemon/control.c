@@ -86,7 +86,7 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	if (!r)
 		return -ENOMEM;
 	r->cfg = *cfg;
-	r->sfd = r->unwinder_wake = r->sampler_wake = r->main_wake = -1;
+	r->sfd = r->writer_wake = r->sampler_wake = r->main_wake = -1;
 	/* one fd per thread for schedstat */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -103,10 +103,10 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	sigdelset(&sigs, SIGCHLD);
 	sigdelset(&sigs, SIGPIPE);
 	r->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	r->unwinder_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->writer_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->sampler_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->main_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->sfd < 0 || r->unwinder_wake < 0 || r->sampler_wake < 0 || r->main_wake < 0) {
+	if (r->sfd < 0 || r->writer_wake < 0 || r->sampler_wake < 0 || r->main_wake < 0) {
 		e = -errno;
 		goto out_free;
 	}
@@ -146,11 +146,11 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 			r->attach_pid };
 		goto out_free;
 	}
-	if (pthread_create(&r->unwinder, NULL, unwinder_main, r) != 0) {
+	if (pthread_create(&r->writer, NULL, writer_main, r) != 0) {
 		e = -EAGAIN;
 		goto out_free;
 	}
-	r->unwinder_started = true;
+	r->writer_started = true;
 	*ret_rec = r;
 	return 0;
 out_free:
@@ -162,7 +162,7 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 {
 	uint64_t last = td_now_ns();
 
-	while (!atomic_load(&r->unwinder_done)) {
+	while (!atomic_load(&r->writer_done)) {
 		struct pollfd pfd[2] = { { r->sfd, POLLIN, 0 }, { r->main_wake, POLLIN, 0 } };
 		struct signalfd_siginfo si;
 		uint64_t junk;
@@ -177,15 +177,15 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 				if (atomic_fetch_add(&r->stop, 1) >= 1)
 					atomic_store(&r->stop, 2); /* hurry */
 				rec_wake(r->sampler_wake);
-				rec_wake(r->unwinder_wake);
+				rec_wake(r->writer_wake);
 				break;
 			case SIGHUP:
 				atomic_store(&r->rotate_req, 1);
-				rec_wake(r->unwinder_wake);
+				rec_wake(r->writer_wake);
 				break;
 			case SIGUSR1:
 				atomic_store(&r->snapshot_req, 1);
-				rec_wake(r->unwinder_wake);
+				rec_wake(r->writer_wake);
 				break;
 			}
 		}
@@ -208,8 +208,8 @@ void rec_free(struct recorder *r)
 		rec_wake(r->sampler_wake);
 		pthread_join(r->sampler, NULL);
 	}
-	if (r->unwinder_started)
-		pthread_join(r->unwinder, NULL);
+	if (r->writer_started)
+		pthread_join(r->writer, NULL);
 	if (r->repo_handle)
 		repo_close(r->repo_handle, TCF_END_STOP);
 	ring_free(&r->samples);
@@ -217,8 +217,8 @@ void rec_free(struct recorder *r)
 	ring_free(&r->notices);
 	if (r->sfd >= 0)
 		close(r->sfd);
-	if (r->unwinder_wake >= 0)
-		close(r->unwinder_wake);
+	if (r->writer_wake >= 0)
+		close(r->writer_wake);
 	if (r->sampler_wake >= 0)
 		close(r->sampler_wake);
 	if (r->main_wake >= 0)

@@ -13,7 +13,7 @@
 #include "ring.h"
 #include "../common/td.h"
 
-/* An event from the sampler to the unwinder (flat). */
+/* An event from the sampler to the writer (flat). */
 enum rec_event_kind {
 	REC_EV_THREAD_NEW,
 	REC_EV_THREAD_EXIT,
@@ -33,27 +33,27 @@ struct rec_event {
 
 #define REC_STOP_RING 8192
 
-/* Shared by the main, sampler and unwinder threads.  Counters are atomics
+/* Shared by the main, sampler and writer threads.  Counters are atomics
  * written by one thread and read by others. */
 struct recorder {
 	struct rec_config cfg;
 	struct ring samples; /* struct td_sample + window; flags bit 31: crash */
 	struct ring events;  /* struct rec_event */
 	struct ring notices; /* struct rec_notice: writer -> control loop */
-	pthread_t sampler, unwinder;
-	bool sampler_started, unwinder_started;
+	pthread_t sampler, writer;
+	bool sampler_started, writer_started;
 	int sfd;	     /* signalfd of the control loop */
-	int unwinder_wake;   /* eventfd */
+	int writer_wake;   /* eventfd */
 	int sampler_wake;    /* eventfd */
 	int main_wake;	     /* eventfd */
 	_Atomic int stop;    /* 1: stop, 2: hurry */
 	_Atomic int rotate_req, snapshot_req;
-	_Atomic int sampler_done, unwinder_done;
+	_Atomic int sampler_done, writer_done;
 	/* sampler startup */
 	_Atomic int attach_state; /* 0 pending, 1 ok, -1 failed */
 	int attach_err;
 	pid_t attach_pid;
-	/* unwinder asks the sampler to grow a thread's window */
+	/* writer asks the sampler to grow a thread's window */
 	_Atomic uint32_t grow[1024]; /* tid % 1024 -> tid */
 	/* statistics */
 	_Atomic uint64_t samples_taken, samples_written, ticks;
@@ -65,13 +65,13 @@ struct recorder {
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	_Atomic int io_err;
 	_Atomic int crashes;
-	_Atomic uint32_t crash_acked; /* the unwinder synced this crash's chunk */
+	_Atomic uint32_t crash_acked; /* the writer synced this crash's chunk */
 	int exit_status_of_target;
-	void *repo_handle; /* struct repo *, owned by the unwinder once started */
+	void *repo_handle; /* struct repo *, owned by the writer once started */
 };
 
 void *sampler_main(void *arg);
-void *unwinder_main(void *arg);
+void *writer_main(void *arg);
 void rec_wake(int fd);
 
 #endif

@@ -363,10 +363,10 @@ static bool signal_caught(pid_t pid, pid_t tid, int signo)
 }
 
 /* A thread is held in a fatal signal's delivery stop: take every thread's
- * stack, have the unwinder write the crash and finish and sync the chunk,
+ * stack, have the writer write the crash and finish and sync the chunk,
  * then let the signal go on so that the target dies exactly as it would
  * have.  The crashing thread is held on purpose; the wait for the
- * unwinder is bounded (3 s) and the other threads run meanwhile. */
+ * writer is bounded (3 s) and the other threads run meanwhile. */
 static void handle_crash(struct sampler *s)
 {
 	struct recorder *r = s->rec;
@@ -396,10 +396,10 @@ static void handle_crash(struct sampler *s)
 	e.kind = REC_EV_CRASH_DONE;
 	push_event(s, &e);
 	atomic_fetch_add(&r->crashes, 1);
-	rec_wake(r->unwinder_wake);
+	rec_wake(r->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
 	while (atomic_load(&r->crash_acked) != e.crash_id && td_now_ns() < deadline &&
-		!atomic_load(&r->unwinder_done)) {
+		!atomic_load(&r->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
 			{ r->sampler_wake, POLLIN, 0 } };
 		uint64_t junk;
@@ -535,10 +535,10 @@ void *sampler_main(void *arg)
 				pt_tracer_sample(s->t, s->chosen, k, &round_ops, s, 100, 0, &st);
 				atomic_fetch_add(&r->lost_ring, st.dropped);
 				atomic_fetch_add(&r->lost_not_stopped, st.timeout);
-				/* the unwinder polls every 50 ms; wake it early only
+				/* the writer polls every 50 ms; wake it early only
 				 * when the ring fills */
 				if (ring_used(&r->samples) > r->samples.cap / 4)
-					rec_wake(r->unwinder_wake);
+					rec_wake(r->writer_wake);
 			}
 			apply_pending(s);
 			handle_crash(s);
@@ -565,7 +565,7 @@ out:
 		free(s);
 	}
 	atomic_store(&r->sampler_done, 1);
-	rec_wake(r->unwinder_wake);
+	rec_wake(r->writer_wake);
 	rec_wake(r->main_wake);
 	return NULL;
 }
