@@ -64,17 +64,21 @@ struct pt_vma {
 	uint64_t start, end;
 };
 
-/* owns: vmas, mem_fd */
+/* One process we attached to.  A slot whose process holds no attached
+ * thread (exited, detached, or its attach failed) is free for the next
+ * attach, of the same PID or another.  owns: vmas, mem_fd */
 struct pt_proc {
 	pid_t pid;
-	bool alive;
+	struct td_proc_id id; /* which process pid named when we attached */
+	bool alive;	      /* its exit (the leader's) not yet seen */
 	unsigned nthreads;
 	struct pt_vma *vmas;
 	unsigned nvmas;
 	int mem_fd;
 };
 
-/* owns: threads table, procs, sigfd; restores the signal mask it changed */
+/* owns: threads table, procs, sigfd; unblocks SIGCHLD on free if
+ * pt_tracer_new found it unblocked */
 struct pt_tracer {
 	struct pt_config cfg;
 	struct pt_thread *threads; /* open addressing, linear probing */
@@ -96,6 +100,7 @@ struct pt_tracer {
 	int saved_nice;
 	bool nice_raised;
 	unsigned nheld; /* threads held in a signal stop: skips the scan */
+	bool unblock_sigchld; /* SIGCHLD was not blocked before pt_tracer_new */
 };
 
 static unsigned hash_tid(pid_t tid, unsigned cap)
@@ -182,7 +187,7 @@ static void emit(struct pt_tracer *t, const struct pt_event *ev)
 int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 {
 	struct pt_tracer *t;
-	sigset_t set;
+	sigset_t set, old;
 	unsigned cap = 16;
 
 	t = calloc(1, sizeof(*t));
@@ -201,13 +206,17 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 		goto out_free;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	t->unblock_sigchld = !sigismember(&old, SIGCHLD);
 	t->stats = &t->scratch;
 	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (t->sigfd < 0)
-		goto out_free;
+		goto out_unblock;
 	*ret_tracer = t;
 	return 0;
+out_unblock:
+	if (t->unblock_sigchld)
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 out_free:
 	free(t->threads);
 	free(t);
@@ -226,6 +235,15 @@ void pt_tracer_free(struct pt_tracer *t)
 	}
 	if (t->sigfd >= 0)
 		close(t->sigfd);
+	if (t->unblock_sigchld) {
+		/* The SIGCHLDs of our tracees left pending are discarded or go
+		 * to the caller's handler, like any other child's. */
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGCHLD);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
 	free(t->threads);
 	free(t);
 }
@@ -315,10 +333,53 @@ static int attach_pass(struct pt_tracer *t, struct pt_proc *p, unsigned long opt
 	return n;
 }
 
+/* Threads are still listed under p, whose PID is being attached again.
+ * Is it the same process, which we trace (a duplicate attach)?  Otherwise
+ * the process we attached is gone and something other than this tracer
+ * reaped it (waitpid on our own child, say), so that we never saw its
+ * threads exit: forget them, they are not the new process's. */
+static bool proc_still_ours(const struct pt_proc *p)
+{
+	struct td_task_info info;
+
+	if (td_proc_id_check(&p->id) != 1 || td_task_info_read(p->pid, p->pid, &info) < 0)
+		return false;
+	/* TracerPid names the tracer thread; a zombie leader may no longer
+	 * show it, and its start time alone then says it is ours */
+	return info.tracer == gettid() || info.state == 'Z';
+}
+
+static void proc_forget_threads(struct pt_tracer *t, struct pt_proc *p)
+{
+	for (unsigned i = 0; i < t->cap; i++) {
+		if (!t->threads[i].tid || t->threads[i].pid != p->pid)
+			continue;
+		thread_remove(t, &t->threads[i]);
+		i--; /* backward shift may have moved another entry here */
+	}
+}
+
+/* The slot for pid: its own if one exists, else a free one (no attached
+ * thread), else a new one; NULL at PT_MAX_PROCS. */
+static struct pt_proc *proc_slot(struct pt_tracer *t, pid_t pid)
+{
+	struct pt_proc *p = proc_find(t, pid);
+
+	for (unsigned i = 0; !p && i < t->nprocs; i++)
+		if (t->procs[i].nthreads == 0)
+			p = &t->procs[i];
+	if (!p && t->nprocs < PT_MAX_PROCS) {
+		p = &t->procs[t->nprocs++];
+		*p = (struct pt_proc){ .mem_fd = -1 };
+	}
+	return p;
+}
+
 int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 {
 	unsigned long opts = 0;
 	struct td_task_info info;
+	struct td_proc_id id;
 	struct pt_proc *p;
 	int r, tasks;
 
@@ -326,10 +387,15 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		return -ESRCH;
 	if (pid == getpid() || is_own_task(pid))
 		return -TD_E_SELF;
-	if (proc_find(t, pid))
-		return -EEXIST;
-	if (t->nprocs >= PT_MAX_PROCS)
-		return -TD_E_LIMIT;
+	p = proc_find(t, pid);
+	if (p && p->nthreads) {
+		if (proc_still_ours(p))
+			return -TD_E_ATTACHED;
+		proc_forget_threads(t, p);
+	}
+	r = td_proc_id_read(pid, &id);
+	if (r < 0)
+		return r;
 	r = td_task_info_read(pid, pid, &info);
 	if (r < 0)
 		return r;
@@ -343,8 +409,13 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 	if (info.tracer && !is_own_task(info.tracer))
 		return -TD_E_TRACED;
 
-	p = &t->procs[t->nprocs++];
-	*p = (struct pt_proc){ .pid = pid, .alive = true, .mem_fd = -1 };
+	p = proc_slot(t, pid);
+	if (!p)
+		return -TD_E_LIMIT;
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	/* a slot reused keeps its vmas buffer (allocated once) */
+	*p = (struct pt_proc){ .pid = pid, .id = id, .alive = true, .vmas = p->vmas, .mem_fd = -1 };
 	if (t->cfg.trace_clone)
 		opts |= PTRACE_O_TRACECLONE;
 	if (t->cfg.trace_exec)
@@ -360,6 +431,10 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		r = -TD_E_NOTHREADS;
 		goto out_unwind;
 	}
+	/* Now that its threads are ours the PID cannot name another process
+	 * until we reap it: read the identity again, in case the process
+	 * read above died before the seize. */
+	td_proc_id_read(pid, &p->id);
 	{
 		char path[64];
 
@@ -372,7 +447,9 @@ out_unwind:
 	if (r == -EPERM && td_task_info_read(pid, pid, &info) == 0 && info.tracer &&
 		!is_own_task(info.tracer))
 		r = -TD_E_TRACED;
-	t->nprocs--;
+	p->alive = false; /* no thread attached: the slot is free again */
+	if (p == &t->procs[t->nprocs - 1])
+		t->nprocs--;
 	return r;
 }
 

@@ -11,6 +11,8 @@
  * (pt_tracer_new blocks it in the calling thread; threads created later
  * inherit the mask), and must not be ignored (SIG_IGN): the kernel then
  * drops the notices of the tracees' stops and each waits for a timeout.
+ * The tracer reaps with waitpid(-1): the calling process must have no
+ * child of its own that something else waits for.
  */
 #ifndef TD_PTRACE_H
 #define TD_PTRACE_H
@@ -54,12 +56,14 @@ static inline size_t td_sample_size(uint32_t window)
 }
 
 enum pt_event_kind {
-	PT_EVENT_THREAD_NEW,  /* tid born (clone) or found while attaching */
+	PT_EVENT_THREAD_NEW,  /* tid born (clone), or stopped before we knew it;
+			       * not for threads found by pt_tracer_attach */
 	PT_EVENT_THREAD_EXIT, /* tid gone; status has the wait status */
 	PT_EVENT_EXEC,	      /* pid exec'ed; old_tid = former tid */
 	PT_EVENT_SIGNAL,      /* signal-delivery-stop; re-injected after */
 	PT_EVENT_GROUP_STOP,  /* job-control stop (SIGSTOP & co) observed */
-	PT_EVENT_PROCESS_EXIT /* the whole process is gone */
+	PT_EVENT_PROCESS_EXIT /* the leader exited, after every other thread:
+			       * the process is gone and its PID is free */
 };
 
 struct pt_event {
@@ -72,8 +76,10 @@ struct pt_event {
 	uint64_t addr; /* SIGNAL: si_addr for faults */
 };
 
-/* Callbacks of a sampling round.  slot_get and slot_put run while the
- * thread is stopped: they must not allocate, lock, log or block. */
+/* Callbacks of a sampling round (and of pt_tracer_poll).  slot_get, event
+ * and hold may run while their thread is stopped, slot_put just after it
+ * is resumed; all of them while other threads of the round may be
+ * stopped.  None may allocate, lock, log or block. */
 struct pt_round_ops {
 	/* A buffer for tid's sample and its stack capacity, or NULL to skip
 	 * it (ring full: count the drop). */
@@ -115,21 +121,33 @@ struct pt_round_stats {
 
 struct pt_tracer;
 
+/* Blocks SIGCHLD in the calling thread.  Returns 0 or -ENOMEM. */
 int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer);
-/* Detaches from every thread still attached, then frees.  NULL-safe. */
+/* Detaches from every thread still attached (waiting up to 2 s for their
+ * stops), then frees; unblocks SIGCHLD again if pt_tracer_new found it
+ * unblocked, so free a thread's tracers in the reverse order of their
+ * creation.  NULL-safe. */
 void pt_tracer_free(struct pt_tracer *t);
 
 /* Seize every thread of pid, rescanning /proc/PID/task until no new thread
- * appears.  Returns the number of threads attached, or -errno / -TD_E_*:
- * -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED another
- * tracer, -TD_E_ZOMBIE, -TD_E_SELF. */
+ * appears.  Returns the number of threads of pid attached, or -errno /
+ * -TD_E_*: -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED
+ * another tracer, -TD_E_ZOMBIE, -TD_E_SELF, -TD_E_NOTHREADS, -TD_E_LIMIT
+ * (max_threads, or 64 processes with attached threads), -TD_E_ATTACHED
+ * this tracer is attached to that very process already.
+ * A process is its PID and its start time (struct td_proc_id): once the
+ * process we attached is gone (its exit seen, or reaped by someone else)
+ * or detached, its PID may be attached again, whatever it names then. */
 int pt_tracer_attach(struct pt_tracer *t, pid_t pid);
 
-/* Live tids of pid we are attached to, up to n.  Returns the count. */
+/* Tids we are attached to, of pid (0: of every process), up to n.
+ * Returns the count. */
 int pt_tracer_threads(const struct pt_tracer *t, pid_t pid, pid_t *tids, unsigned n);
 
-/* Re-read the stack mappings of pid (outside any stop) so that captures copy
- * no further than the end of a thread's stack. */
+/* Re-read the writable mappings of pid (outside any stop) so that captures
+ * copy no further than the end of a thread's stack.  pt_tracer_attach
+ * reads them once; an exec forgets them (stack_end is then 0 until this is
+ * called again).  Returns the count of mappings or -errno. */
 int pt_tracer_refresh_maps(struct pt_tracer *t, pid_t pid);
 
 enum {
@@ -138,9 +156,11 @@ enum {
 
 /* Interrupt tids (max_inflight at a time, refilled as stops are handled),
  * capture each as its stop arrives and resume it at once (or detach it
- * with PT_ROUND_DETACH).  Events seen on the
- * way go to ops->event.  Waits at most timeout_ms for stragglers.  Returns 0
- * or -errno; vanished threads are counted in stats, not errors. */
+ * with PT_ROUND_DETACH).  A thread held in a signal stop is copied as it
+ * is and stays held.  Events seen on the way go to ops->event.  Waits at
+ * most timeout_ms for stragglers, which are resumed when their stop comes
+ * later.  Returns 0: vanished, dropped and late threads are counted in
+ * ret_stats (may be NULL), never errors. */
 int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
 	struct pt_round_stats *ret_stats);
@@ -151,17 +171,24 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
  * would have).  Returns 0 or -errno. */
 int pt_tracer_release(struct pt_tracer *t, pid_t tid);
 
-/* Handle every pending ptrace event without blocking. Returns the count. */
+/* Handle every pending ptrace event without blocking.  Returns the count
+ * of wait statuses handled, or -errno from waitpid. */
 int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg);
 
 /* A file descriptor that becomes readable when a tracee changes state. */
 int pt_tracer_fd(const struct pt_tracer *t);
 
-/* Detach every thread of pid (0: of all processes). */
+/* Detach every thread of pid (0: of all processes), waiting up to
+ * timeout_ms for their stops; a held thread is detached with its signal.
+ * Returns the count of threads interrupted for it, or -TD_E_TIMEOUT if
+ * some did not stop in time (the kernel detaches them when we exit). */
 int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
 
-/* Read target memory (process_vm_readv, fallback /proc/PID/mem).  Returns
- * bytes read (short at an unmapped page) or -errno. */
+/* Read target memory with process_vm_readv, nothing else: it opens no file,
+ * so it may run while a thread is stopped.  (A capture that it cannot
+ * serve falls back to the /proc/PID/mem descriptor the tracer opened at
+ * attach and sets TD_SAMPLE_STACK_PROCMEM; this function has no such
+ * fallback.)  Returns bytes read (short at an unmapped page) or -errno. */
 ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
 
 #endif
