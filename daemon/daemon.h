@@ -46,8 +46,9 @@ struct rec_stats {
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };
 
-/* owns: the sample and event rings, the sampler and writer threads, the
- * repository (handed to the writer thread while it runs) */
+/* owns: the sampler and writer threads, the rings between them, and
+ * through the writer the repository (rec_open opens it and hands it to
+ * the writer before attaching; the writer closes it) */
 struct recorder;
 
 /* Which step of rec_open failed, and for whom. */

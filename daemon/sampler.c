@@ -11,7 +11,14 @@
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
  * (full: the sample is dropped and counted), thread-table changes seen
- * during a round are queued and applied after it.
+ * during a round are queued by the target set (targets.c) and applied
+ * after it.
+ *
+ * Owns: struct sampler (allocated and freed here, on this thread), the
+ * tracer and through it every attached thread, the schedstat fds.
+ * Writes in struct rec_shared: the samples and events rings (producer),
+ * attach_*, targets, the sampler's counters, sampler_done, and grow[]
+ * slots back to 0.  Reads: stop, io_err, crash_acked, writer_done, grow[].
  *
  * Per-thread choice states:
  *   NEW    --first tick--> sampled --> SETTLE
@@ -42,8 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S_MAX_THREADS 16384
-#define S_PENDING 8192
+#define S_MAX_THREADS REC_MAX_THREADS
 
 enum { ST_NEW, ST_SETTLE, ST_IDLE };
 
@@ -56,25 +62,20 @@ struct sthread {
 	uint32_t window;
 };
 
-struct pending {
-	bool add;
-	pid_t tid, pid;
-};
-
-/* owns: everything below (one per sampler thread) */
+/* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
+ * chosen, targets; borrows: sh, cfg */
 struct sampler {
-	struct recorder *rec;
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
 	struct pt_tracer *t;
 	struct sthread *th; /* dense */
 	unsigned n;
 	int32_t *idx; /* tid hash -> index into th; -1 empty, -2 tombstone */
 	unsigned cap, tombs;
-	struct pending pend[S_PENDING];
-	unsigned npend;
-	bool resync;
+	struct targets targets;
 	pid_t *chosen;
 	uint64_t rng;
-	uint32_t crash_id;
+	uint32_t crash_id; /* of the last crash */
 };
 
 static unsigned h(pid_t tid, unsigned cap)
@@ -126,10 +127,10 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	if (s->idx[i] == -2)
 		s->tombs--;
 	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .state = ST_NEW,
-		.window = s->rec->cfg.first_window };
+		.window = s->cfg->first_window };
 	s->idx[i] = (int32_t)s->n++;
-	atomic_fetch_add(&s->rec->threads_seen, 1);
-	atomic_store(&s->rec->threads_live, s->n);
+	atomic_fetch_add(&s->sh->threads_seen, 1);
+	atomic_store(&s->sh->threads_live, s->n);
 }
 
 static void remove_thread(struct sampler *s, pid_t tid)
@@ -150,7 +151,7 @@ static void remove_thread(struct sampler *s, pid_t tid)
 		s->idx[m] = moved;
 	}
 	s->n--;
-	atomic_store(&s->rec->threads_live, s->n);
+	atomic_store(&s->sh->threads_live, s->n);
 	if (s->tombs > s->cap / 4)
 		rebuild_index(s);
 }
@@ -161,55 +162,75 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 {
 	struct sampler *s = arg;
 	struct sthread *st = lookup(s, tid);
-	struct td_sample *smp = ring_reserve(&s->rec->samples);
+	struct td_sample *smp = ring_reserve(&s->sh->samples);
 
 	(void)pid;
 	if (!smp)
 		return NULL; /* ring full: dropped and counted, never waited for */
-	*ret_window = st ? st->window : s->rec->cfg.first_window;
+	*ret_window = st ? st->window : s->cfg->first_window;
 	return smp;
 }
 
 static void slot_put(void *arg, struct td_sample *smp)
 {
 	struct sampler *s = arg;
-	struct recorder *r = s->rec;
-	uint64_t n = atomic_fetch_add_explicit(&r->stop_n, 1, memory_order_relaxed);
+	struct rec_shared *sh = s->sh;
+	uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
 	uint32_t us = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
 
-	atomic_store_explicit(&r->stop_ns[n % REC_STOP_RING], us, memory_order_relaxed);
+	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], us, memory_order_relaxed);
 	{
 		struct sthread *st = lookup(s, smp->tid);
 
 		if (st)
 			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
 	}
-	if (smp->stopped_ns > atomic_load_explicit(&r->stop_max, memory_order_relaxed))
-		atomic_store_explicit(&r->stop_max, smp->stopped_ns, memory_order_relaxed);
-	ring_publish(&r->samples);
-	atomic_fetch_add_explicit(&r->samples_taken, 1, memory_order_relaxed);
+	if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
+		atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
+	ring_publish(&sh->samples);
+	atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 }
 
 static void push_event(struct sampler *s, const struct rec_event *e)
 {
-	struct rec_event *slot = ring_reserve(&s->rec->events);
+	struct rec_event *slot = ring_reserve(&s->sh->events);
 
 	if (!slot) {
-		atomic_fetch_add(&s->rec->lost_events, 1);
+		atomic_fetch_add(&s->sh->lost_events, 1);
 		return;
 	}
 	*slot = *e;
-	ring_publish(&s->rec->events);
+	ring_publish(&s->sh->events);
 }
 
-static void queue(struct sampler *s, bool add, pid_t tid, pid_t pid)
+/* ---- the target set's view of the thread table (targets.c) */
+
+static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 {
-	if (s->npend == S_PENDING) {
-		s->resync = true;
-		return;
+	struct sampler *s = arg;
+
+	add_thread(s, tid, pid);
+	if (found) {
+		/* there before we attached: no clone event told the writer */
+		struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = pid, .tid = tid,
+			.time_ns = td_now_ns() };
+
+		push_event(s, &e);
 	}
-	s->pend[s->npend++] = (struct pending){ add, tid, pid };
 }
+
+static void on_thread_remove(void *arg, pid_t tid)
+{
+	remove_thread(arg, tid);
+}
+
+static bool on_thread_known(void *arg, pid_t tid)
+{
+	return lookup(arg, tid) != NULL;
+}
+
+static const struct targets_ops thread_ops = { on_thread_add, on_thread_remove,
+	on_thread_known };
 
 static void on_event(void *arg, const struct pt_event *ev)
 {
@@ -217,23 +238,20 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
 
+	if (targets_note(&s->targets, ev))
+		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
 		e.kind = REC_EV_THREAD_NEW;
-		queue(s, true, ev->tid, ev->pid);
 		break;
 	case PT_EVENT_THREAD_EXIT:
 		e.kind = REC_EV_THREAD_EXIT;
-		queue(s, false, ev->tid, ev->pid);
 		break;
 	case PT_EVENT_EXEC:
 		e.kind = REC_EV_EXEC;
-		if (ev->old_tid != ev->tid)
-			queue(s, false, ev->old_tid, ev->pid);
 		break;
 	case PT_EVENT_PROCESS_EXIT:
 		e.kind = REC_EV_PROCESS_EXIT;
-		atomic_fetch_sub(&s->rec->targets_live, 1);
 		break;
 	default:
 		return; /* signals and group-stops pass through */
@@ -260,25 +278,10 @@ static bool on_hold(void *arg, const struct pt_event *ev)
 
 static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_hold };
 
+/* After a round: the thread changes it saw. */
 static void apply_pending(struct sampler *s)
 {
-	for (unsigned i = 0; i < s->npend; i++) {
-		if (s->pend[i].add)
-			add_thread(s, s->pend[i].tid, s->pend[i].pid);
-		else
-			remove_thread(s, s->pend[i].tid);
-	}
-	s->npend = 0;
-	if (s->resync) {
-		/* more changes than the queue held: take the tracer's word */
-		static pid_t tids[S_MAX_THREADS];
-		int n = pt_tracer_threads(s->t, 0, tids, S_MAX_THREADS);
-
-		for (int i = 0; i < n; i++)
-			if (!lookup(s, tids[i]))
-				add_thread(s, tids[i], 0);
-		s->resync = false;
-	}
+	targets_apply(&s->targets, &thread_ops, s);
 }
 
 static bool read_schedstat(struct sthread *st, uint64_t *ret_ns, uint64_t *ret_count)
@@ -316,16 +319,15 @@ static unsigned choose(struct sampler *s)
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		uint64_t ns = 0, cnt = 0;
-		uint32_t g = atomic_load_explicit(&s->rec->grow[st->tid % 1024],
+		uint32_t g = atomic_load_explicit(&s->sh->grow[st->tid % REC_GROW_SLOTS],
 			memory_order_relaxed);
 		bool ran;
 
 		if (g == (uint32_t)st->tid) {
 			/* its stacks keep ending at the window's edge */
-			st->window = st->window * 2 > s->rec->cfg.max_window ?
-					     s->rec->cfg.max_window :
-					     st->window * 2;
-			atomic_store_explicit(&s->rec->grow[st->tid % 1024], 0,
+			st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window :
+									    st->window * 2;
+			atomic_store_explicit(&s->sh->grow[st->tid % REC_GROW_SLOTS], 0,
 				memory_order_relaxed);
 		}
 		if (!read_schedstat(st, &ns, &cnt)) {
@@ -369,7 +371,7 @@ static bool signal_caught(pid_t pid, pid_t tid, int signo)
  * writer is bounded (3 s) and the other threads run meanwhile. */
 static void handle_crash(struct sampler *s)
 {
-	struct recorder *r = s->rec;
+	struct rec_shared *sh = s->sh;
 	struct rec_event e = { .kind = REC_EV_CRASH };
 	struct sthread *st;
 	uint64_t deadline;
@@ -395,17 +397,16 @@ static void handle_crash(struct sampler *s)
 	apply_pending(s);
 	e.kind = REC_EV_CRASH_DONE;
 	push_event(s, &e);
-	atomic_fetch_add(&r->crashes, 1);
-	rec_wake(r->writer_wake);
+	rec_wake(sh->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
-	while (atomic_load(&r->crash_acked) != e.crash_id && td_now_ns() < deadline &&
-		!atomic_load(&r->writer_done)) {
+	while (atomic_load(&sh->crash_acked) != e.crash_id && td_now_ns() < deadline &&
+		!atomic_load(&sh->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ r->sampler_wake, POLLIN, 0 } };
+			{ sh->sampler_wake, POLLIN, 0 } };
 		uint64_t junk;
 
 		poll(pfd, 2, 50);
-		if (pfd[1].revents & POLLIN && read(r->sampler_wake, &junk, sizeof(junk)) < 0)
+		if (pfd[1].revents & POLLIN && read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 		if (pfd[0].revents & POLLIN) {
 			pt_tracer_poll(s->t, &round_ops, s);
@@ -417,42 +418,23 @@ static void handle_crash(struct sampler *s)
 
 static uint64_t next_period(struct sampler *s)
 {
-	uint64_t period = 1000000000u / s->rec->cfg.hz;
+	uint64_t period = 1000000000u / s->cfg->hz;
 
 	s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
 	/* uniform in [0.9, 1.1) x period */
 	return period - period / 10 + (s->rng >> 33) % (period / 5 + 1);
 }
 
-static int attach_all(struct sampler *s)
+/* Recording ends on a request of the control loop or an I/O error of the
+ * writer. */
+static bool stopping(struct rec_shared *sh)
 {
-	struct recorder *r = s->rec;
-
-	for (unsigned i = 0; i < r->cfg.npids; i++) {
-		static pid_t tids[S_MAX_THREADS];
-		int n = pt_tracer_attach(s->t, r->cfg.pids[i]);
-
-		if (n < 0) {
-			r->attach_err = n;
-			r->attach_pid = r->cfg.pids[i];
-			return n;
-		}
-		n = pt_tracer_threads(s->t, r->cfg.pids[i], tids, S_MAX_THREADS);
-		for (int k = 0; k < n; k++) {
-			struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = r->cfg.pids[i],
-				.tid = tids[k], .time_ns = td_now_ns() };
-
-			add_thread(s, tids[k], r->cfg.pids[i]);
-			push_event(s, &e);
-		}
-	}
-	atomic_store(&r->targets_live, r->cfg.npids);
-	return 0;
+	return atomic_load(&sh->stop) || atomic_load(&sh->io_err);
 }
 
 void *sampler_main(void *arg)
 {
-	struct recorder *r = arg;
+	struct rec_shared *sh = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
 		.trace_exec = true };
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -460,42 +442,53 @@ void *sampler_main(void *arg)
 	uint64_t start, next;
 	int tfd = -1, e;
 
-	if (!s)
+	if (!s) {
+		sh->attach_err = -ENOMEM;
 		goto out_fail;
+	}
 	/* The sampler sleeps but for the microseconds it holds a target
 	 * thread: then nothing of the target's may keep it off a CPU.  It
 	 * stays at nice -10 (when allowed) rather than paying two system
 	 * calls per round to change it. */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
 	pthread_setname_np(pthread_self(), "tracerd-sample");
-	s->rec = r;
+	s->sh = sh;
+	s->cfg = sh->cfg;
 	s->rng = td_now_ns() | 1;
 	s->cap = 4 * S_MAX_THREADS;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->idx = malloc(s->cap * sizeof(*s->idx));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
-	if (!s->th || !s->idx || !s->chosen)
+	if (!s->th || !s->idx || !s->chosen) {
+		sh->attach_err = -ENOMEM;
 		goto out_fail;
+	}
 	memset(s->idx, 0xff, s->cap * sizeof(*s->idx));
 	e = pt_tracer_new(&pc, &s->t);
 	if (e < 0) {
-		r->attach_err = e;
+		sh->attach_err = e;
 		goto out_fail;
 	}
-	if (attach_all(s) < 0)
+	targets_init(&s->targets, s->t);
+	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
+		&sh->attach_pid);
+	if (e < 0) {
+		sh->attach_err = e;
 		goto out_fail;
+	}
+	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (tfd < 0) {
-		r->attach_err = -errno;
+		sh->attach_err = -errno;
 		goto out_fail;
 	}
-	atomic_store(&r->attach_state, 1);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->attach_state, 1);
+	rec_wake(sh->control_wake);
 
 	start = next = td_now_ns();
-	while (!atomic_load(&r->stop)) {
+	while (!stopping(sh)) {
 		struct pollfd pfd[3] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ r->sampler_wake, POLLIN, 0 } };
+			{ sh->sampler_wake, POLLIN, 0 } };
 		uint64_t now, junk;
 
 		next += next_period(s);
@@ -514,31 +507,31 @@ void *sampler_main(void *arg)
 				handle_crash(s);
 			}
 			if (pfd[2].revents & POLLIN)
-				if (read(r->sampler_wake, &junk, sizeof(junk)) < 0)
+				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 					junk = 0;
-			if ((pfd[0].revents & POLLIN) || atomic_load(&r->stop) ||
-				atomic_load(&r->targets_live) <= 0)
+			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
+				!targets_live(&s->targets))
 				break;
 		}
 		if (read(tfd, &junk, sizeof(junk)) < 0)
 			junk = 0;
-		if (atomic_load(&r->stop) || atomic_load(&r->targets_live) <= 0)
+		if (stopping(sh) || !targets_live(&s->targets))
 			break;
-		if (r->cfg.duration_ns && td_now_ns() - start >= r->cfg.duration_ns)
+		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
 			break;
 		{
 			struct pt_round_stats st;
 			unsigned k = choose(s);
 
-			atomic_fetch_add(&r->ticks, 1);
+			atomic_fetch_add(&sh->ticks, 1);
 			if (k) {
 				pt_tracer_sample(s->t, s->chosen, k, &round_ops, s, 100, 0, &st);
-				atomic_fetch_add(&r->lost_ring, st.dropped);
-				atomic_fetch_add(&r->lost_not_stopped, st.timeout);
+				atomic_fetch_add(&sh->lost_ring, st.dropped);
+				atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
 				/* the writer polls every 50 ms; wake it early only
 				 * when the ring fills */
-				if (ring_used(&r->samples) > r->samples.cap / 4)
-					rec_wake(r->writer_wake);
+				if (ring_used(&sh->samples) > sh->samples.cap / 4)
+					rec_wake(sh->writer_wake);
 			}
 			apply_pending(s);
 			handle_crash(s);
@@ -549,8 +542,8 @@ void *sampler_main(void *arg)
 	s->t = NULL;
 	goto out;
 out_fail:
-	atomic_store(&r->attach_state, -1);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->attach_state, -1);
+	rec_wake(sh->control_wake);
 out:
 	if (tfd >= 0)
 		close(tfd);
@@ -564,8 +557,8 @@ out:
 		free(s->chosen);
 		free(s);
 	}
-	atomic_store(&r->sampler_done, 1);
-	rec_wake(r->writer_wake);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->sampler_done, 1);
+	rec_wake(sh->writer_wake);
+	rec_wake(sh->control_wake);
 	return NULL;
 }

@@ -7,7 +7,17 @@
  * snapshots on request.
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
- * chunk starts, since ids are per chunk. */
+ * chunk starts, since ids are per chunk.
+ *
+ * Owns: struct writer (made by writer_new on the control loop's thread,
+ * run here, freed by writer_free after the join), the repository from
+ * writer_new on (closed here when the rings are drained, or by
+ * writer_free if this thread never ran), the sessions and caches.
+ * Writes in struct rec_shared: the notices ring (producer), the samples
+ * and events rings' heads (consumer), the writer's counters, io_err,
+ * crash_acked, grow[] requests, writer_done.  Reads: sampler_done, stop,
+ * rotate_req and snapshot_req (taken), targets, targets_live,
+ * samples_taken. */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
 
@@ -44,8 +54,11 @@ struct map {
 	size_t cap, used;
 };
 
+/* owns: repo (until writer_main closes it), cache, sess, the maps, names;
+ * borrows: sh, cfg */
 struct writer {
-	struct recorder *rec;
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
 	struct repo *repo;
 	struct chunk_writer *cw; /* the current chunk's, borrowed from repo */
 	struct sym_cache *cache;
@@ -128,24 +141,29 @@ static void new_chunk_caches(struct writer *w)
 static void chunk_meta(struct writer *w)
 {
 	char buf[256];
-	struct recorder *r = w->rec;
+	const struct rec_config *cfg = w->cfg;
 
 	chunk_writer_meta(w->cw, "tracerd.version", TD_VERSION);
-	snprintf(buf, sizeof(buf), "%u", r->cfg.hz);
+	snprintf(buf, sizeof(buf), "%u", cfg->hz);
 	chunk_writer_meta(w->cw, "sampling.hz", buf);
 	if (gethostname(buf, sizeof(buf)) == 0)
 		chunk_writer_meta(w->cw, "host", buf);
-	for (unsigned i = 0; i < r->cfg.npids; i++) {
+	for (unsigned i = 0; i < cfg->npids; i++) {
 		char path[64], cmd[256];
 		int n;
 
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)r->cfg.pids[i]);
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)cfg->pids[i]);
 		n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
+		/* Checked after the read: once the target is gone its PID
+		 * cannot name it again, so a match now means the read was
+		 * of the target, not of a later process of that PID. */
+		if (td_proc_id_check(&w->sh->targets[i]) != 1)
+			n = 0;
 		for (int k = 0; k < n - 1; k++)
 			if (!cmd[k])
 				cmd[k] = ' ';
 		if (n > 0) {
-			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)r->cfg.pids[i]);
+			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)cfg->pids[i]);
 			chunk_writer_meta(w->cw, buf, cmd);
 		}
 	}
@@ -168,8 +186,8 @@ static struct chunk_writer *current_chunk(struct writer *w)
 	if (!cw) {
 		int e = repo_error(w->repo);
 
-		if (!atomic_load(&w->rec->io_err))
-			atomic_store(&w->rec->io_err, e ? e : -EIO);
+		if (!atomic_load(&w->sh->io_err))
+			atomic_store(&w->sh->io_err, e ? e : -EIO);
 		return NULL;
 	}
 	if (cw != w->cw) {
@@ -198,7 +216,7 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 	if (!create || !free_slot)
 		return NULL;
 	{
-		struct sym_options o = { .debuginfo_dir = w->rec->cfg.debuginfo_dir };
+		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir };
 
 		if (sym_session_new(pid, &o, w->cache, &free_slot->s) < 0)
 			return NULL;
@@ -365,12 +383,12 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		sym_session_unwind(se->s, s, &w->u);
 	}
 	if (w->u.end == SYM_END_WINDOW)
-		atomic_store_explicit(&w->rec->grow[s->tid % 1024], (uint32_t)s->tid,
+		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
 	for (unsigned i = 0; i < w->u.n; i++)
 		w->loc_ids[n++] = location(w, se->s, s->pid, w->u.pc[i], w->u.activation[i]);
 	if (w->u.end != SYM_END_OUTERMOST) {
-		atomic_fetch_add_explicit(&w->rec->unwind_partial, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
 		w->loc_ids[n++] = end_location(w, w->u.end);
 	}
 	return chunk_writer_stack(w->cw, w->loc_ids, n);
@@ -397,7 +415,7 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
 	if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
-		atomic_fetch_add_explicit(&w->rec->samples_written, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
 }
 
 static void do_event(struct writer *w, const struct rec_event *e)
@@ -426,24 +444,23 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		/* the crash's stacks were published before this event */
 		void *p;
 
-		while ((p = ring_peek(&w->rec->samples))) {
+		while ((p = ring_peek(&w->sh->samples))) {
 			do_sample(w, p);
-			ring_pop(&w->rec->samples);
+			ring_pop(&w->sh->samples);
 		}
 		/* the evidence on disk before the signal goes on */
 		if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
-			atomic_store(&w->rec->io_err, repo_error(w->repo));
+			atomic_store(&w->sh->io_err, repo_error(w->repo));
 		rotated(w);
 		w->crash.crash_id = 0;
-		atomic_store(&w->rec->crash_acked, e->crash_id);
-		rec_wake(w->rec->sampler_wake);
+		atomic_store(&w->sh->crash_acked, e->crash_id);
+		rec_wake(w->sh->sampler_wake);
 		break;
 	}
 	case REC_EV_PROCESS_EXIT:
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXIT,
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
-		w->rec->exit_status_of_target = e->status;
 		session_drop(w, e->pid);
 		break;
 	default:
@@ -455,7 +472,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
  * went (dropped if the notice ring is full: the file is there anyway). */
 static void take_snapshot(struct writer *w)
 {
-	struct rec_notice *n = ring_reserve(&w->rec->notices);
+	struct rec_notice *n = ring_reserve(&w->sh->notices);
 	struct rec_notice local;
 	char dir[4096], stamp[32];
 	struct timespec ts;
@@ -478,116 +495,131 @@ static void take_snapshot(struct writer *w)
 		n->err = repo_snapshot(repo_path(w->repo), n->path, 0, &n->chunks, &repaired,
 			&n->bytes);
 	if (n != &local) {
-		ring_publish(&w->rec->notices);
-		rec_wake(w->rec->main_wake);
+		ring_publish(&w->sh->notices);
+		rec_wake(w->sh->control_wake);
 	}
+}
+
+int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_writer)
+{
+	struct writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	if (sym_cache_new(&w->cache) < 0) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->sh = sh;
+	w->cfg = sh->cfg;
+	w->repo = repo;
+	*ret_writer = w;
+	return 0;
 }
 
 void *writer_main(void *arg)
 {
-	struct writer *w = calloc(1, sizeof(*w));
-	struct recorder *r = arg;
+	struct writer *w = arg;
+	struct rec_shared *sh = w->sh;
 	uint64_t last_flush = td_now_ns();
 	int reason = TCF_END_STOP;
 
-	if (!w || sym_cache_new(&w->cache) < 0) {
-		atomic_store(&r->io_err, -ENOMEM);
-		goto out;
-	}
-	w->rec = r;
-	w->repo = (struct repo *)r->repo_handle;
 	/* Unwinding can wait; the target and the sampler cannot. */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	pthread_setname_np(pthread_self(), "tracerd-write");
 	for (;;) {
-		struct pollfd pfd = { r->writer_wake, POLLIN, 0 };
-		bool done = atomic_load(&r->sampler_done);
-		bool hurry = atomic_load(&r->stop) >= 2;
+		struct pollfd pfd = { sh->writer_wake, POLLIN, 0 };
+		bool done = atomic_load(&sh->sampler_done);
+		bool hurry = atomic_load(&sh->stop) >= 2;
 		uint64_t junk, now;
 
 		/* Events and samples in time order: a sample taken before an
 		 * exec must be unwound against the old image, before the exec
 		 * drops its session. */
 		for (;;) {
-			struct rec_event *e = ring_peek(&r->events);
-			struct td_sample *smp = ring_peek(&r->samples);
+			struct rec_event *e = ring_peek(&sh->events);
+			struct td_sample *smp = ring_peek(&sh->samples);
 
 			if (e && (!smp || e->time_ns <= smp->time_ns)) {
 				do_event(w, e);
-				ring_pop(&r->events);
+				ring_pop(&sh->events);
 			} else if (smp) {
 				if (!hurry)
 					do_sample(w, smp);
-				ring_pop(&r->samples);
+				ring_pop(&sh->samples);
 			} else {
 				break;
 			}
 		}
-		if (ring_peek(&r->events) || ring_peek(&r->samples))
+		if (ring_peek(&sh->events) || ring_peek(&sh->samples))
 			continue;
-		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {
+		if (!atomic_load(&sh->startup_samples) && atomic_load(&sh->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
 			struct rusage ru;
 
 			getrusage(RUSAGE_SELF, &ru);
-			atomic_store(&r->startup_cpu_us,
+			atomic_store(&sh->startup_cpu_us,
 				(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
 					(uint64_t)ru.ru_stime.tv_sec * 1000000u +
 					(uint64_t)ru.ru_stime.tv_usec);
-			atomic_store(&r->startup_samples, atomic_load(&r->samples_taken));
+			atomic_store(&sh->startup_samples, atomic_load(&sh->samples_taken));
 		}
 		now = td_now_ns();
-		if (atomic_exchange(&r->rotate_req, 0)) {
+		if (atomic_exchange(&sh->rotate_req, 0)) {
 			if (repo_rotate(w->repo, TCF_END_ROTATE) < 0)
-				atomic_store(&r->io_err, repo_error(w->repo));
+				atomic_store(&sh->io_err, repo_error(w->repo));
 			rotated(w);
 		}
-		if (atomic_exchange(&r->snapshot_req, 0))
+		if (atomic_exchange(&sh->snapshot_req, 0))
 			take_snapshot(w);
 		check_renames(w, now);
 		if (now - last_flush >= 1000000000u && w->cw) {
 			chunk_writer_flush(w->cw);
 			if (repo_tick(w->repo, now) == 1)
 				rotated(w);
-			atomic_store(&r->bytes_written, repo_bytes_written(w->repo));
+			atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
 			last_flush = now;
 		}
-		if (repo_error(w->repo) && !atomic_load(&r->io_err))
-			atomic_store(&r->io_err, repo_error(w->repo));
-		if (atomic_load(&r->io_err)) {
-			/* disk full and the like: stop recording, keep what is
-			 * written (whole blocks) */
-			atomic_store(&r->stop, 1);
-			rec_wake(r->sampler_wake);
+		if (repo_error(w->repo) && !atomic_load(&sh->io_err))
+			atomic_store(&sh->io_err, repo_error(w->repo));
+		if (atomic_load(&sh->io_err)) {
+			/* disk full and the like: the sampler stops on io_err;
+			 * what is written (whole blocks) stays */
+			rec_wake(sh->sampler_wake);
 		}
 		if (done)
 			break;
-		if (poll(&pfd, 1, 50) > 0 && read(r->writer_wake, &junk, sizeof(junk)) < 0)
+		if (poll(&pfd, 1, 50) > 0 && read(sh->writer_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 	}
-	if (atomic_load(&r->targets_live) <= 0)
+	if (atomic_load(&sh->targets_live) <= 0)
 		reason = TCF_END_TARGET_EXIT;
-	if (!atomic_load(&r->io_err)) {
+	if (!atomic_load(&sh->io_err)) {
 		/* finish the chunk first, so that its size is counted */
 		int e = repo_rotate(w->repo, reason);
 
 		if (e < 0)
-			atomic_store(&r->io_err, e);
+			atomic_store(&sh->io_err, e);
 	}
-	atomic_store(&r->bytes_written, repo_bytes_written(w->repo));
+	atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
 	repo_close(w->repo, reason);
-	r->repo_handle = NULL;
-out:
-	if (w) {
-		for (unsigned i = 0; i < TD_ARRAY_SIZE(w->sess); i++)
-			sym_session_free(w->sess[i].s);
-		sym_cache_free(w->cache);
-		free(w->threads.t);
-		free(w->locs.t);
-		free(w->names);
-		free(w);
-	}
-	atomic_store(&r->writer_done, 1);
-	rec_wake(r->main_wake);
+	w->repo = NULL;
+	atomic_store(&sh->writer_done, 1);
+	rec_wake(sh->control_wake);
 	return NULL;
+}
+
+void writer_free(struct writer *w)
+{
+	if (!w)
+		return;
+	if (w->repo)
+		repo_close(w->repo, TCF_END_STOP);
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->sess); i++)
+		sym_session_free(w->sess[i].s);
+	sym_cache_free(w->cache);
+	free(w->threads.t);
+	free(w->locs.t);
+	free(w->names);
+	free(w);
 }
