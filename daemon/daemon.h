@@ -54,11 +54,13 @@ struct recorder;
 /* Which step of rec_open failed, and for whom. */
 struct rec_failure {
 	enum { REC_FAIL_SETUP, REC_FAIL_REPO, REC_FAIL_TRACER, REC_FAIL_ATTACH } step;
-	pid_t pid; /* ATTACH: the target; REPO with -TD_E_LOCKED: the writer */
+	pid_t pid; /* ATTACH: the target; REPO with -TD_E_LOCKED: the tracerd
+		    * process that holds the repository's lock */
 };
 
-/* Open the repository, start the sampler thread and attach to every
- * target.  On failure returns -errno / -TD_E_* and fills *ret_fail. */
+/* Open the repository, start the sampler thread, attach to every target
+ * and start the writer thread.  On failure nothing is left attached or
+ * running; returns -errno / -TD_E_* and fills *ret_fail. */
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail);
 
 /* Something the writer did on request that a person wants to hear of. */

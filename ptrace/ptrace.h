@@ -40,7 +40,8 @@ struct td_sample {
 	int32_t pid;
 	int32_t tid;
 	uint64_t time_ns;    /* CLOCK_MONOTONIC at capture */
-	uint64_t stopped_ns; /* upper bound of the time we kept it stopped */
+	uint64_t stopped_ns; /* upper bound of the time we kept it stopped
+			      * (0: held for a crash, TD_SAMPLE_HELD) */
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
@@ -95,7 +96,7 @@ struct pt_round_ops {
 };
 
 struct pt_config {
-	unsigned max_threads;  /* bound on traced threads (all processes) */
+	unsigned max_threads;  /* bound on traced threads, all processes (0: 8192) */
 	bool trace_clone;      /* follow new threads (PTRACE_O_TRACECLONE) */
 	bool trace_exec;       /* PTRACE_O_TRACEEXEC */
 	/* Interrupts in flight at once in a round (0: 4).  All at once makes
