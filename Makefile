@@ -45,7 +45,7 @@ LIB_SRCS := common/td.c common/fault.c \
 	chunkfmt/repo.c chunkfmt/snapshot.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \
 	report/html.c \
-	ptrace/ptrace.c ptrace/perf.c \
+	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/sampler.c daemon/writer.c \
 	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c

@@ -31,6 +31,8 @@ enum {
 	TD_SAMPLE_HELD = 1u << 4,	   /* taken in a held signal stop (crash) */
 	TD_SAMPLE_PERF = 1u << 5,	   /* taken by the kernel (pt_perf), no stop */
 	TD_SAMPLE_IN_KERNEL = 1u << 6,	   /* PERF: the thread was in the kernel */
+	TD_SAMPLE_NOSTOP = 1u << 7,	   /* blocked, copied without a stop: only
+					    * rsp and rip are known */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -214,5 +216,40 @@ int pt_perf_fd(const struct pt_perf *p);
  * of samples. */
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 	struct pt_perf_stats *ret_stats);
+
+
+/* ---------------------------------------- blocked threads, never stopped
+ *
+ * A thread asleep in a system call is captured without a stop from its
+ * kept-open /proc/PID/task/TID/syscall and schedstat files (ptrace access
+ * needed) and a copy of its stack: zero EINTR, zero context switches. */
+struct pt_syscall {
+	bool running; /* on a CPU or runnable: no syscall to show */
+	long nr;      /* -1: blocked outside a system call (a page fault) */
+	uint64_t args[6];
+	uint64_t sp, pc;
+};
+
+/* Parse a line of /proc/PID/task/TID/syscall.  0 or -EINVAL. */
+int pt_syscall_parse(const char *line, struct pt_syscall *ret);
+
+/* What a blocked thread looked like at one instant. */
+struct pt_blocked {
+	struct pt_syscall sc;
+	uint64_t run_ns, run_count; /* schedstat: CPU time, times scheduled */
+};
+
+/* Read a thread's state.  1: blocked (ret->sc holds the call), 0: running
+ * or runnable, -ESRCH: gone, -errno. */
+int pt_blocked_probe(int syscall_fd, int schedstat_fd, struct pt_blocked *ret);
+/* Both blocked, and the thread did not run in between: same call, same
+ * place, same schedstat. */
+bool pt_blocked_same(const struct pt_blocked *a, const struct pt_blocked *b);
+/* Copy the stack of the thread probed as b (up to window bytes, not past
+ * stack_end when known) into s, then probe again: 1 if it provably did not
+ * run meanwhile, -EAGAIN if it did (the copy may be torn: drop it), -ESRCH
+ * if it is gone. */
+int pt_blocked_copy(pid_t pid, pid_t tid, const struct pt_blocked *b, int syscall_fd,
+	int schedstat_fd, struct td_sample *s, uint32_t window, uint64_t stack_end);
 
 #endif

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,4 +183,80 @@ Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 	pt_perf_free(p);
 	fx_stop(pid);
 	free(c);
+}
+
+/* ptrace/blocked.c: a parked thread is captured without a stop. */
+Test(blocked, parked_threads_copied_without_a_stop, .timeout = 60)
+{
+	pid_t pid = fx_start(TD_FIXTURE_DIR "/fx_eintr", NULL);
+	union {
+		struct td_sample s;
+		uint8_t bytes[16384 + 512];
+	} *slot = malloc(sizeof(*slot));
+	struct sym_cache *cache = NULL;
+	struct sym_session *ss = NULL;
+	pid_t tids[16];
+	int n, sfd[16], cfd[16];
+	unsigned ok = 0, torn = 0;
+
+	cr_assert(pid > 0);
+	cr_assert(wait_parked(pid, NULL, 10000), "the fixture parks");
+	n = task_list(pid, tids, 16);
+	cr_assert_eq(n, 4);
+	for (int i = 0; i < n; i++) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tids[i]);
+		sfd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
+		cfd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		cr_assert(sfd[i] >= 0 && cfd[i] >= 0);
+	}
+	cr_assert_eq(sym_cache_new(&cache), 0);
+	cr_assert_eq(sym_session_new(pid, &(struct sym_options){ .no_dwarf = true }, cache, &ss), 0);
+	/* 200 rounds: fx_eintr exits if its epoll_wait ever sees EINTR */
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < n; i++) {
+			struct pt_blocked b;
+			int r = pt_blocked_probe(sfd[i], cfd[i], &b);
+
+			cr_assert_eq(r, 1, "thread %d is blocked (%d)", (int)tids[i], r);
+			r = pt_blocked_copy(pid, tids[i], &b, sfd[i], cfd[i], &slot->s, 16384, 0);
+			cr_assert(r == 1 || r == -EAGAIN, "copy: %d", r);
+			if (r == -EAGAIN) {
+				torn++;
+				continue;
+			}
+			ok++;
+			cr_expect(slot->s.flags & TD_SAMPLE_NOSTOP);
+			cr_expect_gt(slot->s.stack_len, 0);
+			if (round == 0 && tids[i] == pid) {
+				struct sym_unwound u;
+				bool has_main = false;
+
+				cr_expect_geq(sym_session_unwind(ss, &slot->s, &u), 0);
+				for (unsigned k = 0; k < u.n; k++) {
+					struct sym_frame f[8];
+					int m = sym_session_symbolize(ss, u.pc[k], u.activation[k],
+						false, f, 8);
+
+					for (int j = 0; j < m; j++)
+						has_main |= f[j].function &&
+							!strcmp(f[j].function, "main");
+				}
+				cr_expect(has_main, "unwound from rsp and rip to main (%u frames, %s)",
+					u.n, sym_end_name(u.end));
+			}
+		}
+	}
+	cr_expect_eq(task_state(pid, pid) != '?', true, "fx_eintr saw no EINTR: still alive");
+	cr_expect_geq(ok, 4 * 200 - 10, "copies accepted: %u, torn %u", ok, torn);
+	for (int i = 0; i < n; i++) {
+		close(sfd[i]);
+		close(cfd[i]);
+	}
+	sym_session_free(ss);
+	sym_cache_free(cache);
+	fx_stop(pid);
+	free(slot);
 }
