@@ -31,6 +31,10 @@ enum {
 	TD_SAMPLE_STACK_PROCMEM = 1u << 2, /* stack read via /proc/PID/mem */
 	TD_SAMPLE_STACK_FAILED = 1u << 3,  /* no stack bytes could be read */
 	TD_SAMPLE_HELD = 1u << 4,	   /* taken in a held signal stop (crash) */
+	TD_SAMPLE_PERF = 1u << 5,	   /* taken by the kernel (pt_perf), no stop */
+	TD_SAMPLE_IN_KERNEL = 1u << 6,	   /* PERF: the thread was in the kernel */
+	TD_SAMPLE_NOSTOP = 1u << 7,	   /* blocked, copied without a stop: only
+					    * rsp and rip are known */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -191,5 +195,89 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
  * attach and sets TD_SAMPLE_STACK_PROCMEM; this function has no such
  * fallback.)  Returns bytes read (short at an unmapped page) or -errno. */
 ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
+
+
+/* ------------------------------------------------ CPU-time sampling (perf)
+ *
+ * The kernel samples each added thread every period of CPU time it uses
+ * (a perf_event task-clock counter per thread and CPU) and copies its user
+ * registers and the top of its user stack at that instant, on the
+ * thread's own CPU: no thread is stopped, a thread that does not run is
+ * not sampled, and the place is the one perf record would show.  Needs
+ * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
+ * perf_event_paranoid <= 2 for user-mode samples only). */
+#define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
+
+struct pt_perf_config {
+	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
+	uint32_t stack_bytes; /* user stack copied per sample, <= PT_PERF_MAX_STACK */
+	unsigned max_threads; /* bound on added threads */
+	uint64_t seed;	      /* of the random periods */
+};
+
+struct pt_perf_stats {
+	unsigned samples;      /* handed to slot_put */
+	unsigned dropped;      /* slot_get returned NULL */
+	uint64_t lost;	       /* the kernel's ring was full */
+	unsigned throttled;    /* the kernel throttled sampling */
+	unsigned no_user_regs; /* no user context (a thread past its exit) */
+	unsigned malformed;
+};
+
+/* owns: the event fds, the per-CPU rings */
+struct pt_perf;
+
+/* -EACCES/-EPERM: not permitted; -ENOSYS/-ENOENT/-ENODEV: not available. */
+int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf);
+void pt_perf_free(struct pt_perf *p); /* NULL-safe */
+/* Start sampling tid (of process pid).  -ESRCH: gone; -TD_E_LIMIT: full. */
+int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid);
+void pt_perf_remove(struct pt_perf *p, pid_t tid);
+unsigned pt_perf_threads(const struct pt_perf *p);
+/* Samples are user-mode only (no permission for kernel-mode ones): time
+ * in system calls is then not sampled. */
+bool pt_perf_user_only(const struct pt_perf *p);
+/* Readable when a ring is a quarter full; drain at least that often. */
+int pt_perf_fd(const struct pt_perf *p);
+/* Copy every sample in the rings into slots from ops->slot_get, hand each
+ * to ops->slot_put.  Never allocates, locks or blocks.  Returns the number
+ * of samples. */
+int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
+	struct pt_perf_stats *ret_stats);
+
+
+/* ---------------------------------------- blocked threads, never stopped
+ *
+ * A thread asleep in a system call is captured without a stop from its
+ * kept-open /proc/PID/task/TID/syscall and schedstat files (ptrace access
+ * needed) and a copy of its stack: zero EINTR, zero context switches. */
+struct pt_syscall {
+	bool running; /* on a CPU or runnable: no syscall to show */
+	long nr;      /* -1: blocked outside a system call (a page fault) */
+	uint64_t args[6];
+	uint64_t sp, pc;
+};
+
+/* Parse a line of /proc/PID/task/TID/syscall.  0 or -EINVAL. */
+int pt_syscall_parse(const char *line, struct pt_syscall *ret);
+
+/* What a blocked thread looked like at one instant. */
+struct pt_blocked {
+	struct pt_syscall sc;
+	uint64_t run_ns, run_count; /* schedstat: CPU time, times scheduled */
+};
+
+/* Read a thread's state.  1: blocked (ret->sc holds the call), 0: running
+ * or runnable, -ESRCH: gone, -errno. */
+int pt_blocked_probe(int syscall_fd, int schedstat_fd, struct pt_blocked *ret);
+/* Both blocked, and the thread did not run in between: same call, same
+ * place, same schedstat. */
+bool pt_blocked_same(const struct pt_blocked *a, const struct pt_blocked *b);
+/* Copy the stack of the thread probed as b (up to window bytes, not past
+ * stack_end when known) into s, then probe again: 1 if it provably did not
+ * run meanwhile, -EAGAIN if it did (the copy may be torn: drop it), -ESRCH
+ * if it is gone. */
+int pt_blocked_copy(pid_t pid, pid_t tid, const struct pt_blocked *b, int syscall_fd,
+	int schedstat_fd, struct td_sample *s, uint32_t window, uint64_t stack_end);
 
 #endif
