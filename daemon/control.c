@@ -80,6 +80,12 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.lost_ring = atomic_load(&sh->lost_ring),
 		.lost_not_stopped = atomic_load(&sh->lost_not_stopped),
 		.lost_events = atomic_load(&sh->lost_events),
+		.lost_torn = atomic_load(&sh->lost_torn),
+		.lost_kernel = atomic_load(&sh->lost_kernel),
+		.skipped = atomic_load(&sh->skipped),
+		/* written before attach_state, which rec_open waited for */
+		.capture = (enum rec_capture)sh->capture,
+		.perf_err = sh->perf_err,
 		.unwind_partial = atomic_load(&sh->unwind_partial),
 		.threads_seen = atomic_load(&sh->threads_seen),
 		.threads_live = atomic_load(&sh->threads_live),

@@ -76,6 +76,8 @@ struct rec_shared {
 	int attach_err;		  /* -errno / -TD_E_*: why it failed */
 	pid_t attach_pid;	  /* the target it failed on; 0: setting up the tracer */
 	struct td_proc_id targets[REC_MAX_PIDS]; /* cfg->pids as attached */
+	int capture;  /* enum rec_capture the sampler chose: PERF or PTRACE */
+	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
 
 	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),
 	 * 2 hurry (a second INT/TERM: drop what is not written); read by the
@@ -108,6 +110,7 @@ struct rec_shared {
 	 * target exit?). */
 	_Atomic uint64_t samples_taken, ticks;
 	_Atomic uint64_t lost_ring, lost_not_stopped, lost_events;
+	_Atomic uint64_t lost_torn, lost_kernel, skipped;
 	_Atomic uint64_t threads_seen, threads_live;
 	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* stopped times, [stop_n % RING] last */
 	_Atomic uint64_t stop_n, stop_max;

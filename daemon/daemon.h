@@ -20,12 +20,29 @@
 
 #define REC_MAX_PIDS 16
 
+/* What a sample means (tracerd(8), MODES).
+ *   CPU   where threads are while they use CPU: a thread is sampled every
+ *         1/hz of the CPU time it uses (on average; the periods are drawn
+ *         at random), and never while it does not run.
+ *   WALL  every thread at every tick (1/hz of wall time, drawn at random),
+ *         running or blocked, with its state. */
+enum rec_mode { REC_MODE_CPU, REC_MODE_WALL };
+
+/* How running threads are captured in cpu mode. */
+enum rec_capture {
+	REC_CAPTURE_AUTO,   /* perf when permitted, else ptrace */
+	REC_CAPTURE_PERF,   /* the kernel samples (perf_event task-clock); no stop */
+	REC_CAPTURE_PTRACE, /* a ptrace stop per sample */
+};
+
 /* What to record, and where.  Copied by rec_open: the caller's strings
  * must outlive the recorder. */
 struct rec_config {
 	pid_t pids[REC_MAX_PIDS];
 	unsigned npids;
 	unsigned hz;
+	enum rec_mode mode;
+	enum rec_capture capture;
 	uint64_t duration_ns; /* 0: until stopped */
 	const char *repo;
 	struct repo_opts ropts;
@@ -39,7 +56,12 @@ struct rec_config {
 struct rec_stats {
 	uint64_t samples_taken, samples_written, ticks;
 	uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
+	uint64_t lost_torn;   /* a blocked thread ran while its stack was copied */
+	uint64_t lost_kernel; /* the kernel's perf ring was full */
+	uint64_t skipped;     /* ticks a thread was left out after missed stops */
 	uint64_t threads_seen, threads_live;
+	enum rec_capture capture; /* what cpu mode used: PERF or PTRACE */
+	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	double stop_p50_us, stop_p99_us, stop_max_us;

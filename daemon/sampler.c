@@ -1,26 +1,39 @@
 /* The sampler thread: the only thread of tracerd that calls ptrace, and so
- * the tracer of every target thread.
+ * the tracer of every target thread, and the only one that stops a target
+ * thread.  It never interrupts a thread that is blocked in a system call.
  *
- * Loop: wait on a timerfd (ticks jittered +-10% around 1/HZ so that
- * sampling cannot lock onto a periodic workload) and on ptrace events.  On
- * a tick, pick the threads that ran since the last tick (schedstat read
- * through kept-open fds, before any interrupt: interrupting a thread
- * blocked in epoll_wait makes the program see EINTR), sample them in one
- * windowed round, and publish each copy into the sample ring.
+ * cpu mode, perf capture (the default where permitted): the kernel samples
+ * each thread every 1/HZ of the CPU time it uses, at a random period
+ * (ptrace/perf.c); this thread adds and removes threads as they come and
+ * go, and every 10 ms (or when a ring is a quarter full) moves the samples
+ * into the sample ring.  No target thread is ever stopped for a sample.
+ *
+ * cpu mode, ptrace capture (perf not permitted): on each tick (random,
+ * uniform over +-50% of 1/HZ, so that it cannot lock onto a periodic
+ * workload) pick the threads that ran since the last tick and are not
+ * blocked now (schedstat and /proc/.../syscall through kept-open fds), and
+ * sample them in one windowed round of interrupts.
+ *
+ * wall mode: on each tick every thread: a blocked one is copied without a
+ * stop (ptrace/blocked.c), or, when nothing changed since its last copy
+ * (same call, same place, same schedstat), repeated without a copy; a
+ * running one is sampled in the round of interrupts.
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
  * (full: the sample is dropped and counted), thread-table changes seen
  * during a round are queued by the target set (targets.c) and applied
- * after it.
+ * after it.  A round waits at most one tick for its stops; a thread that
+ * misses three rounds in a row is left out for a while (ptrace.c).
  *
  * Owns: struct sampler (allocated and freed here, on this thread), the
- * tracer and through it every attached thread, the schedstat fds.
- * Writes in struct rec_shared: the samples and events rings (producer),
- * attach_*, targets, the sampler's counters, sampler_done, and grow[]
- * slots back to 0.  Reads: stop, io_err, crash_acked, writer_done, grow[].
+ * tracer and through it every attached thread, the perf rings, the /proc
+ * fds.  Writes in struct rec_shared: the samples and events rings
+ * (producer), attach_*, targets, capture, perf_err, the sampler's
+ * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
+ * io_err, crash_acked, writer_done, grow[].
  *
- * Per-thread choice states:
+ * Per-thread choice states (ptrace capture in cpu mode):
  *   NEW    --first tick--> sampled --> SETTLE
  *   SETTLE --next tick: schedstat moved by no more than our own interrupt
  *           (+2 switches, < 200 us) of a thread we found blocked--> IDLE;
@@ -30,6 +43,7 @@
  *           sampled: a thread that never left the CPU gets no new time
  *           slice, and its run time only advances at scheduler ticks
  *           (4 ms at HZ=250), while switching out would have updated it.
+ *   any    --blocked in a system call now--> not sampled
  */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
@@ -55,9 +69,15 @@ enum { ST_NEW, ST_SETTLE, ST_IDLE };
 
 struct sthread {
 	pid_t tid, pid;
-	int fd; /* schedstat, -1 until opened */
+	int fd;	    /* schedstat, -1 until opened */
+	int sys_fd; /* syscall, -1 until opened */
+	int stat_fd; /* stat, -1 until opened */
 	uint8_t state;
 	bool oncpu; /* its last sample found it running, not in a syscall */
+	bool perf;  /* the kernel samples it (pt_perf) */
+	bool have_last; /* last: its latest copy without a stop */
+	bool last_disk;
+	struct pt_blocked last;
 	uint64_t run_ns, run_count;
 	uint32_t window;
 };
@@ -73,6 +93,7 @@ struct sampler {
 	int32_t *idx; /* tid hash -> index into th; -1 empty, -2 tombstone */
 	unsigned cap, tombs;
 	struct targets targets;
+	struct pt_perf *perf; /* cpu mode with perf capture, else NULL */
 	pid_t *chosen;
 	uint64_t rng;
 	uint32_t crash_id; /* of the last crash */
@@ -115,6 +136,53 @@ static void rebuild_index(struct sampler *s)
 	s->tombs = 0;
 }
 
+static void close_fds(struct sthread *st)
+{
+	if (st->fd >= 0)
+		close(st->fd);
+	if (st->sys_fd >= 0)
+		close(st->sys_fd);
+	if (st->stat_fd >= 0)
+		close(st->stat_fd);
+	st->fd = st->sys_fd = st->stat_fd = -1;
+}
+
+static int open_task_file(const struct sthread *st, const char *name)
+{
+	char path[80];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)st->pid, (int)st->tid, name);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The thread's kept-open schedstat and syscall files; false if it has no
+ * process id yet or is gone. */
+static bool probe_fds(struct sthread *st)
+{
+	if (!st->pid)
+		return false;
+	if (st->fd < 0)
+		st->fd = open_task_file(st, "schedstat");
+	if (st->sys_fd < 0)
+		st->sys_fd = open_task_file(st, "syscall");
+	return st->fd >= 0 && st->sys_fd >= 0;
+}
+
+/* In uninterruptible sleep (D): waiting for the disk or the like. */
+static bool in_disk_wait(struct sthread *st)
+{
+	char buf[512], *p;
+	ssize_t n;
+
+	if (st->stat_fd < 0)
+		st->stat_fd = open_task_file(st, "stat");
+	if (st->stat_fd < 0 || (n = pread(st->stat_fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold anything, even ") D" */
+	return p && p[1] == ' ' && p[2] == 'D';
+}
+
 static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 {
 	unsigned i;
@@ -126,8 +194,12 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 		i = (i + 1) & (s->cap - 1);
 	if (s->idx[i] == -2)
 		s->tombs--;
-	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .state = ST_NEW,
-		.window = s->cfg->first_window };
+	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .sys_fd = -1,
+		.stat_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
+	/* -ESRCH: gone already, its exit follows; another error (out of fds
+	 * or the perf limit): counted below as a thread not sampled */
+	if (s->perf && pid)
+		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid) == 0;
 	s->idx[i] = (int32_t)s->n++;
 	atomic_fetch_add(&s->sh->threads_seen, 1);
 	atomic_store(&s->sh->threads_live, s->n);
@@ -140,8 +212,9 @@ static void remove_thread(struct sampler *s, pid_t tid)
 	if (k < 0)
 		return;
 	moved = s->idx[k];
-	if (s->th[moved].fd >= 0)
-		close(s->th[moved].fd);
+	close_fds(&s->th[moved]);
+	if (s->th[moved].perf)
+		pt_perf_remove(s->perf, tid);
 	s->idx[k] = -2;
 	s->tombs++;
 	if ((unsigned)moved != s->n - 1) {
@@ -175,10 +248,19 @@ static void slot_put(void *arg, struct td_sample *smp)
 {
 	struct sampler *s = arg;
 	struct rec_shared *sh = s->sh;
-	uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
-	uint32_t us = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
 
-	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], us, memory_order_relaxed);
+	if (smp->flags & TD_SAMPLE_PERF) {
+		/* taken by the kernel: nothing was stopped */
+		ring_publish(&sh->samples);
+		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		return;
+	}
+	{
+		uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
+		uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+
+		atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
+	}
 	{
 		struct sthread *st = lookup(s, smp->tid);
 
@@ -284,71 +366,140 @@ static void apply_pending(struct sampler *s)
 	targets_apply(&s->targets, &thread_ops, s);
 }
 
-static bool read_schedstat(struct sthread *st, uint64_t *ret_ns, uint64_t *ret_count)
+/* Apply a pending window-growth request of the writer: the thread's stacks
+ * keep ending at the window's edge. */
+static void maybe_grow(struct sampler *s, struct sthread *st)
 {
-	char buf[96];
-	ssize_t n;
-	char *p;
+	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
 
-	if (st->fd < 0) {
-		char path[64];
-
-		if (!st->pid)
-			return false;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)st->pid,
-			(int)st->tid);
-		st->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (st->fd < 0)
-			return false;
-	}
-	n = pread(st->fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	*ret_ns = strtoull(buf, &p, 10);
-	strtoull(p, &p, 10); /* time waiting on a runqueue */
-	*ret_count = strtoull(p, NULL, 10);
-	return true;
+	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
+		return;
+	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
+	atomic_store_explicit(g, 0, memory_order_relaxed);
 }
 
-/* Which threads to sample this tick. */
+/* cpu mode with ptrace capture: which threads to interrupt this tick.
+ * Those that ran since the last tick and are not blocked now; a blocked
+ * thread is on no CPU, and interrupting it could make its call return
+ * EINTR. */
 static unsigned choose(struct sampler *s)
 {
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
-		uint64_t ns = 0, cnt = 0;
-		uint32_t g = atomic_load_explicit(&s->sh->grow[st->tid % REC_GROW_SLOTS],
-			memory_order_relaxed);
+		struct pt_blocked b;
+		int r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 		bool ran;
 
-		if (g == (uint32_t)st->tid) {
-			/* its stacks keep ending at the window's edge */
-			st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window :
-									    st->window * 2;
-			atomic_store_explicit(&s->sh->grow[st->tid % REC_GROW_SLOTS], 0,
-				memory_order_relaxed);
-		}
-		if (!read_schedstat(st, &ns, &cnt)) {
-			ran = st->state == ST_NEW; /* cannot tell: a new one once */
-		} else if (st->state == ST_NEW) {
+		maybe_grow(s, st);
+		if (r < 0)
+			continue; /* gone, or no pid yet: its exit or pid follows */
+		if (r == 1)
+			ran = false; /* blocked in a system call now */
+		else if (st->state == ST_NEW)
 			ran = true;
-		} else if (ns == st->run_ns && cnt == st->run_count) {
-			ran = st->oncpu; /* still on the CPU it was on */
-		} else if (st->state == ST_SETTLE && !st->oncpu && cnt - st->run_count <= 2 &&
-			ns - st->run_ns < 200000) {
-			ran = false; /* only our own interrupt moved it */
-		} else {
+		else if (b.run_ns == st->run_ns && b.run_count == st->run_count)
+			ran = st->oncpu; /* still on the CPU it was on, or runnable */
+		else
 			ran = true;
-		}
-		st->run_ns = ns;
-		st->run_count = cnt;
+		st->run_ns = b.run_ns;
+		st->run_count = b.run_count;
 		st->state = ran ? ST_SETTLE : ST_IDLE;
 		if (ran)
 			s->chosen[k++] = st->tid;
+		else
+			st->oncpu = false;
 	}
 	return k;
+}
+
+/* Publish a sample of a blocked thread that is exactly as it was at its
+ * last copy: no copy, no unwind (the writer repeats its last stack). */
+static void publish_repeat(struct sampler *s, struct sthread *st)
+{
+	struct td_sample *smp = ring_reserve(&s->sh->samples);
+
+	if (!smp) {
+		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
+		return;
+	}
+	memset(&smp->regs, 0, sizeof(smp->regs));
+	smp->pid = st->pid;
+	smp->tid = st->tid;
+	smp->time_ns = td_now_ns();
+	smp->stopped_ns = 0;
+	smp->flags = TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | TD_SAMPLE_IN_SYSCALL |
+		(st->last_disk ? TD_SAMPLE_DISK : 0);
+	smp->regs.rsp = st->last.sc.sp;
+	smp->regs.rip = st->last.sc.pc;
+	smp->stack_addr = st->last.sc.sp;
+	smp->stack_end = 0;
+	smp->stack_len = 0;
+	ring_publish(&s->sh->samples);
+	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+}
+
+/* wall mode, one tick: every thread.  Blocked ones are copied without a
+ * stop (or repeated); running ones are returned for the round. */
+static unsigned wall_tick(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct sthread *st = &s->th[i];
+		struct td_sample *smp;
+		struct pt_blocked b;
+		int r;
+
+		maybe_grow(s, st);
+		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
+		if (r < 0)
+			continue;
+		if (r == 0) {
+			st->have_last = false;
+			s->chosen[k++] = st->tid;
+			continue;
+		}
+		if (st->have_last && pt_blocked_same(&st->last, &b)) {
+			publish_repeat(s, st);
+			continue;
+		}
+		st->have_last = false;
+		smp = ring_reserve(&sh->samples);
+		if (!smp) {
+			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
+			continue;
+		}
+		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
+		if (r == -EAGAIN) {
+			/* it ran while we copied: the copy may be torn */
+			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);
+			continue;
+		}
+		if (r != 1)
+			continue; /* gone: its exit follows */
+		st->last_disk = in_disk_wait(st);
+		if (st->last_disk)
+			smp->flags |= TD_SAMPLE_DISK;
+		st->last = b;
+		st->have_last = true;
+		ring_publish(&sh->samples);
+		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+	}
+	return k;
+}
+
+/* cpu mode with perf capture: move what the kernel sampled into the
+ * sample ring. */
+static void perf_drain(struct sampler *s)
+{
+	struct pt_perf_stats st;
+
+	pt_perf_drain(s->perf, &round_ops, s, &st);
+	atomic_fetch_add_explicit(&s->sh->lost_ring, st.dropped, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sh->lost_kernel, st.lost, memory_order_relaxed);
 }
 
 /* Does the program catch signo itself (a JVM's SIGSEGV)?  Then it is no
@@ -421,8 +572,9 @@ static uint64_t next_period(struct sampler *s)
 	uint64_t period = 1000000000u / s->cfg->hz;
 
 	s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
-	/* uniform in [0.9, 1.1) x period */
-	return period - period / 10 + (s->rng >> 33) % (period / 5 + 1);
+	/* uniform in [0.5, 1.5) x period, keeping the mean rate: a +-10%
+	 * jitter still locked onto a 10 ms cycle (a 70/30 split read 60-84%) */
+	return period / 2 + (s->rng >> 11) % (period + 1);
 }
 
 /* Recording ends on a request of the control loop or an I/O error of the
@@ -436,7 +588,7 @@ void *sampler_main(void *arg)
 {
 	struct rec_shared *sh = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true };
+		.trace_exec = true, .detach_by_exit = true };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
 	uint64_t start, next;
@@ -469,6 +621,22 @@ void *sampler_main(void *arg)
 		sh->attach_err = e;
 		goto out_fail;
 	}
+	sh->capture = REC_CAPTURE_PTRACE;
+	if (s->cfg->mode == REC_MODE_CPU && s->cfg->capture != REC_CAPTURE_PTRACE) {
+		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
+			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
+			.max_threads = 4096, .seed = td_now_ns() };
+
+		e = pt_perf_new(&ppc, &s->perf);
+		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
+			sh->attach_err = e;
+			goto out_fail;
+		}
+		if (e < 0)
+			sh->perf_err = e;
+		else
+			sh->capture = REC_CAPTURE_PERF;
+	}
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
 		&sh->attach_pid);
@@ -487,19 +655,22 @@ void *sampler_main(void *arg)
 
 	start = next = td_now_ns();
 	while (!stopping(sh)) {
-		struct pollfd pfd[3] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake, POLLIN, 0 } };
+		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
+			{ sh->sampler_wake, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
+								POLLIN, 0 } };
 		uint64_t now, junk;
 
-		next += next_period(s);
+		/* perf capture: the kernel samples; wake every 10 ms to move
+		 * its samples on.  Otherwise: the next random tick. */
+		next += s->perf ? 10000000u : next_period(s);
 		now = td_now_ns();
 		if (next < now)
-			next = now + next_period(s) / 2; /* fell behind: no burst */
+			next = now + (s->perf ? 10000000u : next_period(s) / 2); /* no burst */
 		its.it_value.tv_sec = (time_t)(next / 1000000000u);
 		its.it_value.tv_nsec = (long)(next % 1000000000u);
 		timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
 		for (;;) {
-			if (poll(pfd, 3, 1000) < 0 && errno != EINTR)
+			if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
 				break;
 			if (pfd[1].revents & POLLIN) {
 				pt_tracer_poll(s->t, &round_ops, s);
@@ -509,35 +680,45 @@ void *sampler_main(void *arg)
 			if (pfd[2].revents & POLLIN)
 				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 					junk = 0;
+			if (pfd[3].revents & POLLIN)
+				perf_drain(s);
 			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
 				!targets_live(&s->targets))
 				break;
 		}
 		if (read(tfd, &junk, sizeof(junk)) < 0)
 			junk = 0;
+		if (s->perf)
+			perf_drain(s);
 		if (stopping(sh) || !targets_live(&s->targets))
 			break;
 		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
 			break;
-		{
+		atomic_fetch_add(&sh->ticks, 1);
+		if (!s->perf) {
 			struct pt_round_stats st;
-			unsigned k = choose(s);
+			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
+			/* a round waits at most one tick for its stops */
+			int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
 
-			atomic_fetch_add(&sh->ticks, 1);
 			if (k) {
-				pt_tracer_sample(s->t, s->chosen, k, &round_ops, s, 100, 0, &st);
+				pt_tracer_sample(s->t, s->chosen, k, &round_ops, s, budget, 0, &st);
 				atomic_fetch_add(&sh->lost_ring, st.dropped);
 				atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
-				/* the writer polls every 50 ms; wake it early only
-				 * when the ring fills */
-				if (ring_used(&sh->samples) > sh->samples.cap / 4)
-					rec_wake(sh->writer_wake);
+				atomic_fetch_add(&sh->skipped, st.skipped);
 			}
 			apply_pending(s);
 			handle_crash(s);
 		}
+		/* the writer polls every 50 ms; wake it early only when the
+		 * ring fills */
+		if (ring_used(&sh->samples) > sh->samples.cap / 4)
+			rec_wake(sh->writer_wake);
 	}
-	/* Resume and detach every thread (batched), whatever happens. */
+	/* Resume every stopped thread; the rest are detached by the kernel
+	 * when this thread exits, without waking those that sleep. */
+	pt_perf_free(s->perf);
+	s->perf = NULL;
 	pt_tracer_free(s->t);
 	s->t = NULL;
 	goto out;
@@ -548,10 +729,10 @@ out:
 	if (tfd >= 0)
 		close(tfd);
 	if (s) {
+		pt_perf_free(s->perf);
 		pt_tracer_free(s->t);
 		for (unsigned i = 0; i < s->n; i++)
-			if (s->th[i].fd >= 0)
-				close(s->th[i].fd);
+			close_fds(&s->th[i]);
 		free(s->th);
 		free(s->idx);
 		free(s->chosen);

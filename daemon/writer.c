@@ -77,6 +77,19 @@ struct writer {
 	} *names;
 	size_t nnames, capnames, rename_next;
 	uint64_t last_rename_check;
+	/* The last unwind of each thread copied while blocked, which a
+	 * REPEAT sample (unchanged since) reuses without unwinding: tid ->
+	 * index + 1 in saved (not per chunk: the pcs are re-resolved in
+	 * whichever chunk is current).  Freed when the thread exits. */
+	struct map last;
+	struct saved {
+		pid_t tid; /* 0: free */
+		unsigned n;
+		enum sym_end end;
+		uint64_t *pc;
+		bool *act;
+	} *saved;
+	size_t nsaved, capsaved;
 };
 
 static uint32_t map_get(struct map *m, uint64_t key)
@@ -146,6 +159,21 @@ static void chunk_meta(struct writer *w)
 	chunk_writer_meta(w->cw, "tracerd.version", TD_VERSION);
 	snprintf(buf, sizeof(buf), "%u", cfg->hz);
 	chunk_writer_meta(w->cw, "sampling.hz", buf);
+	chunk_writer_meta(w->cw, "sampling.mode", cfg->mode == REC_MODE_WALL ? "wall" : "cpu");
+	if (cfg->mode == REC_MODE_WALL) {
+		chunk_writer_meta(w->cw, "sampling.capture", "proc+ptrace");
+	} else if (w->sh->capture == REC_CAPTURE_PERF) {
+		chunk_writer_meta(w->cw, "sampling.capture", "perf");
+	} else {
+		chunk_writer_meta(w->cw, "sampling.capture", "ptrace");
+		if (w->sh->perf_err) {
+			snprintf(buf, sizeof(buf),
+				"perf_event_open: %s; ptrace stops land where a thread next "
+				"enters the kernel when it runs on another CPU",
+				td_strerror(w->sh->perf_err));
+			chunk_writer_meta(w->cw, "sampling.capture.note", buf);
+		}
+	}
 	if (gethostname(buf, sizeof(buf)) == 0)
 		chunk_writer_meta(w->cw, "host", buf);
 	for (unsigned i = 0; i < cfg->npids; i++) {
@@ -366,13 +394,108 @@ static uint32_t end_location(struct writer *w, enum sym_end end)
 	return w->end_loc[end];
 }
 
+/* The chunk's stack for the unwound frames in w->u. */
+static uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->u.n; i++)
+		w->loc_ids[n++] = location(w, ss, pid, w->u.pc[i], w->u.activation[i]);
+	if (w->u.end != SYM_END_OUTERMOST) {
+		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+		w->loc_ids[n++] = end_location(w, w->u.end);
+	}
+	return chunk_writer_stack(w->cw, w->loc_ids, n);
+}
+
+static struct saved *saved_of(struct writer *w, pid_t tid, bool create)
+{
+	uint32_t k = map_get(&w->last, (uint64_t)(uint32_t)tid);
+	struct saved *sv;
+
+	if (k)
+		return &w->saved[k - 1];
+	if (!create)
+		return NULL;
+	for (k = 0; k < w->nsaved && w->saved[k].tid; k++)
+		;
+	if (k == w->nsaved) {
+		if (w->nsaved == w->capsaved) {
+			size_t cap = w->capsaved ? 2 * w->capsaved : 64;
+			struct saved *ns = realloc(w->saved, cap * sizeof(*ns));
+
+			if (!ns)
+				return NULL;
+			w->saved = ns;
+			w->capsaved = cap;
+		}
+		w->saved[w->nsaved++] = (struct saved){ 0 };
+	}
+	sv = &w->saved[k];
+	sv->tid = tid;
+	map_put(&w->last, (uint64_t)(uint32_t)tid, k + 1);
+	return sv;
+}
+
+/* Keep the unwind of a thread copied while blocked, for its repeats. */
+static void save_unwound(struct writer *w, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, true);
+	uint64_t *pc;
+	bool *act;
+
+	if (!sv)
+		return;
+	pc = realloc(sv->pc, (w->u.n + 1) * sizeof(*pc));
+	if (pc)
+		sv->pc = pc;
+	act = realloc(sv->act, (w->u.n + 1) * sizeof(*act));
+	if (act)
+		sv->act = act;
+	if (!pc || !act) {
+		sv->n = 0;
+		sv->end = SYM_END_NO_REGS;
+		return;
+	}
+	memcpy(sv->pc, w->u.pc, w->u.n * sizeof(*pc));
+	memcpy(sv->act, w->u.activation, w->u.n * sizeof(*act));
+	sv->n = w->u.n;
+	sv->end = w->u.end;
+}
+
+static void saved_drop(struct writer *w, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, false);
+
+	if (!sv)
+		return;
+	free(sv->pc);
+	free(sv->act);
+	*sv = (struct saved){ 0 };
+	/* the map keeps tid -> slot; a later thread of that tid reuses it */
+}
+
 static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 {
 	struct session *se = session_for(w, s->pid, true);
-	unsigned n = 0;
 
 	if (!se)
 		return 0;
+	if (s->flags & TD_SAMPLE_REPEAT) {
+		/* unchanged since its last copy: the same frames */
+		struct saved *sv = saved_of(w, s->tid, false);
+
+		if (sv && sv->tid) {
+			memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
+			memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
+			w->u.n = sv->n;
+			w->u.end = sv->end;
+			return stack_of_unwound(w, se->s, s->pid);
+		}
+		w->u.n = 0;
+		w->u.end = SYM_END_NO_REGS;
+		return stack_of_unwound(w, se->s, s->pid);
+	}
 	sym_session_unwind(se->s, s, &w->u);
 	if (w->u.end == SYM_END_NO_MODULE && td_now_ns() - se->built_ns > 1000000000u) {
 		/* the maps changed (dlopen): see them anew, then retry */
@@ -385,22 +508,22 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (w->u.end == SYM_END_WINDOW)
 		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
-	for (unsigned i = 0; i < w->u.n; i++)
-		w->loc_ids[n++] = location(w, se->s, s->pid, w->u.pc[i], w->u.activation[i]);
-	if (w->u.end != SYM_END_OUTERMOST) {
-		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
-		w->loc_ids[n++] = end_location(w, w->u.end);
-	}
-	return chunk_writer_stack(w->cw, w->loc_ids, n);
+	if (s->flags & TD_SAMPLE_NOSTOP)
+		save_unwound(w, s->tid);
+	return stack_of_unwound(w, se->s, s->pid);
 }
 
 static enum tcf_state state_of(const struct td_sample *s)
 {
 	if (s->flags & TD_SAMPLE_GROUP_STOPPED)
 		return TCF_STATE_STOPPED;
-	if (s->flags & TD_SAMPLE_IN_SYSCALL)
+	if (s->flags & TD_SAMPLE_DISK)
+		return TCF_STATE_DISK;
+	/* blocked in a system call, copied without a stop; a thread a stop
+	 * found in a system call had just entered one */
+	if (s->flags & (TD_SAMPLE_NOSTOP | TD_SAMPLE_IN_SYSCALL))
 		return TCF_STATE_SLEEPING;
-	return TCF_STATE_ONCPU;
+	return TCF_STATE_ONCPU; /* perf samples, and stops in user mode */
 }
 
 static void do_sample(struct writer *w, const struct td_sample *s)
@@ -430,6 +553,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	case REC_EV_THREAD_EXIT:
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_EXIT, (uint64_t)(uint32_t)e->status);
+		saved_drop(w, e->tid);
 		break;
 	case REC_EV_EXEC:
 		session_drop(w, e->pid);
@@ -620,6 +744,12 @@ void writer_free(struct writer *w)
 	sym_cache_free(w->cache);
 	free(w->threads.t);
 	free(w->locs.t);
+	free(w->last.t);
+	for (size_t i = 0; i < w->nsaved; i++) {
+		free(w->saved[i].pc);
+		free(w->saved[i].act);
+	}
+	free(w->saved);
 	free(w->names);
 	free(w);
 }

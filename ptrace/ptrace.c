@@ -53,6 +53,8 @@ struct pt_thread {
 	pid_t pid;
 	bool want;	   /* interrupted for a capture in this round */
 	bool late;	   /* interrupted, round ended: resume when it stops */
+	uint8_t misses;	   /* rounds in a row it did not stop in */
+	uint16_t backoff;  /* rounds to leave it out, after misses */
 	bool detach_want;  /* interrupted for a detach */
 	bool group_stopped;
 	int held_sig;	  /* held in a signal-delivery-stop with this signal */
@@ -223,11 +225,16 @@ out_free:
 	return -ENOMEM;
 }
 
+static void pt_tracer_let_go(struct pt_tracer *t);
+
 void pt_tracer_free(struct pt_tracer *t)
 {
 	if (!t)
 		return;
-	pt_tracer_detach(t, 0, 2000);
+	if (t->cfg.detach_by_exit)
+		pt_tracer_let_go(t);
+	else
+		pt_tracer_detach(t, 0, 2000);
 	for (unsigned i = 0; i < t->nprocs; i++) {
 		free(t->procs[i].vmas);
 		if (t->procs[i].mem_fd >= 0)
@@ -639,6 +646,7 @@ static void on_event_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
 	if (th->want)
 		s = capture(t, th, th->group_stopped ? TD_SAMPLE_GROUP_STOPPED : 0);
 	th->late = false;
+	th->misses = 0;
 	detach = th->detach_want || (s && (t->round_flags & PT_ROUND_DETACH));
 	if (detach) {
 		/* A group-stopped thread stays stopped after the detach. */
@@ -784,9 +792,20 @@ static void refill(struct pt_tracer *t)
 			}
 			continue;
 		}
-		if (th->late) {
-			th->late = false; /* still owes us the stop of an earlier interrupt */
-		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
+		if (th->backoff) {
+			/* it kept missing its stops: left out for a while, so
+			 * that no round waits for it every time */
+			th->backoff--;
+			t->stats->skipped++;
+			continue;
+		}
+		/* Interrupt again a thread that still owes the stop of an
+		 * earlier interrupt: the kernel drops a pending interrupt trap
+		 * now and then (1 in ~2000 under thread churn), and a thread
+		 * waited for but never asked again would miss every round.
+		 * If the first trap is still pending, the two make one stop. */
+		th->late = false;
+		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
 			t->stats->gone++; /* ESRCH: exiting; its exit follows */
 			continue;
 		}
@@ -940,6 +959,12 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 				th->late = true;
 				t->pending--;
 				stats.timeout++;
+				/* three misses in a row: leave it out 2, 4, ... 64
+				 * rounds, then try again */
+				if (th->misses < 255)
+					th->misses++;
+				if (th->misses >= 3)
+					th->backoff = (uint16_t)(1u << TD_MIN((unsigned)th->misses - 2, 6u));
 			}
 		}
 	}
@@ -966,6 +991,27 @@ int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *ar
 	r = drain(t);
 	round_end(t);
 	return r == -ECHILD ? 0 : r;
+}
+
+/* Resume what is stopped and leave the rest attached: when the calling
+ * thread exits, the kernel detaches its tracees without waking those that
+ * sleep (__ptrace_unlink kicks only a stopped tracee and clears a pending
+ * interrupt trap), so no blocked call returns EINTR.  A held thread goes on
+ * with its signal; a thread in a job-control stop stays stopped. */
+static void pt_tracer_let_go(struct pt_tracer *t)
+{
+	round_begin(t, NULL, NULL, 0, NULL);
+	drain(t);
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct pt_thread *th = &t->threads[i];
+
+		if (th->tid && th->held_sig) {
+			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
+			th->held_sig = 0;
+			t->nheld--;
+		}
+	}
+	round_end(t);
 }
 
 int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)

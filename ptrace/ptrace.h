@@ -35,6 +35,9 @@ enum {
 	TD_SAMPLE_IN_KERNEL = 1u << 6,	   /* PERF: the thread was in the kernel */
 	TD_SAMPLE_NOSTOP = 1u << 7,	   /* blocked, copied without a stop: only
 					    * rsp and rip are known */
+	TD_SAMPLE_REPEAT = 1u << 8,	   /* NOSTOP, unchanged since the thread's
+					    * last copy: no stack, repeat its last */
+	TD_SAMPLE_DISK = 1u << 9,	   /* NOSTOP: in uninterruptible sleep (D) */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -114,6 +117,11 @@ struct pt_config {
 	 * waits for the tracer to win a CPU back from the target's other
 	 * threads.  Needs CAP_SYS_NICE; without it nothing changes. */
 	int round_nice;
+	/* pt_tracer_free leaves sleeping threads attached, for the kernel to
+	 * detach when the calling thread exits (it must exit soon after):
+	 * PTRACE_DETACH needs a stopped tracee, and stopping a thread asleep
+	 * in epoll_wait makes the call return EINTR. */
+	bool detach_by_exit;
 };
 
 struct pt_round_stats {
@@ -122,6 +130,7 @@ struct pt_round_stats {
 	unsigned gone;	    /* vanished before or while stopping */
 	unsigned dropped;   /* slot_get returned NULL */
 	unsigned timeout;   /* did not stop within the timeout */
+	unsigned skipped;   /* left out: it missed its last rounds (backoff) */
 };
 
 struct pt_tracer;
@@ -129,7 +138,8 @@ struct pt_tracer;
 /* Blocks SIGCHLD in the calling thread.  Returns 0 or -ENOMEM. */
 int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer);
 /* Detaches from every thread still attached (waiting up to 2 s for their
- * stops), then frees; unblocks SIGCHLD again if pt_tracer_new found it
+ * stops; with detach_by_exit it only resumes the stopped ones and leaves
+ * the rest to the kernel), then frees; unblocks SIGCHLD again if pt_tracer_new found it
  * unblocked, so free a thread's tracers in the reverse order of their
  * creation.  NULL-safe. */
 void pt_tracer_free(struct pt_tracer *t);
