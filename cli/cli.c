@@ -89,6 +89,9 @@ int td_explain_attach(pid_t pid, int err)
 		else
 			td_msg("process %d has exited; there is nothing to sample", (int)pid);
 		break;
+	case TD_E_ATTACHED:
+		td_msg("cannot attach to %d twice: give each process once", (int)pid);
+		break;
 	case TD_E_LIMIT:
 		td_msg("cannot attach to %d: it has more threads than tracerd's limit", (int)pid);
 		break;

@@ -19,13 +19,19 @@ static void usage(FILE *f)
 	fputs("usage: tracerd [record] --pid PID [--pid PID]... [-F HZ] [--duration DUR]\n"
 	      "                [-r DIR] [--max-chunk-size SIZE] [--max-chunk-age DUR]\n"
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
-	      "                [--debuginfo-dir DIR] [-q]\n"
+	      "                [--debuginfo-dir DIR] [--mode cpu|wall]\n"
+	      "                [--capture auto|perf|ptrace] [-q]\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
 	      "\n"
 	      "  -p, --pid PID            process to record (up to 16)\n"
-	      "  -F, --frequency HZ       samples per second per running thread (default 99)\n"
+	      "  -F, --frequency HZ       samples per second per thread (default 99): of CPU\n"
+	      "                           time in cpu mode, of wall time in wall mode\n"
+	      "  -m, --mode MODE          cpu (default): where threads use CPU; wall: every\n"
+	      "                           thread at every tick, running or blocked\n"
+	      "      --capture HOW        cpu mode: perf (the kernel samples, no stop), ptrace\n"
+	      "                           (a stop per sample), or auto (perf if permitted)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo)\n"
 	      "      --max-chunk-size SIZE  rotate chunks at SIZE (default 16M)\n"
@@ -55,6 +61,8 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 		{ "stack-bytes", required_argument, NULL, 5 },
 		{ "debuginfo-dir", required_argument, NULL, 6 },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "capture", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -64,7 +72,7 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
 	*quiet = false;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":p:F:d:r:qh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":p:F:d:r:m:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (c->npids == REC_MAX_PIDS) {
@@ -118,6 +126,30 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 			}
 			c->debuginfo_dir = optarg;
 			break;
+		case 'm':
+			if (!strcmp(optarg, "cpu")) {
+				c->mode = REC_MODE_CPU;
+			} else if (!strcmp(optarg, "wall")) {
+				c->mode = REC_MODE_WALL;
+			} else {
+				td_msg("--mode: '%s' is not a mode; give cpu or wall", optarg);
+				return TD_EXIT_USAGE;
+			}
+			break;
+		case 7:
+			if (!strcmp(optarg, "auto")) {
+				c->capture = REC_CAPTURE_AUTO;
+			} else if (!strcmp(optarg, "perf")) {
+				c->capture = REC_CAPTURE_PERF;
+			} else if (!strcmp(optarg, "ptrace")) {
+				c->capture = REC_CAPTURE_PTRACE;
+			} else {
+				td_msg("--capture: '%s' is not a way to capture; give auto, perf or "
+				       "ptrace",
+					optarg);
+				return TD_EXIT_USAGE;
+			}
+			break;
 		case 'q':
 			*quiet = true;
 			break;
@@ -170,7 +202,8 @@ static void status_line(const struct recorder *r, void *arg)
 	st->last_ns = now;
 }
 
-static void summary(const struct rec_stats *s, const char *repo, uint64_t elapsed_ns, FILE *f)
+static void summary(const struct rec_stats *s, const char *repo, bool wall, uint64_t elapsed_ns,
+	FILE *f)
 {
 	struct rusage ru;
 	double cpu;
@@ -179,6 +212,16 @@ static void summary(const struct rec_stats *s, const char *repo, uint64_t elapse
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
+	if (wall)
+		fprintf(f, "  mode         wall: every thread at every tick; blocked threads "
+			   "copied without a stop\n");
+	else if (s->capture == REC_CAPTURE_PERF)
+		fprintf(f, "  mode         cpu: the kernel sampled each thread per period of CPU "
+			   "time (perf_event); no thread stopped\n");
+	else
+		fprintf(f, "  mode         cpu: a ptrace stop per sample%s%s\n",
+			s->perf_err ? "; perf_event_open: " : "",
+			s->perf_err ? td_strerror(s->perf_err) : "");
 	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
 		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
 		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,
@@ -188,6 +231,12 @@ static void summary(const struct rec_stats *s, const char *repo, uint64_t elapse
 		"%llu stacks partial\n",
 		(unsigned long long)s->lost_ring, (unsigned long long)s->lost_not_stopped,
 		(unsigned long long)s->lost_events, (unsigned long long)s->unwind_partial);
+	if (s->lost_torn || s->lost_kernel || s->skipped)
+		fprintf(f,
+			"               %llu copies torn (the thread ran), %llu lost in the "
+			"kernel's ring, %llu left out after missed stops\n",
+			(unsigned long long)s->lost_torn, (unsigned long long)s->lost_kernel,
+			(unsigned long long)s->skipped);
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
 		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);
@@ -270,7 +319,7 @@ int cmd_record(int argc, char **argv)
 			cfg.repo, td_strerror(s.io_err), cfg.repo);
 		ret = TD_EXIT_IO;
 	}
-	summary(&s, cfg.repo, td_now_ns() - start, stderr);
+	summary(&s, cfg.repo, cfg.mode == REC_MODE_WALL, td_now_ns() - start, stderr);
 	rec_free(r);
 	return ret;
 }

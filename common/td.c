@@ -25,6 +25,7 @@ static const char *const td_messages[] = {
 	[TD_E_FULL - TD_E_BASE] = "buffer full",
 	[TD_E_LOCKED - TD_E_BASE] = "repository is in use by another tracerd",
 	[TD_E_UNSAFE - TD_E_BASE] = "path is a symbolic link or writable by others",
+	[TD_E_ATTACHED - TD_E_BASE] = "process is already attached by this tracer",
 };
 
 const char *td_strerror(int err)
@@ -132,6 +133,48 @@ void td_json_string(FILE *f, const char *s, unsigned flags)
 			fputc(*p, f); /* >= 0x80: copied, valid UTF-8 or not */
 	}
 	fputc('"', f);
+}
+
+int td_proc_id_read(pid_t pid, struct td_proc_id *ret_id)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	int r;
+
+	if (pid <= 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = td_read_text(AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	/* comm may hold spaces and parentheses: field 3 (state) follows the
+	 * last ')'; starttime is field 22, 19 fields further on. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -TD_E_CORRUPT;
+	p += 2;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -TD_E_CORRUPT;
+		p++;
+	}
+	if (sscanf(p, "%llu", &start) != 1)
+		return -TD_E_CORRUPT;
+	*ret_id = (struct td_proc_id){ .pid = pid, .start_time = start };
+	return 0;
+}
+
+int td_proc_id_check(const struct td_proc_id *id)
+{
+	struct td_proc_id now;
+	int r = td_proc_id_read(id->pid, &now);
+
+	if (r == -ESRCH)
+		return 0;
+	if (r < 0)
+		return r;
+	return now.start_time == id->start_time;
 }
 
 pid_t td_tgid_of(pid_t tid)

@@ -29,6 +29,7 @@ enum td_error {
 	TD_E_FULL,	/* ring or table full */
 	TD_E_LOCKED,	/* repository in use by another writer */
 	TD_E_UNSAFE,	/* path is a symlink or writable by others */
+	TD_E_ATTACHED,	/* this tracer is attached to that process already */
 	TD_E_MAX
 };
 
@@ -54,6 +55,21 @@ struct td_task_info {
 	pid_t ppid;
 };
 int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
+/* Which process: its PID and its start time (field 22 of /proc/PID/stat,
+ * clock ticks after boot).  Once a process is reaped its PID may name a
+ * later process, which started later; a PID reused within the same clock
+ * tick (10 ms at USER_HZ 100) is not told apart. */
+struct td_proc_id {
+	pid_t pid;
+	uint64_t start_time;
+};
+/* The identity of the process pid names now.  Returns 0, -ESRCH if there
+ * is none, -TD_E_CORRUPT, or -errno. */
+int td_proc_id_read(pid_t pid, struct td_proc_id *ret_id);
+/* Does id->pid still name the process id was taken from?  1 yes; 0 no (it
+ * is gone, or the PID names a later process); -errno when /proc cannot
+ * tell.  A zombie not yet reaped is still the process. */
+int td_proc_id_check(const struct td_proc_id *id);
 /* The process (thread group) of a thread id, 0 if it is gone.  TracerPid
  * in /proc names a thread: this gives its process. */
 pid_t td_tgid_of(pid_t tid);

@@ -13,7 +13,14 @@
  *   HUP       rotate the chunk
  *   USR1      write a snapshot into REPO/snapshots/
  * kill -9 leaves the targets running: the kernel detaches its tracees, and
- * PTRACE_O_EXITKILL is never set. */
+ * PTRACE_O_EXITKILL is never set.
+ *
+ * Ownership (daemon-internal.h has the whole picture): this thread owns
+ * struct recorder; it sets up struct rec_shared before the threads start
+ * and frees it after joining them; it hands the repository to the writer
+ * (writer_new) before anything is attached.  In struct rec_shared it
+ * writes stop, rotate_req and snapshot_req, consumes the notices ring,
+ * and reads the counters. */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
 
@@ -28,26 +35,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-int spsc_init(struct spsc *q, uint32_t cap, uint32_t slot_size)
-{
-	uint32_t c = 1;
-
-	while (c < cap)
-		c <<= 1;
-	q->cap = c;
-	q->slot_size = (slot_size + 15) & ~15u;
-	q->mem = calloc(c, q->slot_size);
-	atomic_init(&q->head, 0);
-	atomic_init(&q->tail, 0);
-	return q->mem ? 0 : -ENOMEM;
-}
-
-void spsc_free(struct spsc *q)
-{
-	free(q->mem);
-	q->mem = NULL;
-}
-
 void rec_wake(int fd)
 {
 	uint64_t one = 1;
@@ -55,6 +42,18 @@ void rec_wake(int fd)
 	if (write(fd, &one, sizeof(one)) < 0)
 		(void)0; /* an eventfd only fails when its counter is full: still awake */
 }
+
+/* The control loop's state.  owns: cfg (a copy), sh (its rings and
+ * eventfds), sfd, the two threads, writer (run by the writer thread from
+ * its start until the join) */
+struct recorder {
+	struct rec_config cfg;
+	struct rec_shared sh;
+	int sfd; /* signalfd of the signals the loop handles */
+	pthread_t sampler_thread, writer_thread;
+	bool sampler_started, writer_started;
+	struct writer *writer;
+};
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -65,37 +64,45 @@ static int cmp_u32(const void *a, const void *b)
 
 void rec_stats(const struct recorder *r, struct rec_stats *ret)
 {
-	struct recorder *m = (struct recorder *)r; /* atomics are read, not written */
-	static uint32_t v[REC_STOP_RING];
-	uint64_t n = atomic_load(&m->stop_n);
+	/* atomics are read, not written; the cast only drops const */
+	struct rec_shared *sh = (struct rec_shared *)&r->sh;
+	uint32_t v[REC_STOP_RING];
+	uint64_t n = atomic_load(&sh->stop_n);
 	size_t k = n < REC_STOP_RING ? (size_t)n : REC_STOP_RING;
 
 	for (size_t i = 0; i < k; i++)
-		v[i] = atomic_load_explicit(&m->stop_ns[i], memory_order_relaxed);
+		v[i] = atomic_load_explicit(&sh->stop_ns[i], memory_order_relaxed);
 	qsort(v, k, sizeof(*v), cmp_u32);
 	*ret = (struct rec_stats){
-		.samples_taken = atomic_load(&m->samples_taken),
-		.samples_written = atomic_load(&m->samples_written),
-		.ticks = atomic_load(&m->ticks),
-		.lost_ring = atomic_load(&m->lost_ring),
-		.lost_not_stopped = atomic_load(&m->lost_not_stopped),
-		.lost_events = atomic_load(&m->lost_events),
-		.unwind_partial = atomic_load(&m->unwind_partial),
-		.threads_seen = atomic_load(&m->threads_seen),
-		.threads_live = atomic_load(&m->threads_live),
-		.bytes_written = atomic_load(&m->bytes_written),
-		.startup_cpu_us = atomic_load(&m->startup_cpu_us),
-		.startup_samples = atomic_load(&m->startup_samples),
+		.samples_taken = atomic_load(&sh->samples_taken),
+		.samples_written = atomic_load(&sh->samples_written),
+		.ticks = atomic_load(&sh->ticks),
+		.lost_ring = atomic_load(&sh->lost_ring),
+		.lost_not_stopped = atomic_load(&sh->lost_not_stopped),
+		.lost_events = atomic_load(&sh->lost_events),
+		.lost_torn = atomic_load(&sh->lost_torn),
+		.lost_kernel = atomic_load(&sh->lost_kernel),
+		.skipped = atomic_load(&sh->skipped),
+		/* written before attach_state, which rec_open waited for */
+		.capture = (enum rec_capture)sh->capture,
+		.perf_err = sh->perf_err,
+		.unwind_partial = atomic_load(&sh->unwind_partial),
+		.threads_seen = atomic_load(&sh->threads_seen),
+		.threads_live = atomic_load(&sh->threads_live),
+		.bytes_written = atomic_load(&sh->bytes_written),
+		.startup_cpu_us = atomic_load(&sh->startup_cpu_us),
+		.startup_samples = atomic_load(&sh->startup_samples),
 		.stop_p50_us = k ? v[k / 2] / 1e3 : 0,
 		.stop_p99_us = k ? v[(size_t)((double)(k - 1) * 0.99)] / 1e3 : 0,
-		.stop_max_us = atomic_load(&m->stop_max) / 1e3,
-		.io_err = atomic_load(&m->io_err),
+		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
+		.io_err = atomic_load(&sh->io_err),
 	};
 }
 
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
+	struct rec_shared *sh;
 	struct repo *repo = NULL;
 	sigset_t sigs;
 	struct rlimit rl;
@@ -105,8 +112,10 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	*ret_fail = (struct rec_failure){ REC_FAIL_SETUP, 0 };
 	if (!r)
 		return -ENOMEM;
+	sh = &r->sh;
 	r->cfg = *cfg;
-	r->sfd = r->unwinder_wake = r->sampler_wake = r->main_wake = -1;
+	sh->cfg = &r->cfg;
+	r->sfd = sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
 	/* one fd per thread for schedstat */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -123,20 +132,20 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	sigdelset(&sigs, SIGCHLD);
 	sigdelset(&sigs, SIGPIPE);
 	r->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	r->unwinder_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r->sampler_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r->main_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->sfd < 0 || r->unwinder_wake < 0 || r->sampler_wake < 0 || r->main_wake < 0) {
+	sh->writer_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sh->sampler_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sh->control_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->sfd < 0 || sh->writer_wake < 0 || sh->sampler_wake < 0 || sh->control_wake < 0) {
 		e = -errno;
 		goto out_free;
 	}
-	e = spsc_init(&r->samples,
+	e = ring_init(&sh->samples,
 		TD_MAX(64u, TD_MIN(4096u, (64u << 20) / td_sample_size(r->cfg.max_window))),
 		(uint32_t)td_sample_size(r->cfg.max_window));
 	if (!e)
-		e = spsc_init(&r->events, 65536, sizeof(struct rec_event));
+		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));
 	if (!e)
-		e = spsc_init(&r->notices, 16, sizeof(struct rec_notice));
+		e = ring_init(&sh->notices, 16, sizeof(struct rec_notice));
 	if (e < 0)
 		goto out_free;
 	r->cfg.ropts.target_pid = (uint32_t)r->cfg.pids[0];
@@ -145,32 +154,38 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		*ret_fail = (struct rec_failure){ REC_FAIL_REPO, e == -TD_E_LOCKED ? owner : 0 };
 		goto out_free;
 	}
-	r->repo_handle = repo;
+	/* From here the writer owns the repository, whether its thread ever
+	 * runs or not (writer_free closes it then). */
+	e = writer_new(sh, repo, &r->writer);
+	if (e < 0) {
+		repo_close(repo, TCF_END_STOP);
+		goto out_free;
+	}
 
 	/* The sampler attaches (the tracer must be the thread that seizes). */
-	if (pthread_create(&r->sampler, NULL, sampler_main, r) != 0) {
+	if (pthread_create(&r->sampler_thread, NULL, sampler_main, sh) != 0) {
 		e = -EAGAIN;
 		goto out_free;
 	}
 	r->sampler_started = true;
-	while (!atomic_load(&r->attach_state)) {
-		struct pollfd pfd = { r->main_wake, POLLIN, 0 };
+	while (!atomic_load(&sh->attach_state)) {
+		struct pollfd pfd = { sh->control_wake, POLLIN, 0 };
 		uint64_t junk;
 
-		if (poll(&pfd, 1, 1000) > 0 && read(r->main_wake, &junk, sizeof(junk)) < 0)
+		if (poll(&pfd, 1, 1000) > 0 && read(sh->control_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 	}
-	if (atomic_load(&r->attach_state) < 0) {
-		e = r->attach_err ? r->attach_err : -EIO;
-		*ret_fail = (struct rec_failure){ r->attach_pid ? REC_FAIL_ATTACH : REC_FAIL_TRACER,
-			r->attach_pid };
+	if (atomic_load(&sh->attach_state) < 0) {
+		e = sh->attach_err ? sh->attach_err : -EIO;
+		*ret_fail = (struct rec_failure){ sh->attach_pid ? REC_FAIL_ATTACH : REC_FAIL_TRACER,
+			sh->attach_pid };
 		goto out_free;
 	}
-	if (pthread_create(&r->unwinder, NULL, unwinder_main, r) != 0) {
+	if (pthread_create(&r->writer_thread, NULL, writer_main, r->writer) != 0) {
 		e = -EAGAIN;
 		goto out_free;
 	}
-	r->unwinder_started = true;
+	r->writer_started = true;
 	*ret_rec = r;
 	return 0;
 out_free:
@@ -180,36 +195,37 @@ out_free:
 
 void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 {
+	struct rec_shared *sh = &r->sh;
 	uint64_t last = td_now_ns();
 
-	while (!atomic_load(&r->unwinder_done)) {
-		struct pollfd pfd[2] = { { r->sfd, POLLIN, 0 }, { r->main_wake, POLLIN, 0 } };
+	while (!atomic_load(&sh->writer_done)) {
+		struct pollfd pfd[2] = { { r->sfd, POLLIN, 0 }, { sh->control_wake, POLLIN, 0 } };
 		struct signalfd_siginfo si;
 		uint64_t junk;
 
 		poll(pfd, 2, 1000);
-		if (pfd[1].revents & POLLIN && read(r->main_wake, &junk, sizeof(junk)) < 0)
+		if (pfd[1].revents & POLLIN && read(sh->control_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 		while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			switch (si.ssi_signo) {
 			case SIGINT:
 			case SIGTERM:
-				if (atomic_fetch_add(&r->stop, 1) >= 1)
-					atomic_store(&r->stop, 2); /* hurry */
-				rec_wake(r->sampler_wake);
-				rec_wake(r->unwinder_wake);
+				if (atomic_fetch_add(&sh->stop, 1) >= 1)
+					atomic_store(&sh->stop, 2); /* hurry */
+				rec_wake(sh->sampler_wake);
+				rec_wake(sh->writer_wake);
 				break;
 			case SIGHUP:
-				atomic_store(&r->rotate_req, 1);
-				rec_wake(r->unwinder_wake);
+				atomic_store(&sh->rotate_req, 1);
+				rec_wake(sh->writer_wake);
 				break;
 			case SIGUSR1:
-				atomic_store(&r->snapshot_req, 1);
-				rec_wake(r->unwinder_wake);
+				atomic_store(&sh->snapshot_req, 1);
+				rec_wake(sh->writer_wake);
 				break;
 			}
 		}
-		for (struct rec_notice *n; (n = spsc_peek(&r->notices)); spsc_pop(&r->notices))
+		for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
 			if (hooks && hooks->notice)
 				hooks->notice(n, arg);
 		if (hooks && hooks->tick && td_now_ns() - last >= 1000000000u) {
@@ -221,27 +237,29 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 
 void rec_free(struct recorder *r)
 {
+	struct rec_shared *sh;
+
 	if (!r)
 		return;
-	atomic_store(&r->stop, 1);
+	sh = &r->sh;
+	atomic_store(&sh->stop, 1);
 	if (r->sampler_started) {
-		rec_wake(r->sampler_wake);
-		pthread_join(r->sampler, NULL);
+		rec_wake(sh->sampler_wake);
+		pthread_join(r->sampler_thread, NULL);
 	}
-	if (r->unwinder_started)
-		pthread_join(r->unwinder, NULL);
-	if (r->repo_handle)
-		repo_close(r->repo_handle, TCF_END_STOP);
-	spsc_free(&r->samples);
-	spsc_free(&r->events);
-	spsc_free(&r->notices);
+	if (r->writer_started)
+		pthread_join(r->writer_thread, NULL);
+	writer_free(r->writer); /* closes the repository if the thread never ran */
+	ring_free(&sh->samples);
+	ring_free(&sh->events);
+	ring_free(&sh->notices);
 	if (r->sfd >= 0)
 		close(r->sfd);
-	if (r->unwinder_wake >= 0)
-		close(r->unwinder_wake);
-	if (r->sampler_wake >= 0)
-		close(r->sampler_wake);
-	if (r->main_wake >= 0)
-		close(r->main_wake);
+	if (sh->writer_wake >= 0)
+		close(sh->writer_wake);
+	if (sh->sampler_wake >= 0)
+		close(sh->sampler_wake);
+	if (sh->control_wake >= 0)
+		close(sh->control_wake);
 	free(r);
 }

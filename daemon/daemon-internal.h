@@ -1,4 +1,20 @@
-/* Private to daemon/: the recorder's shared state and its rings. */
+/* Private to daemon/: who owns what among the recorder's three threads,
+ * and the one structure they share.
+ *
+ *   control loop  the caller's thread (control.c): struct recorder, the
+ *                 config, the thread handles, the signalfd; the rings and
+ *                 eventfds, which it sets up and frees once both threads
+ *                 are joined; the repository until writer_new takes it
+ *   sampler       (sampler.c): struct sampler, the tracer, the per-thread
+ *                 sampling table and the target set (targets.c)
+ *   writer        (writer.c): struct writer, the repository and its chunk
+ *                 writer, the libdwfl sessions, the symbol caches, the
+ *                 per-chunk id maps
+ *
+ * What crosses between them is struct rec_shared and nothing else: three
+ * rings (ring.h) and atomics, each written by the one thread named with
+ * it.  The sampler never waits for the writer but in a crash (bounded),
+ * and never on anything while a target thread is stopped. */
 #ifndef TD_DAEMON_INTERNAL_H
 #define TD_DAEMON_INTERNAL_H
 
@@ -8,59 +24,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../chunkfmt/chunkfmt.h"
 #include "../ptrace/ptrace.h"
 #include "daemon.h"
+#include "ring.h"
 #include "../common/td.h"
 
-/* A single-producer single-consumer ring of fixed-size slots, allocated
- * once.  The producer fills the slot at tail and publishes it with a
- * release store; the consumer reads up to tail with an acquire load.  A
- * full ring makes the producer drop (and count), never wait. */
-struct spsc {
-	_Atomic uint64_t head; /* consumer */
-	_Atomic uint64_t tail; /* producer */
-	uint32_t cap;	       /* power of two */
-	uint32_t slot_size;
-	uint8_t *mem;
-};
-
-int spsc_init(struct spsc *q, uint32_t cap, uint32_t slot_size);
-void spsc_free(struct spsc *q);
-/* Producer: the next free slot, or NULL if full. */
-static inline void *spsc_reserve(struct spsc *q)
-{
-	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-
-	if (t - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cap)
-		return NULL;
-	return q->mem + (size_t)(t & (q->cap - 1)) * q->slot_size;
-}
-static inline void spsc_publish(struct spsc *q)
-{
-	atomic_fetch_add_explicit(&q->tail, 1, memory_order_release);
-}
-/* Consumer: the oldest published slot, or NULL if empty. */
-static inline void *spsc_peek(struct spsc *q)
-{
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-
-	if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
-		return NULL;
-	return q->mem + (size_t)(h & (q->cap - 1)) * q->slot_size;
-}
-static inline void spsc_pop(struct spsc *q)
-{
-	atomic_fetch_add_explicit(&q->head, 1, memory_order_release);
-}
-
-/* An event from the sampler to the unwinder (flat). */
+/* An event from the sampler to the writer (flat: crosses the events ring,
+ * ordered with the samples by time_ns). */
 enum rec_event_kind {
 	REC_EV_THREAD_NEW,
 	REC_EV_THREAD_EXIT,
 	REC_EV_EXEC,
 	REC_EV_PROCESS_EXIT,
-	REC_EV_CRASH, /* followed by the stacks of that crash's threads */
-	REC_EV_CRASH_DONE,
+	REC_EV_CRASH,	   /* followed by the stacks of the process's threads */
+	REC_EV_CRASH_DONE, /* every stack of the crash is in the samples ring */
 };
 
 struct rec_event {
@@ -68,50 +46,158 @@ struct rec_event {
 	pid_t pid, tid, old_tid;
 	int signo, status;
 	uint64_t addr, time_ns;
-	uint32_t crash_id; /* samples with this id belong to the crash */
+	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash (the handshake) */
 };
 
-#define REC_STOP_RING 8192
+#define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */
+#define REC_GROW_SLOTS 1024  /* window-grow requests: tid % REC_GROW_SLOTS */
+#define REC_MAX_THREADS 16384 /* threads sampled, all targets together */
 
-/* Shared by the main, sampler and unwinder threads.  Counters are atomics
- * written by one thread and read by others. */
-struct recorder {
-	struct rec_config cfg;
-	struct spsc samples; /* struct td_sample + window; flags bit 31: crash */
-	struct spsc events;  /* struct rec_event */
-	struct spsc notices; /* struct rec_notice: writer -> control loop */
-	pthread_t sampler, unwinder;
-	bool sampler_started, unwinder_started;
-	int sfd;	     /* signalfd of the control loop */
-	int unwinder_wake;   /* eventfd */
-	int sampler_wake;    /* eventfd */
-	int main_wake;	     /* eventfd */
-	_Atomic int stop;    /* 1: stop, 2: hurry */
+/* Everything the threads share.  rec_open fills the first group before
+ * any thread starts; after that, each field below has one writing thread,
+ * named with it.  Plain fields are written before a store to an atomic
+ * that the reader loads first, as said per field. */
+struct rec_shared {
+	/* Set up by the control loop before the threads start; read-only
+	 * afterwards. */
+	const struct rec_config *cfg; /* the control loop's copy */
+	int sampler_wake, writer_wake, control_wake; /* eventfds, for rec_wake */
+
+	/* Rings, one producer and one consumer each (ring.h). */
+	struct ring samples; /* sampler -> writer: struct td_sample + stack window */
+	struct ring events;  /* sampler -> writer: struct rec_event */
+	struct ring notices; /* writer -> control loop: struct rec_notice */
+
+	/* Startup, sampler -> control loop.  The sampler fills attach_err,
+	 * attach_pid and targets, then stores attach_state; the control loop
+	 * reads them once it sees attach_state != 0, and the writer (started
+	 * after that) reads targets. */
+	_Atomic int attach_state; /* 0 pending, 1 every target attached, -1 failed */
+	int attach_err;		  /* -errno / -TD_E_*: why it failed */
+	pid_t attach_pid;	  /* the target it failed on; 0: setting up the tracer */
+	struct td_proc_id targets[REC_MAX_PIDS]; /* cfg->pids as attached */
+	int capture;  /* enum rec_capture the sampler chose: PERF or PTRACE */
+	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
+
+	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),
+	 * 2 hurry (a second INT/TERM: drop what is not written); read by the
+	 * sampler and the writer.  rotate_req, snapshot_req: set to 1, taken
+	 * (exchanged with 0) by the writer. */
+	_Atomic int stop;
 	_Atomic int rotate_req, snapshot_req;
-	_Atomic int sampler_done, unwinder_done;
-	/* sampler startup */
-	_Atomic int attach_state; /* 0 pending, 1 ok, -1 failed */
-	int attach_err;
-	pid_t attach_pid;
-	/* unwinder asks the sampler to grow a thread's window */
-	_Atomic uint32_t grow[1024]; /* tid % 1024 -> tid */
-	/* statistics */
-	_Atomic uint64_t samples_taken, samples_written, ticks;
-	_Atomic uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
-	_Atomic uint64_t threads_seen, threads_live, targets_live;
-	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* recent stopped times */
+
+	/* Each thread's last store before it returns. */
+	_Atomic int sampler_done; /* read by the writer: drain, then finish */
+	_Atomic int writer_done;  /* read by the control loop (rec_run returns)
+				   * and the sampler (a crash wait ends) */
+
+	/* The crash handshake.  The sampler, the crashing thread held,
+	 * publishes REC_EV_CRASH, every stack of the process, REC_EV_CRASH_DONE
+	 * with its crash_id, then waits (3 s at most) for the writer, which
+	 * writes them, syncs the chunk and stores the id here.  Written by the
+	 * writer, read by the sampler. */
+	_Atomic uint32_t crash_acked;
+
+	/* Window growth, writer -> sampler: the writer stores the tid whose
+	 * stack ended at the window's edge in grow[tid % REC_GROW_SLOTS]; the
+	 * sampler doubles that thread's window (up to max_window) and stores
+	 * 0.  Two tids sharing a slot only delay one of them. */
+	_Atomic uint32_t grow[REC_GROW_SLOTS];
+
+	/* Written by the sampler; read by rec_stats on the control loop's
+	 * thread, samples_taken also by the writer (startup_samples),
+	 * targets_live also by the writer once sampler_done is set (did every
+	 * target exit?). */
+	_Atomic uint64_t samples_taken, ticks;
+	_Atomic uint64_t lost_ring, lost_not_stopped, lost_events;
+	_Atomic uint64_t lost_torn, lost_kernel, skipped;
+	_Atomic uint64_t threads_seen, threads_live;
+	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* stopped times, [stop_n % RING] last */
 	_Atomic uint64_t stop_n, stop_max;
-	_Atomic uint64_t bytes_written;
+	_Atomic int targets_live;
+
+	/* Written by the writer; read by rec_stats.  io_err (the repository
+	 * error that ends recording, first one wins) is also read by the
+	 * sampler, which stops at once. */
+	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	_Atomic int io_err;
-	_Atomic int crashes;
-	_Atomic uint32_t crash_acked; /* the unwinder synced this crash's chunk */
-	int exit_status_of_target;
-	void *repo_handle; /* struct repo *, owned by the unwinder once started */
 };
 
-void *sampler_main(void *arg);
-void *unwinder_main(void *arg);
+/* Wake the thread that polls fd (an eventfd of struct rec_shared). */
 void rec_wake(int fd);
+
+/* ---- the sampler thread (sampler.c)
+ * arg: the struct rec_shared.  Creates the tracer, attaches to every
+ * target, sets attach_state, samples until stop, io_err, the duration or
+ * the last target's exit, then detaches from every thread.  Owns and frees
+ * all it allocates; sets sampler_done last. */
+void *sampler_main(void *shared);
+
+/* ---- the writer thread (writer.c) */
+struct writer;
+/* On the control loop's thread, before the writer thread starts.  On
+ * success the writer owns repo; on failure the caller still does. */
+int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_writer);
+/* The thread; arg: the struct writer.  Writes until the sampler is done
+ * and the rings are empty, then finishes the chunk and closes the
+ * repository; sets writer_done last. */
+void *writer_main(void *writer);
+/* After the writer thread is joined, or if it never started (then the
+ * repository is closed here).  NULL-safe. */
+void writer_free(struct writer *w);
+
+/* ---- the target set (targets.c), owned by the sampler thread
+ * The processes being recorded and their threads, as the tracer's events
+ * change them.  The sampler keeps its per-thread sampling state in step
+ * through struct targets_ops; it never learns of a thread any other way. */
+
+/* One target process: (pid, start time) names it for good, the PID alone
+ * only until it is reaped. */
+struct target {
+	struct td_proc_id id;
+	bool live; /* attached, its exit not seen yet */
+};
+
+#define TARGETS_PENDING 8192
+
+/* owns: nothing allocated; borrows: the tracer */
+struct targets {
+	struct pt_tracer *tracer;
+	struct target procs[REC_MAX_PIDS];
+	unsigned nprocs, live;
+	/* thread changes seen during a round, applied after it */
+	struct targets_change {
+		bool add;
+		pid_t tid, pid;
+	} pend[TARGETS_PENDING];
+	unsigned npend;
+	bool resync;			 /* pend overflowed: ask the tracer */
+	pid_t scratch[REC_MAX_THREADS]; /* tids, while attaching or resyncing */
+};
+
+/* How the target set tells its owner about threads. */
+struct targets_ops {
+	/* tid of pid joined: found when attaching (found = true: nothing has
+	 * been said of it yet), or born since. */
+	void (*thread_add)(void *arg, pid_t pid, pid_t tid, bool found);
+	void (*thread_remove)(void *arg, pid_t tid);
+	bool (*thread_known)(void *arg, pid_t tid);
+};
+
+void targets_init(struct targets *ts, struct pt_tracer *tracer);
+/* Attach to every pid in turn, record its identity in ret_ids[i] and pass
+ * each of its threads to ops->thread_add.  Returns 0, or the first error
+ * (-errno / -TD_E_*) with the pid it concerns in *ret_pid; the processes
+ * attached before it stay attached (pt_tracer_free detaches them). */
+int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
+	const struct targets_ops *ops, void *arg, struct td_proc_id *ret_ids, pid_t *ret_pid);
+/* A tracer event, possibly while a thread is stopped: only queues (no
+ * allocation, lock, log or I/O).  Returns true when it ended a target. */
+bool targets_note(struct targets *ts, const struct pt_event *ev);
+/* After a round: apply the queued thread changes through ops. */
+void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg);
+/* Targets attached whose exit has not been seen. */
+unsigned targets_live(const struct targets *ts);
 
 #endif

@@ -20,12 +20,29 @@
 
 #define REC_MAX_PIDS 16
 
+/* What a sample means (tracerd(8), MODES).
+ *   CPU   where threads are while they use CPU: a thread is sampled every
+ *         1/hz of the CPU time it uses (on average; the periods are drawn
+ *         at random), and never while it does not run.
+ *   WALL  every thread at every tick (1/hz of wall time, drawn at random),
+ *         running or blocked, with its state. */
+enum rec_mode { REC_MODE_CPU, REC_MODE_WALL };
+
+/* How running threads are captured in cpu mode. */
+enum rec_capture {
+	REC_CAPTURE_AUTO,   /* perf when permitted, else ptrace */
+	REC_CAPTURE_PERF,   /* the kernel samples (perf_event task-clock); no stop */
+	REC_CAPTURE_PTRACE, /* a ptrace stop per sample */
+};
+
 /* What to record, and where.  Copied by rec_open: the caller's strings
  * must outlive the recorder. */
 struct rec_config {
 	pid_t pids[REC_MAX_PIDS];
 	unsigned npids;
 	unsigned hz;
+	enum rec_mode mode;
+	enum rec_capture capture;
 	uint64_t duration_ns; /* 0: until stopped */
 	const char *repo;
 	struct repo_opts ropts;
@@ -39,25 +56,33 @@ struct rec_config {
 struct rec_stats {
 	uint64_t samples_taken, samples_written, ticks;
 	uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
+	uint64_t lost_torn;   /* a blocked thread ran while its stack was copied */
+	uint64_t lost_kernel; /* the kernel's perf ring was full */
+	uint64_t skipped;     /* ticks a thread was left out after missed stops */
 	uint64_t threads_seen, threads_live;
+	enum rec_capture capture; /* what cpu mode used: PERF or PTRACE */
+	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };
 
-/* owns: the sample and event rings, the sampler and writer threads, the
- * repository (handed to the writer thread while it runs) */
+/* owns: the sampler and writer threads, the rings between them, and
+ * through the writer the repository (rec_open opens it and hands it to
+ * the writer before attaching; the writer closes it) */
 struct recorder;
 
 /* Which step of rec_open failed, and for whom. */
 struct rec_failure {
 	enum { REC_FAIL_SETUP, REC_FAIL_REPO, REC_FAIL_TRACER, REC_FAIL_ATTACH } step;
-	pid_t pid; /* ATTACH: the target; REPO with -TD_E_LOCKED: the writer */
+	pid_t pid; /* ATTACH: the target; REPO with -TD_E_LOCKED: the tracerd
+		    * process that holds the repository's lock */
 };
 
-/* Open the repository, start the sampler thread and attach to every
- * target.  On failure returns -errno / -TD_E_* and fills *ret_fail. */
+/* Open the repository, start the sampler thread, attach to every target
+ * and start the writer thread.  On failure nothing is left attached or
+ * running; returns -errno / -TD_E_* and fills *ret_fail. */
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail);
 
 /* Something the writer did on request that a person wants to hear of. */

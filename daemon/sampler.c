@@ -1,19 +1,39 @@
 /* The sampler thread: the only thread of tracerd that calls ptrace, and so
- * the tracer of every target thread.
+ * the tracer of every target thread, and the only one that stops a target
+ * thread.  It never interrupts a thread that is blocked in a system call.
  *
- * Loop: wait on a timerfd (ticks jittered +-10% around 1/HZ so that
- * sampling cannot lock onto a periodic workload) and on ptrace events.  On
- * a tick, pick the threads that ran since the last tick (schedstat read
- * through kept-open fds, before any interrupt: interrupting a thread
- * blocked in epoll_wait makes the program see EINTR), sample them in one
- * windowed round, and publish each copy into the sample ring.
+ * cpu mode, perf capture (the default where permitted): the kernel samples
+ * each thread every 1/HZ of the CPU time it uses, at a random period
+ * (ptrace/perf.c); this thread adds and removes threads as they come and
+ * go, and every 10 ms (or when a ring is a quarter full) moves the samples
+ * into the sample ring.  No target thread is ever stopped for a sample.
+ *
+ * cpu mode, ptrace capture (perf not permitted): on each tick (random,
+ * uniform over +-50% of 1/HZ, so that it cannot lock onto a periodic
+ * workload) pick the threads that ran since the last tick and are not
+ * blocked now (schedstat and /proc/.../syscall through kept-open fds), and
+ * sample them in one windowed round of interrupts.
+ *
+ * wall mode: on each tick every thread: a blocked one is copied without a
+ * stop (ptrace/blocked.c), or, when nothing changed since its last copy
+ * (same call, same place, same schedstat), repeated without a copy; a
+ * running one is sampled in the round of interrupts.
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
  * (full: the sample is dropped and counted), thread-table changes seen
- * during a round are queued and applied after it.
+ * during a round are queued by the target set (targets.c) and applied
+ * after it.  A round waits at most one tick for its stops; a thread that
+ * misses three rounds in a row is left out for a while (ptrace.c).
  *
- * Per-thread choice states:
+ * Owns: struct sampler (allocated and freed here, on this thread), the
+ * tracer and through it every attached thread, the perf rings, the /proc
+ * fds.  Writes in struct rec_shared: the samples and events rings
+ * (producer), attach_*, targets, capture, perf_err, the sampler's
+ * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
+ * io_err, crash_acked, writer_done, grow[].
+ *
+ * Per-thread choice states (ptrace capture in cpu mode):
  *   NEW    --first tick--> sampled --> SETTLE
  *   SETTLE --next tick: schedstat moved by no more than our own interrupt
  *           (+2 switches, < 200 us) of a thread we found blocked--> IDLE;
@@ -23,6 +43,7 @@
  *           sampled: a thread that never left the CPU gets no new time
  *           slice, and its run time only advances at scheduler ticks
  *           (4 ms at HZ=250), while switching out would have updated it.
+ *   any    --blocked in a system call now--> not sampled
  */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
@@ -31,6 +52,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,38 +66,41 @@
 
 #include "../common/map.h"
 
-#define S_MAX_THREADS 16384
-#define S_PENDING 8192
+#define S_MAX_THREADS REC_MAX_THREADS
 
 enum { ST_NEW, ST_SETTLE, ST_IDLE };
 
 struct sthread {
 	pid_t tid, pid;
-	int fd; /* schedstat, -1 until opened */
+	int fd;	    /* schedstat, -1 until opened */
+	int sys_fd; /* syscall, -1 until opened */
+	int stat_fd; /* stat, -1 until opened */
 	uint8_t state;
 	bool oncpu; /* its last sample found it running, not in a syscall */
+	bool perf;  /* the kernel samples it (pt_perf) */
+	bool have_last; /* last: its latest copy without a stop */
+	bool last_disk;
+	struct pt_blocked last;
 	uint64_t run_ns, run_count;
 	uint32_t window;
 };
 
-struct pending {
-	bool add;
-	pid_t tid, pid;
-};
-
-/* owns: everything below (one per sampler thread) */
+/* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
+ * chosen, targets; borrows: sh, cfg */
 struct sampler {
-	struct recorder *rec;
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
 	struct pt_tracer *t;
 	struct sthread *th; /* dense */
 	unsigned n;
 	struct td_map idx; /* tid -> index into th; fixed: never allocates */
-	struct pending pend[S_PENDING];
-	unsigned npend;
-	bool resync;
+	struct targets targets;
+	struct pt_perf *perf; /* cpu mode with perf capture, else NULL */
 	pid_t *chosen;
+	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
+	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
 	uint64_t rng;
-	uint32_t crash_id;
+	uint32_t crash_id; /* of the last crash */
 };
 
 static struct sthread *lookup(const struct sampler *s, pid_t tid)
@@ -85,17 +110,89 @@ static struct sthread *lookup(const struct sampler *s, pid_t tid)
 	return td_map_get(&s->idx, (uint32_t)tid, &k) ? &s->th[k] : NULL;
 }
 
+static void close_fds(struct sthread *st)
+{
+	if (st->fd >= 0)
+		close(st->fd);
+	if (st->sys_fd >= 0)
+		close(st->sys_fd);
+	if (st->stat_fd >= 0)
+		close(st->stat_fd);
+	st->fd = st->sys_fd = st->stat_fd = -1;
+}
+
+static int open_task_file(const struct sthread *st, const char *name)
+{
+	char path[80];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)st->pid, (int)st->tid, name);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The thread's kept-open schedstat and syscall files; false if it has no
+ * process id yet or is gone. */
+static bool probe_fds(struct sthread *st)
+{
+	if (!st->pid)
+		return false;
+	if (st->fd < 0)
+		st->fd = open_task_file(st, "schedstat");
+	if (st->sys_fd < 0)
+		st->sys_fd = open_task_file(st, "syscall");
+	return st->fd >= 0 && st->sys_fd >= 0;
+}
+
+/* The CPU a thread last ran on (field 39 of stat), -1 if unknown. */
+static int last_cpu(struct sthread *st)
+{
+	char buf[512], *p;
+	ssize_t n;
+	int field = 3;
+
+	if (st->stat_fd < 0)
+		st->stat_fd = open_task_file(st, "stat");
+	if (st->stat_fd < 0 || (n = pread(st->stat_fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	for (p += 2; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	return field == 39 ? atoi(p) : -1;
+}
+
+/* In uninterruptible sleep (D): waiting for the disk or the like. */
+static bool in_disk_wait(struct sthread *st)
+{
+	char buf[512], *p;
+	ssize_t n;
+
+	if (st->stat_fd < 0)
+		st->stat_fd = open_task_file(st, "stat");
+	if (st->stat_fd < 0 || (n = pread(st->stat_fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold anything, even ") D" */
+	return p && p[1] == ' ' && p[2] == 'D';
+}
+
 static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 {
 	if (lookup(s, tid) || s->n == S_MAX_THREADS)
 		return;
 	if (td_map_set(&s->idx, (uint32_t)tid, s->n) < 0)
 		return; /* cannot happen: sized for S_MAX_THREADS */
-	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .state = ST_NEW,
-		.window = s->rec->cfg.first_window };
+	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .sys_fd = -1,
+		.stat_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
+	/* -ESRCH: gone already, its exit follows; another error (out of fds
+	 * or the perf limit): the kernel does not sample it */
+	if (s->perf && pid)
+		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid) == 0;
 	s->n++;
-	atomic_fetch_add(&s->rec->threads_seen, 1);
-	atomic_store(&s->rec->threads_live, s->n);
+	atomic_fetch_add(&s->sh->threads_seen, 1);
+	atomic_store(&s->sh->threads_live, s->n);
 }
 
 static void remove_thread(struct sampler *s, pid_t tid)
@@ -104,8 +201,9 @@ static void remove_thread(struct sampler *s, pid_t tid)
 
 	if (!td_map_get(&s->idx, (uint32_t)tid, &k))
 		return;
-	if (s->th[k].fd >= 0)
-		close(s->th[k].fd);
+	close_fds(&s->th[k]);
+	if (s->th[k].perf)
+		pt_perf_remove(s->perf, tid);
 	td_map_remove(&s->idx, (uint32_t)tid);
 	if (k != s->n - 1) {
 		/* the last one fills the hole; a replace never fails */
@@ -113,7 +211,7 @@ static void remove_thread(struct sampler *s, pid_t tid)
 		td_map_set(&s->idx, (uint32_t)s->th[k].tid, k);
 	}
 	s->n--;
-	atomic_store(&s->rec->threads_live, s->n);
+	atomic_store(&s->sh->threads_live, s->n);
 }
 
 /* ---- callbacks of the rounds: the thread is stopped in slot_get */
@@ -122,55 +220,84 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 {
 	struct sampler *s = arg;
 	struct sthread *st = lookup(s, tid);
-	struct td_sample *smp = spsc_reserve(&s->rec->samples);
+	struct td_sample *smp = ring_reserve(&s->sh->samples);
 
 	(void)pid;
 	if (!smp)
 		return NULL; /* ring full: dropped and counted, never waited for */
-	*ret_window = st ? st->window : s->rec->cfg.first_window;
+	*ret_window = st ? st->window : s->cfg->first_window;
 	return smp;
 }
 
 static void slot_put(void *arg, struct td_sample *smp)
 {
 	struct sampler *s = arg;
-	struct recorder *r = s->rec;
-	uint64_t n = atomic_fetch_add_explicit(&r->stop_n, 1, memory_order_relaxed);
-	uint32_t us = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+	struct rec_shared *sh = s->sh;
 
-	atomic_store_explicit(&r->stop_ns[n % REC_STOP_RING], us, memory_order_relaxed);
+	if (smp->flags & TD_SAMPLE_PERF) {
+		/* taken by the kernel: nothing was stopped */
+		ring_publish(&sh->samples);
+		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		return;
+	}
+	{
+		uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
+		uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+
+		atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
+	}
 	{
 		struct sthread *st = lookup(s, smp->tid);
 
 		if (st)
 			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
 	}
-	if (smp->stopped_ns > atomic_load_explicit(&r->stop_max, memory_order_relaxed))
-		atomic_store_explicit(&r->stop_max, smp->stopped_ns, memory_order_relaxed);
-	spsc_publish(&r->samples);
-	atomic_fetch_add_explicit(&r->samples_taken, 1, memory_order_relaxed);
+	if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
+		atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
+	ring_publish(&sh->samples);
+	atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 }
 
 static void push_event(struct sampler *s, const struct rec_event *e)
 {
-	struct rec_event *slot = spsc_reserve(&s->rec->events);
+	struct rec_event *slot = ring_reserve(&s->sh->events);
 
 	if (!slot) {
-		atomic_fetch_add(&s->rec->lost_events, 1);
+		atomic_fetch_add(&s->sh->lost_events, 1);
 		return;
 	}
 	*slot = *e;
-	spsc_publish(&s->rec->events);
+	ring_publish(&s->sh->events);
 }
 
-static void queue(struct sampler *s, bool add, pid_t tid, pid_t pid)
+/* ---- the target set's view of the thread table (targets.c) */
+
+static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 {
-	if (s->npend == S_PENDING) {
-		s->resync = true;
-		return;
+	struct sampler *s = arg;
+
+	add_thread(s, tid, pid);
+	if (found) {
+		/* there before we attached: no clone event told the writer */
+		struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = pid, .tid = tid,
+			.time_ns = td_now_ns() };
+
+		push_event(s, &e);
 	}
-	s->pend[s->npend++] = (struct pending){ add, tid, pid };
 }
+
+static void on_thread_remove(void *arg, pid_t tid)
+{
+	remove_thread(arg, tid);
+}
+
+static bool on_thread_known(void *arg, pid_t tid)
+{
+	return lookup(arg, tid) != NULL;
+}
+
+static const struct targets_ops thread_ops = { on_thread_add, on_thread_remove,
+	on_thread_known };
 
 static void on_event(void *arg, const struct pt_event *ev)
 {
@@ -178,23 +305,20 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
 
+	if (targets_note(&s->targets, ev))
+		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
 		e.kind = REC_EV_THREAD_NEW;
-		queue(s, true, ev->tid, ev->pid);
 		break;
 	case PT_EVENT_THREAD_EXIT:
 		e.kind = REC_EV_THREAD_EXIT;
-		queue(s, false, ev->tid, ev->pid);
 		break;
 	case PT_EVENT_EXEC:
 		e.kind = REC_EV_EXEC;
-		if (ev->old_tid != ev->tid)
-			queue(s, false, ev->old_tid, ev->pid);
 		break;
 	case PT_EVENT_PROCESS_EXIT:
 		e.kind = REC_EV_PROCESS_EXIT;
-		atomic_fetch_sub(&s->rec->targets_live, 1);
 		break;
 	default:
 		return; /* signals and group-stops pass through */
@@ -221,93 +345,210 @@ static bool on_hold(void *arg, const struct pt_event *ev)
 
 static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_hold };
 
+/* After a round: the thread changes it saw. */
 static void apply_pending(struct sampler *s)
 {
-	for (unsigned i = 0; i < s->npend; i++) {
-		if (s->pend[i].add)
-			add_thread(s, s->pend[i].tid, s->pend[i].pid);
-		else
-			remove_thread(s, s->pend[i].tid);
-	}
-	s->npend = 0;
-	if (s->resync) {
-		/* more changes than the queue held: take the tracer's word */
-		static pid_t tids[S_MAX_THREADS];
-		int n = pt_tracer_threads(s->t, 0, tids, S_MAX_THREADS);
-
-		for (int i = 0; i < n; i++)
-			if (!lookup(s, tids[i]))
-				add_thread(s, tids[i], 0);
-		s->resync = false;
-	}
+	targets_apply(&s->targets, &thread_ops, s);
 }
 
-static bool read_schedstat(struct sthread *st, uint64_t *ret_ns, uint64_t *ret_count)
+/* Apply a pending window-growth request of the writer: the thread's stacks
+ * keep ending at the window's edge. */
+static void maybe_grow(struct sampler *s, struct sthread *st)
 {
-	char buf[96];
-	ssize_t n;
-	char *p;
+	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
 
-	if (st->fd < 0) {
-		char path[64];
-
-		if (!st->pid)
-			return false;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)st->pid,
-			(int)st->tid);
-		st->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (st->fd < 0)
-			return false;
-	}
-	n = pread(st->fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	*ret_ns = strtoull(buf, &p, 10);
-	strtoull(p, &p, 10); /* time waiting on a runqueue */
-	*ret_count = strtoull(p, NULL, 10);
-	return true;
+	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
+		return;
+	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
+	atomic_store_explicit(g, 0, memory_order_relaxed);
 }
 
-/* Which threads to sample this tick. */
+/* cpu mode with ptrace capture: which threads to interrupt this tick.
+ * Those that ran since the last tick and are not blocked now; a blocked
+ * thread is on no CPU, and interrupting it could make its call return
+ * EINTR. */
 static unsigned choose(struct sampler *s)
 {
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
-		uint64_t ns = 0, cnt = 0;
-		uint32_t g = atomic_load_explicit(&s->rec->grow[st->tid % 1024],
-			memory_order_relaxed);
+		struct pt_blocked b;
+		int r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 		bool ran;
 
-		if (g == (uint32_t)st->tid) {
-			/* its stacks keep ending at the window's edge */
-			st->window = st->window * 2 > s->rec->cfg.max_window ?
-					     s->rec->cfg.max_window :
-					     st->window * 2;
-			atomic_store_explicit(&s->rec->grow[st->tid % 1024], 0,
-				memory_order_relaxed);
-		}
-		if (!read_schedstat(st, &ns, &cnt)) {
-			ran = st->state == ST_NEW; /* cannot tell: a new one once */
-		} else if (st->state == ST_NEW) {
+		maybe_grow(s, st);
+		if (r < 0)
+			continue; /* gone, or no pid yet: its exit or pid follows */
+		if (r == 1)
+			ran = false; /* blocked in a system call now */
+		else if (st->state == ST_NEW)
 			ran = true;
-		} else if (ns == st->run_ns && cnt == st->run_count) {
-			ran = st->oncpu; /* still on the CPU it was on */
-		} else if (st->state == ST_SETTLE && !st->oncpu && cnt - st->run_count <= 2 &&
-			ns - st->run_ns < 200000) {
-			ran = false; /* only our own interrupt moved it */
-		} else {
+		else if (b.run_ns == st->run_ns && b.run_count == st->run_count)
+			ran = st->oncpu; /* still on the CPU it was on, or runnable */
+		else
 			ran = true;
-		}
-		st->run_ns = ns;
-		st->run_count = cnt;
+		st->run_ns = b.run_ns;
+		st->run_count = b.run_count;
 		st->state = ran ? ST_SETTLE : ST_IDLE;
 		if (ran)
 			s->chosen[k++] = st->tid;
+		else
+			st->oncpu = false;
 	}
 	return k;
+}
+
+/* Publish a sample of a blocked thread that is exactly as it was at its
+ * last copy: no copy, no unwind (the writer repeats its last stack). */
+static void publish_repeat(struct sampler *s, struct sthread *st)
+{
+	struct td_sample *smp = ring_reserve(&s->sh->samples);
+
+	if (!smp) {
+		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
+		return;
+	}
+	memset(&smp->regs, 0, sizeof(smp->regs));
+	smp->pid = st->pid;
+	smp->tid = st->tid;
+	smp->time_ns = td_now_ns();
+	smp->stopped_ns = 0;
+	smp->flags = TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | TD_SAMPLE_IN_SYSCALL |
+		(st->last_disk ? TD_SAMPLE_DISK : 0);
+	smp->regs.rsp = st->last.sc.sp;
+	smp->regs.rip = st->last.sc.pc;
+	smp->stack_addr = st->last.sc.sp;
+	smp->stack_end = 0;
+	smp->stack_len = 0;
+	ring_publish(&s->sh->samples);
+	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+}
+
+/* wall mode, one tick: every thread.  Blocked ones are copied without a
+ * stop (or repeated); running ones are returned for the round. */
+static unsigned wall_tick(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct sthread *st = &s->th[i];
+		struct td_sample *smp;
+		struct pt_blocked b;
+		int r;
+
+		maybe_grow(s, st);
+		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
+		if (r < 0)
+			continue;
+		if (r == 0) {
+			st->have_last = false;
+			s->chosen[k++] = st->tid;
+			continue;
+		}
+		if (st->have_last && pt_blocked_same(&st->last, &b)) {
+			publish_repeat(s, st);
+			continue;
+		}
+		st->have_last = false;
+		smp = ring_reserve(&sh->samples);
+		if (!smp) {
+			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
+			continue;
+		}
+		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
+		if (r == -EAGAIN) {
+			/* it ran while we copied: the copy may be torn */
+			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);
+			continue;
+		}
+		if (r != 1)
+			continue; /* gone: its exit follows */
+		st->last_disk = in_disk_wait(st);
+		if (st->last_disk)
+			smp->flags |= TD_SAMPLE_DISK;
+		st->last = b;
+		st->have_last = true;
+		ring_publish(&sh->samples);
+		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+	}
+	return k;
+}
+
+/* Interrupt the chosen threads from the CPU each is on.  A stop requested
+ * from another CPU lands where the thread next enters the kernel, not where
+ * it was (measured: a thread spinning 25 us between getppid calls was
+ * stopped at getppid 96% of the time from another CPU, 4% from its own).
+ * Moving this thread onto the target's CPU first preempts the target
+ * there, so the stop lands where it was preempted. */
+static void round_by_cpu(struct sampler *s, unsigned k, int budget, struct pt_round_stats *ret)
+{
+	static cpu_set_t all;
+	static bool have_all;
+	unsigned done = 0;
+
+	*ret = (struct pt_round_stats){ 0 };
+	if (!have_all) {
+		have_all = sched_getaffinity(0, sizeof(all), &all) == 0;
+		if (!have_all)
+			CPU_ZERO(&all);
+	}
+	/* group by CPU: s->cpu_of[i] for chosen[i]; -1 last */
+	for (unsigned i = 0; i < k; i++) {
+		struct sthread *st = lookup(s, s->chosen[i]);
+
+		s->cpu_of[i] = st ? last_cpu(st) : -1;
+	}
+	while (done < k) {
+		int cpu = -2;
+		unsigned m = 0;
+
+		for (unsigned i = 0; i < k; i++) {
+			if (s->cpu_of[i] == -3)
+				continue;
+			if (cpu == -2)
+				cpu = s->cpu_of[i];
+			if (s->cpu_of[i] == cpu) {
+				s->group[m++] = s->chosen[i];
+				s->cpu_of[i] = -3;
+			}
+		}
+		if (!m)
+			break;
+		done += m;
+		if (cpu >= 0 && have_all && CPU_ISSET(cpu, &all)) {
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+		}
+		{
+			struct pt_round_stats st;
+
+			pt_tracer_sample(s->t, s->group, m, &round_ops, s, budget, 0, &st);
+			ret->requested += st.requested;
+			ret->captured += st.captured;
+			ret->gone += st.gone;
+			ret->dropped += st.dropped;
+			ret->timeout += st.timeout;
+			ret->skipped += st.skipped;
+		}
+	}
+	if (have_all)
+		sched_setaffinity(0, sizeof(all), &all);
+}
+
+/* cpu mode with perf capture: move what the kernel sampled into the
+ * sample ring. */
+static void perf_drain(struct sampler *s)
+{
+	struct pt_perf_stats st;
+
+	pt_perf_drain(s->perf, &round_ops, s, &st);
+	atomic_fetch_add_explicit(&s->sh->lost_ring, st.dropped, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sh->lost_kernel, st.lost, memory_order_relaxed);
 }
 
 /* Does the program catch signo itself (a JVM's SIGSEGV)?  Then it is no
@@ -324,13 +565,13 @@ static bool signal_caught(pid_t pid, pid_t tid, int signo)
 }
 
 /* A thread is held in a fatal signal's delivery stop: take every thread's
- * stack, have the unwinder write the crash and finish and sync the chunk,
+ * stack, have the writer write the crash and finish and sync the chunk,
  * then let the signal go on so that the target dies exactly as it would
  * have.  The crashing thread is held on purpose; the wait for the
- * unwinder is bounded (3 s) and the other threads run meanwhile. */
+ * writer is bounded (3 s) and the other threads run meanwhile. */
 static void handle_crash(struct sampler *s)
 {
-	struct recorder *r = s->rec;
+	struct rec_shared *sh = s->sh;
 	struct rec_event e = { .kind = REC_EV_CRASH };
 	struct sthread *st;
 	uint64_t deadline;
@@ -356,17 +597,16 @@ static void handle_crash(struct sampler *s)
 	apply_pending(s);
 	e.kind = REC_EV_CRASH_DONE;
 	push_event(s, &e);
-	atomic_fetch_add(&r->crashes, 1);
-	rec_wake(r->unwinder_wake);
+	rec_wake(sh->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
-	while (atomic_load(&r->crash_acked) != e.crash_id && td_now_ns() < deadline &&
-		!atomic_load(&r->unwinder_done)) {
+	while (atomic_load(&sh->crash_acked) != e.crash_id && td_now_ns() < deadline &&
+		!atomic_load(&sh->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ r->sampler_wake, POLLIN, 0 } };
+			{ sh->sampler_wake, POLLIN, 0 } };
 		uint64_t junk;
 
 		poll(pfd, 2, 50);
-		if (pfd[1].revents & POLLIN && read(r->sampler_wake, &junk, sizeof(junk)) < 0)
+		if (pfd[1].revents & POLLIN && read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 		if (pfd[0].revents & POLLIN) {
 			pt_tracer_poll(s->t, &round_ops, s);
@@ -378,93 +618,108 @@ static void handle_crash(struct sampler *s)
 
 static uint64_t next_period(struct sampler *s)
 {
-	uint64_t period = 1000000000u / s->rec->cfg.hz;
+	uint64_t period = 1000000000u / s->cfg->hz;
 
 	s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
-	/* uniform in [0.9, 1.1) x period */
-	return period - period / 10 + (s->rng >> 33) % (period / 5 + 1);
+	/* uniform in [0.5, 1.5) x period, keeping the mean rate: a +-10%
+	 * jitter still locked onto a 10 ms cycle (a 70/30 split read 60-84%) */
+	return period / 2 + (s->rng >> 11) % (period + 1);
 }
 
-static int attach_all(struct sampler *s)
+/* Recording ends on a request of the control loop or an I/O error of the
+ * writer. */
+static bool stopping(struct rec_shared *sh)
 {
-	struct recorder *r = s->rec;
-
-	for (unsigned i = 0; i < r->cfg.npids; i++) {
-		static pid_t tids[S_MAX_THREADS];
-		int n = pt_tracer_attach(s->t, r->cfg.pids[i]);
-
-		if (n < 0) {
-			r->attach_err = n;
-			r->attach_pid = r->cfg.pids[i];
-			return n;
-		}
-		n = pt_tracer_threads(s->t, r->cfg.pids[i], tids, S_MAX_THREADS);
-		for (int k = 0; k < n; k++) {
-			struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = r->cfg.pids[i],
-				.tid = tids[k], .time_ns = td_now_ns() };
-
-			add_thread(s, tids[k], r->cfg.pids[i]);
-			push_event(s, &e);
-		}
-	}
-	atomic_store(&r->targets_live, r->cfg.npids);
-	return 0;
+	return atomic_load(&sh->stop) || atomic_load(&sh->io_err);
 }
 
 void *sampler_main(void *arg)
 {
-	struct recorder *r = arg;
+	struct rec_shared *sh = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true };
+		.trace_exec = true, .detach_by_exit = true };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
 	uint64_t start, next;
 	int tfd = -1, e;
 
-	if (!s)
+	if (!s) {
+		sh->attach_err = -ENOMEM;
 		goto out_fail;
+	}
 	/* The sampler sleeps but for the microseconds it holds a target
 	 * thread: then nothing of the target's may keep it off a CPU.  It
 	 * stays at nice -10 (when allowed) rather than paying two system
 	 * calls per round to change it. */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
 	pthread_setname_np(pthread_self(), "tracerd-sample");
-	s->rec = r;
+	s->sh = sh;
+	s->cfg = sh->cfg;
 	s->rng = td_now_ns() | 1;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
-	if (!s->th || !s->chosen || td_map_init_fixed(&s->idx, S_MAX_THREADS) < 0)
+	s->group = calloc(S_MAX_THREADS, sizeof(*s->group));
+	s->cpu_of = calloc(S_MAX_THREADS, sizeof(*s->cpu_of));
+	if (!s->th || !s->chosen || !s->group || !s->cpu_of ||
+		td_map_init_fixed(&s->idx, S_MAX_THREADS) < 0) {
+		sh->attach_err = -ENOMEM;
 		goto out_fail;
+	}
 	e = pt_tracer_new(&pc, &s->t);
 	if (e < 0) {
-		r->attach_err = e;
+		sh->attach_err = e;
 		goto out_fail;
 	}
-	if (attach_all(s) < 0)
+	sh->capture = REC_CAPTURE_PTRACE;
+	if (s->cfg->mode == REC_MODE_CPU && s->cfg->capture != REC_CAPTURE_PTRACE) {
+		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
+			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
+			.max_threads = 4096, .seed = td_now_ns() };
+
+		e = pt_perf_new(&ppc, &s->perf);
+		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
+			sh->attach_err = e;
+			goto out_fail;
+		}
+		if (e < 0)
+			sh->perf_err = e;
+		else
+			sh->capture = REC_CAPTURE_PERF;
+	}
+	targets_init(&s->targets, s->t);
+	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
+		&sh->attach_pid);
+	if (e < 0) {
+		sh->attach_err = e;
 		goto out_fail;
+	}
+	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (tfd < 0) {
-		r->attach_err = -errno;
+		sh->attach_err = -errno;
 		goto out_fail;
 	}
-	atomic_store(&r->attach_state, 1);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->attach_state, 1);
+	rec_wake(sh->control_wake);
 
 	start = next = td_now_ns();
-	while (!atomic_load(&r->stop)) {
-		struct pollfd pfd[3] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ r->sampler_wake, POLLIN, 0 } };
+	while (!stopping(sh)) {
+		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
+			{ sh->sampler_wake, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
+								POLLIN, 0 } };
 		uint64_t now, junk;
 
-		next += next_period(s);
+		/* perf capture: the kernel samples; wake every 10 ms to move
+		 * its samples on.  Otherwise: the next random tick. */
+		next += s->perf ? 10000000u : next_period(s);
 		now = td_now_ns();
 		if (next < now)
-			next = now + next_period(s) / 2; /* fell behind: no burst */
+			next = now + (s->perf ? 10000000u : next_period(s) / 2); /* no burst */
 		its.it_value.tv_sec = (time_t)(next / 1000000000u);
 		its.it_value.tv_nsec = (long)(next % 1000000000u);
 		timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
 		for (;;) {
-			if (poll(pfd, 3, 1000) < 0 && errno != EINTR)
+			if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
 				break;
 			if (pfd[1].revents & POLLIN) {
 				pt_tracer_poll(s->t, &round_ops, s);
@@ -472,59 +727,70 @@ void *sampler_main(void *arg)
 				handle_crash(s);
 			}
 			if (pfd[2].revents & POLLIN)
-				if (read(r->sampler_wake, &junk, sizeof(junk)) < 0)
+				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 					junk = 0;
-			if ((pfd[0].revents & POLLIN) || atomic_load(&r->stop) ||
-				atomic_load(&r->targets_live) <= 0)
+			if (pfd[3].revents & POLLIN)
+				perf_drain(s);
+			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
+				!targets_live(&s->targets))
 				break;
 		}
 		if (read(tfd, &junk, sizeof(junk)) < 0)
 			junk = 0;
-		if (atomic_load(&r->stop) || atomic_load(&r->targets_live) <= 0)
+		if (s->perf)
+			perf_drain(s);
+		if (stopping(sh) || !targets_live(&s->targets))
 			break;
-		if (r->cfg.duration_ns && td_now_ns() - start >= r->cfg.duration_ns)
+		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
 			break;
-		{
+		atomic_fetch_add(&sh->ticks, 1);
+		if (!s->perf) {
 			struct pt_round_stats st;
-			unsigned k = choose(s);
+			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
+			/* a round waits at most one tick for its stops */
+			int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
 
-			atomic_fetch_add(&r->ticks, 1);
 			if (k) {
-				pt_tracer_sample(s->t, s->chosen, k, &round_ops, s, 100, 0, &st);
-				atomic_fetch_add(&r->lost_ring, st.dropped);
-				atomic_fetch_add(&r->lost_not_stopped, st.timeout);
-				/* the unwinder polls every 50 ms; wake it early only
-				 * when the ring fills */
-				if (atomic_load(&r->samples.tail) - atomic_load(&r->samples.head) >
-					r->samples.cap / 4)
-					rec_wake(r->unwinder_wake);
+				round_by_cpu(s, k, budget, &st);
+				atomic_fetch_add(&sh->lost_ring, st.dropped);
+				atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
+				atomic_fetch_add(&sh->skipped, st.skipped);
 			}
 			apply_pending(s);
 			handle_crash(s);
 		}
+		/* the writer polls every 50 ms; wake it early only when the
+		 * ring fills */
+		if (ring_used(&sh->samples) > sh->samples.cap / 4)
+			rec_wake(sh->writer_wake);
 	}
-	/* Resume and detach every thread (batched), whatever happens. */
+	/* Resume every stopped thread; the rest are detached by the kernel
+	 * when this thread exits, without waking those that sleep. */
+	pt_perf_free(s->perf);
+	s->perf = NULL;
 	pt_tracer_free(s->t);
 	s->t = NULL;
 	goto out;
 out_fail:
-	atomic_store(&r->attach_state, -1);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->attach_state, -1);
+	rec_wake(sh->control_wake);
 out:
 	if (tfd >= 0)
 		close(tfd);
 	if (s) {
+		pt_perf_free(s->perf);
 		pt_tracer_free(s->t);
 		for (unsigned i = 0; i < s->n; i++)
-			if (s->th[i].fd >= 0)
-				close(s->th[i].fd);
+			close_fds(&s->th[i]);
 		free(s->th);
 		td_map_free(&s->idx);
 		free(s->chosen);
+		free(s->group);
+		free(s->cpu_of);
 		free(s);
 	}
-	atomic_store(&r->sampler_done, 1);
-	rec_wake(r->unwinder_wake);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->sampler_done, 1);
+	rec_wake(sh->writer_wake);
+	rec_wake(sh->control_wake);
 	return NULL;
 }

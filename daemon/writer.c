@@ -1,4 +1,4 @@
-/* The unwinder thread: takes copied stacks from the sample ring, unwinds
+/* The writer thread: takes copied stacks from the sample ring, unwinds
  * them with the process's cached libdwfl session (rebuilt after exec, or
  * when a pc falls outside every known module after the maps changed),
  * symbolizes through the caches, and appends to the chunk writer of the
@@ -7,7 +7,17 @@
  * snapshots on request.
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
- * chunk starts, since ids are per chunk. */
+ * chunk starts, since ids are per chunk.
+ *
+ * Owns: struct writer (made by writer_new on the control loop's thread,
+ * run here, freed by writer_free after the join), the repository from
+ * writer_new on (closed here when the rings are drained, or by
+ * writer_free if this thread never ran), the sessions and caches.
+ * Writes in struct rec_shared: the notices ring (producer), the samples
+ * and events rings' heads (consumer), the writer's counters, io_err,
+ * crash_acked, grow[] requests, writer_done.  Reads: sampler_done, stop,
+ * rotate_req and snapshot_req (taken), targets, targets_live,
+ * samples_taken. */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
 
@@ -34,13 +44,16 @@ struct session {
 	uint64_t built_ns;
 };
 
-struct unwinder {
-	struct recorder *rec;
+/* owns: repo (until writer_main closes it), cache, sess, the maps, names;
+ * borrows: sh, cfg */
+struct writer {
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
 	struct repo *repo;
-	struct chunk_writer *w; /* the current chunk's, borrowed from repo */
+	struct chunk_writer *cw; /* the current chunk's, borrowed from repo */
 	struct sym_cache *cache;
 	struct session sess[REC_MAX_PIDS * 4];
-	struct td_map threads, locs; /* tid, (pid, pc) -> id in this chunk */
+	struct td_map threads, locs;
 	uint32_t end_loc[SYM_END_NO_REGS + 1];
 	struct sym_unwound u;
 	struct sym_frame frames[SYM_MAX_FRAMES];
@@ -54,38 +67,85 @@ struct unwinder {
 	} *names;
 	size_t nnames, capnames, rename_next;
 	uint64_t last_rename_check;
+	/* The last unwind of each thread copied while blocked, which a
+	 * REPEAT sample (unchanged since) reuses without unwinding: tid ->
+	 * index + 1 in saved (not per chunk: the pcs are re-resolved in
+	 * whichever chunk is current).  Freed when the thread exits. */
+	struct td_map last;
+	struct saved {
+		pid_t tid; /* 0: free */
+		unsigned n;
+		enum sym_end end;
+		uint64_t *pc;
+		bool *act;
+	} *saved;
+	size_t nsaved, capsaved;
 };
 
-static void new_chunk_caches(struct unwinder *uw)
+/* The writer's maps hold ids (never 0): 0 from map_get means absent. */
+static uint32_t map_get(const struct td_map *m, uint64_t key)
 {
-	uw->nnames = 0;
-	td_map_clear(&uw->threads);
-	td_map_clear(&uw->locs);
-	memset(uw->end_loc, 0, sizeof(uw->end_loc));
+	uint64_t v;
+
+	return td_map_get(m, key, &v) ? (uint32_t)v : 0;
 }
 
-static void chunk_meta(struct unwinder *uw)
+static void map_put(struct td_map *m, uint64_t key, uint32_t val)
+{
+	if (td_map_set(m, key, val) < 0)
+		(void)0; /* no memory: the id is looked up (and defined) again */
+}
+
+static void new_chunk_caches(struct writer *w)
+{
+	w->nnames = 0;
+	td_map_clear(&w->threads);
+	td_map_clear(&w->locs);
+	memset(w->end_loc, 0, sizeof(w->end_loc));
+}
+
+static void chunk_meta(struct writer *w)
 {
 	char buf[256];
-	struct recorder *r = uw->rec;
+	const struct rec_config *cfg = w->cfg;
 
-	chunk_writer_meta(uw->w, "tracerd.version", TD_VERSION);
-	snprintf(buf, sizeof(buf), "%u", r->cfg.hz);
-	chunk_writer_meta(uw->w, "sampling.hz", buf);
+	chunk_writer_meta(w->cw, "tracerd.version", TD_VERSION);
+	snprintf(buf, sizeof(buf), "%u", cfg->hz);
+	chunk_writer_meta(w->cw, "sampling.hz", buf);
+	chunk_writer_meta(w->cw, "sampling.mode", cfg->mode == REC_MODE_WALL ? "wall" : "cpu");
+	if (cfg->mode == REC_MODE_WALL) {
+		chunk_writer_meta(w->cw, "sampling.capture", "proc+ptrace");
+	} else if (w->sh->capture == REC_CAPTURE_PERF) {
+		chunk_writer_meta(w->cw, "sampling.capture", "perf");
+	} else {
+		chunk_writer_meta(w->cw, "sampling.capture", "ptrace");
+		if (w->sh->perf_err) {
+			snprintf(buf, sizeof(buf),
+				"perf_event_open: %s; ptrace stops land where a thread next "
+				"enters the kernel when it runs on another CPU",
+				td_strerror(w->sh->perf_err));
+			chunk_writer_meta(w->cw, "sampling.capture.note", buf);
+		}
+	}
 	if (gethostname(buf, sizeof(buf)) == 0)
-		chunk_writer_meta(uw->w, "host", buf);
-	for (unsigned i = 0; i < r->cfg.npids; i++) {
+		chunk_writer_meta(w->cw, "host", buf);
+	for (unsigned i = 0; i < cfg->npids; i++) {
 		char path[64], cmd[256];
 		int n;
 
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)r->cfg.pids[i]);
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)cfg->pids[i]);
 		n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
+		/* Checked after the read: once the target is gone its PID
+		 * cannot name it again, so a match now means the read was
+		 * of the target, not of a later process of that PID. */
+		if (td_proc_id_check(&w->sh->targets[i]) != 1)
+			n = 0;
 		for (int k = 0; k < n - 1; k++)
 			if (!cmd[k])
 				cmd[k] = ' ';
 		if (n > 0) {
-			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)r->cfg.pids[i]);
-			chunk_writer_meta(uw->w, buf, cmd);
+			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)cfg->pids[i]);
+			chunk_writer_meta(w->cw, buf, cmd);
 		}
 	}
 	{
@@ -93,53 +153,53 @@ static void chunk_meta(struct unwinder *uw)
 
 		clock_gettime(CLOCK_MONOTONIC, &m);
 		clock_gettime(CLOCK_REALTIME, &re);
-		chunk_writer_clock_sync(uw->w,
+		chunk_writer_clock_sync(w->cw,
 			(uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec,
 			(uint64_t)re.tv_sec * 1000000000u + (uint64_t)re.tv_nsec);
 	}
 }
 
 /* The current chunk's writer, noticing a new chunk. */
-static struct chunk_writer *writer(struct unwinder *uw)
+static struct chunk_writer *current_chunk(struct writer *w)
 {
-	struct chunk_writer *w = repo_writer(uw->repo);
+	struct chunk_writer *cw = repo_writer(w->repo);
 
-	if (!w) {
-		int e = repo_error(uw->repo);
+	if (!cw) {
+		int e = repo_error(w->repo);
 
-		if (!atomic_load(&uw->rec->io_err))
-			atomic_store(&uw->rec->io_err, e ? e : -EIO);
+		if (!atomic_load(&w->sh->io_err))
+			atomic_store(&w->sh->io_err, e ? e : -EIO);
 		return NULL;
 	}
-	if (w != uw->w) {
-		uw->w = w;
-		new_chunk_caches(uw);
-		chunk_meta(uw);
+	if (cw != w->cw) {
+		w->cw = cw;
+		new_chunk_caches(w);
+		chunk_meta(w);
 	}
-	return w;
+	return cw;
 }
 
-static void rotated(struct unwinder *uw)
+static void rotated(struct writer *w)
 {
-	uw->w = NULL; /* the next writer() starts the caches anew */
+	w->cw = NULL; /* the next current_chunk() starts the caches anew */
 }
 
-static struct session *session_for(struct unwinder *uw, pid_t pid, bool create)
+static struct session *session_for(struct writer *w, pid_t pid, bool create)
 {
 	struct session *free_slot = NULL;
 
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(uw->sess); i++) {
-		if (uw->sess[i].pid == pid && uw->sess[i].s)
-			return &uw->sess[i];
-		if (!uw->sess[i].s && !free_slot)
-			free_slot = &uw->sess[i];
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->sess); i++) {
+		if (w->sess[i].pid == pid && w->sess[i].s)
+			return &w->sess[i];
+		if (!w->sess[i].s && !free_slot)
+			free_slot = &w->sess[i];
 	}
 	if (!create || !free_slot)
 		return NULL;
 	{
-		struct sym_options o = { .debuginfo_dir = uw->rec->cfg.debuginfo_dir };
+		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir };
 
-		if (sym_session_new(pid, &o, uw->cache, &free_slot->s) < 0)
+		if (sym_session_new(pid, &o, w->cache, &free_slot->s) < 0)
 			return NULL;
 	}
 	free_slot->pid = pid;
@@ -147,74 +207,73 @@ static struct session *session_for(struct unwinder *uw, pid_t pid, bool create)
 	return free_slot;
 }
 
-static void session_drop(struct unwinder *uw, pid_t pid)
+static void session_drop(struct writer *w, pid_t pid)
 {
-	struct session *s = session_for(uw, pid, false);
+	struct session *s = session_for(w, pid, false);
 
 	if (s) {
 		sym_session_free(s->s);
 		s->s = NULL;
 		s->pid = 0;
 	}
-	td_map_clear(&uw->locs); /* addresses mean something else now */
+	td_map_clear(&w->locs); /* addresses mean something else now */
 }
 
-static uint32_t thread_id(struct unwinder *uw, pid_t pid, pid_t tid)
+static uint32_t thread_id(struct writer *w, pid_t pid, pid_t tid)
 {
+	uint32_t id = map_get(&w->threads, (uint64_t)(uint32_t)tid + 1);
 	struct td_task_info info;
-	uint64_t known;
-	uint32_t id;
 
-	if (td_map_get(&uw->threads, (uint32_t)tid, &known))
-		return (uint32_t)known;
+	if (id)
+		return id;
 	if (td_task_info_read(pid, tid, &info) < 0)
 		snprintf(info.name, sizeof(info.name), "?");
-	id = chunk_writer_thread(uw->w, (uint32_t)tid, (uint32_t)pid, info.name);
+	id = chunk_writer_thread(w->cw, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
-		td_map_set(&uw->threads, (uint32_t)tid, id); /* no memory: asked again */
-	if (id >= uw->capnames) {
-		size_t cap = uw->capnames ? uw->capnames * 2 : 64;
+		map_put(&w->threads, (uint64_t)(uint32_t)tid + 1, id);
+	if (id >= w->capnames) {
+		size_t cap = w->capnames ? w->capnames * 2 : 64;
 		struct tname *n;
 
 		while (cap <= id)
 			cap *= 2;
-		n = realloc(uw->names, cap * sizeof(*n));
+		n = realloc(w->names, cap * sizeof(*n));
 		if (n) {
-			memset(n + uw->capnames, 0, (cap - uw->capnames) * sizeof(*n));
-			uw->names = n;
-			uw->capnames = cap;
+			memset(n + w->capnames, 0, (cap - w->capnames) * sizeof(*n));
+			w->names = n;
+			w->capnames = cap;
 		}
 	}
-	if (id && id < uw->capnames) {
-		uw->names[id] = (struct tname){ .pid = pid, .tid = tid };
-		memcpy(uw->names[id].name, info.name, sizeof(info.name));
-		if (id >= uw->nnames)
-			uw->nnames = id + 1;
+	if (id && id < w->capnames) {
+		w->names[id] = (struct tname){ .pid = pid, .tid = tid };
+		memcpy(w->names[id].name, info.name, sizeof(info.name));
+		if (id >= w->nnames)
+			w->nnames = id + 1;
 	}
 	return id;
 }
 
 /* Every 2 s, re-read the names of up to 256 threads of this chunk (round
  * robin) and record a rename (pthread_setname_np, prctl) as it is seen. */
-static void check_renames(struct unwinder *uw, uint64_t now)
+static void check_renames(struct writer *w, uint64_t now)
 {
-	if (!uw->w || now - uw->last_rename_check < 2000000000u)
+	if (!w->cw || now - w->last_rename_check < 2000000000u)
 		return;
-	uw->last_rename_check = now;
-	for (unsigned k = 0; k < 256 && uw->nnames > 1; k++) {
+	w->last_rename_check = now;
+	for (unsigned k = 0; k < 256 && w->nnames > 1; k++) {
 		struct td_task_info info;
 		struct tname *t;
-		size_t i = 1 + uw->rename_next++ % (uw->nnames - 1);
+		size_t i = 1 + w->rename_next++ % (w->nnames - 1);
 
-		t = &uw->names[i];
+		t = &w->names[i];
 		if (!t->tid || td_task_info_read(t->pid, t->tid, &info) < 0)
 			continue;
 		if (strcmp(info.name, t->name)) {
-			chunk_writer_thread_event(uw->w, now, (uint32_t)i, TCF_THREAD_RENAME,
-				chunk_writer_string(uw->w, info.name));
+			chunk_writer_thread_event(w->cw, now, (uint32_t)i, TCF_THREAD_RENAME,
+				chunk_writer_string(w->cw, info.name));
 			memcpy(t->name, info.name, sizeof(t->name));
 		}
-		if (k + 1 >= uw->nnames - 1)
+		if (k + 1 >= w->nnames - 1)
 			break;
 	}
 }
@@ -235,156 +294,251 @@ static void hex_to_bytes(const char *hex, uint8_t *out, unsigned *ret_n)
 }
 
 /* Location id of one physical frame in the current chunk. */
-static uint32_t location(struct unwinder *uw, struct sym_session *ss, pid_t pid, uint64_t pc,
+static uint32_t location(struct writer *w, struct sym_session *ss, pid_t pid, uint64_t pc,
 	bool act)
 {
-	uint64_t key = ((uint64_t)(uint32_t)pid << 48) ^ (pc << 1) ^ act, known;
+	uint64_t key = ((uint64_t)(uint32_t)pid << 48) ^ (pc << 1) ^ act;
 	struct chunk_line lines[64];
-	uint32_t id, mapping = 0;
+	uint32_t id = map_get(&w->locs, key | 1ull << 63), mapping = 0;
 	int n;
 
-	if (td_map_get(&uw->locs, key, &known))
-		return (uint32_t)known;
-	n = sym_session_symbolize(ss, pc, act, true, uw->frames, 64);
+	if (id)
+		return id;
+	n = sym_session_symbolize(ss, pc, act, true, w->frames, 64);
 	for (int k = 0; k < n; k++) {
-		const struct sym_frame *f = &uw->frames[k];
+		const struct sym_frame *f = &w->frames[k];
 
 		lines[k] = (struct chunk_line){
-			chunk_writer_function(uw->w, f->function ? f->function : "[unknown]", NULL,
+			chunk_writer_function(w->cw, f->function ? f->function : "[unknown]", NULL,
 				f->file, f->start_line > 0 ? (uint32_t)f->start_line : 0),
 			(uint32_t)f->line, 0 };
 	}
-	if (n > 0 && uw->frames[0].module) {
+	if (n > 0 && w->frames[0].module) {
 		/* "[vdso: PID]" is libdwfl's name; the pid means nothing later */
-		struct chunk_mapping m = { .path = !strncmp(uw->frames[0].module, "[vdso", 5) ?
+		struct chunk_mapping m = { .path = !strncmp(w->frames[0].module, "[vdso", 5) ?
 							   "[vdso]" :
-							   uw->frames[0].module };
+							   w->frames[0].module };
 		uint8_t bid[64];
 
-		hex_to_bytes(uw->frames[0].build_id, bid, &m.build_id_len);
+		hex_to_bytes(w->frames[0].build_id, bid, &m.build_id_len);
 		m.build_id = bid;
 		if (strstr(m.path, " (deleted)"))
 			m.flags |= TCF_MAP_DELETED;
-		mapping = chunk_writer_mapping(uw->w, &m);
+		mapping = chunk_writer_mapping(w->cw, &m);
 	}
-	id = chunk_writer_location(uw->w, mapping, mapping ? uw->frames[0].offset : pc, lines,
+	id = chunk_writer_location(w->cw, mapping, mapping ? w->frames[0].offset : pc, lines,
 		(unsigned)(n > 0 ? n : 0));
 	if (id)
-		td_map_set(&uw->locs, key, id);
+		map_put(&w->locs, key | 1ull << 63, id);
 	return id;
 }
 
 /* A synthetic root frame that keeps a partial stack's reason visible. */
-static uint32_t end_location(struct unwinder *uw, enum sym_end end)
+static uint32_t end_location(struct writer *w, enum sym_end end)
 {
 	char name[96];
 	struct chunk_line line;
 
-	if (uw->end_loc[end])
-		return uw->end_loc[end];
+	if (w->end_loc[end])
+		return w->end_loc[end];
 	snprintf(name, sizeof(name), "[stack cut: %s]", sym_end_name(end));
-	line = (struct chunk_line){ chunk_writer_function(uw->w, name, NULL, NULL, 0), 0, 0 };
-	uw->end_loc[end] = chunk_writer_location(uw->w, 0, 0, &line, 1);
-	return uw->end_loc[end];
+	line = (struct chunk_line){ chunk_writer_function(w->cw, name, NULL, NULL, 0), 0, 0 };
+	w->end_loc[end] = chunk_writer_location(w->cw, 0, 0, &line, 1);
+	return w->end_loc[end];
 }
 
-static uint32_t stack_of(struct unwinder *uw, const struct td_sample *s)
+/* The chunk's stack for the unwound frames in w->u. */
+static uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
-	struct session *se = session_for(uw, s->pid, true);
 	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->u.n; i++)
+		w->loc_ids[n++] = location(w, ss, pid, w->u.pc[i], w->u.activation[i]);
+	if (w->u.end != SYM_END_OUTERMOST) {
+		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+		w->loc_ids[n++] = end_location(w, w->u.end);
+	}
+	return chunk_writer_stack(w->cw, w->loc_ids, n);
+}
+
+static struct saved *saved_of(struct writer *w, pid_t tid, bool create)
+{
+	uint32_t k = map_get(&w->last, (uint64_t)(uint32_t)tid);
+	struct saved *sv;
+
+	if (k)
+		return &w->saved[k - 1];
+	if (!create)
+		return NULL;
+	for (k = 0; k < w->nsaved && w->saved[k].tid; k++)
+		;
+	if (k == w->nsaved) {
+		if (w->nsaved == w->capsaved) {
+			size_t cap = w->capsaved ? 2 * w->capsaved : 64;
+			struct saved *ns = realloc(w->saved, cap * sizeof(*ns));
+
+			if (!ns)
+				return NULL;
+			w->saved = ns;
+			w->capsaved = cap;
+		}
+		w->saved[w->nsaved++] = (struct saved){ 0 };
+	}
+	sv = &w->saved[k];
+	sv->tid = tid;
+	map_put(&w->last, (uint64_t)(uint32_t)tid, k + 1);
+	return sv;
+}
+
+/* Keep the unwind of a thread copied while blocked, for its repeats. */
+static void save_unwound(struct writer *w, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, true);
+	uint64_t *pc;
+	bool *act;
+
+	if (!sv)
+		return;
+	pc = realloc(sv->pc, (w->u.n + 1) * sizeof(*pc));
+	if (pc)
+		sv->pc = pc;
+	act = realloc(sv->act, (w->u.n + 1) * sizeof(*act));
+	if (act)
+		sv->act = act;
+	if (!pc || !act) {
+		sv->n = 0;
+		sv->end = SYM_END_NO_REGS;
+		return;
+	}
+	memcpy(sv->pc, w->u.pc, w->u.n * sizeof(*pc));
+	memcpy(sv->act, w->u.activation, w->u.n * sizeof(*act));
+	sv->n = w->u.n;
+	sv->end = w->u.end;
+}
+
+static void saved_drop(struct writer *w, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, false);
+
+	if (!sv)
+		return;
+	free(sv->pc);
+	free(sv->act);
+	*sv = (struct saved){ 0 };
+	/* the map keeps tid -> slot; a later thread of that tid reuses it */
+}
+
+static uint32_t stack_of(struct writer *w, const struct td_sample *s)
+{
+	struct session *se = session_for(w, s->pid, true);
 
 	if (!se)
 		return 0;
-	sym_session_unwind(se->s, s, &uw->u);
-	if (uw->u.end == SYM_END_NO_MODULE && td_now_ns() - se->built_ns > 1000000000u) {
+	if (s->flags & TD_SAMPLE_REPEAT) {
+		/* unchanged since its last copy: the same frames */
+		struct saved *sv = saved_of(w, s->tid, false);
+
+		if (sv && sv->tid) {
+			memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
+			memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
+			w->u.n = sv->n;
+			w->u.end = sv->end;
+			return stack_of_unwound(w, se->s, s->pid);
+		}
+		w->u.n = 0;
+		w->u.end = SYM_END_NO_REGS;
+		return stack_of_unwound(w, se->s, s->pid);
+	}
+	sym_session_unwind(se->s, s, &w->u);
+	if (w->u.end == SYM_END_NO_MODULE && td_now_ns() - se->built_ns > 1000000000u) {
 		/* the maps changed (dlopen): see them anew, then retry */
-		session_drop(uw, s->pid);
-		se = session_for(uw, s->pid, true);
+		session_drop(w, s->pid);
+		se = session_for(w, s->pid, true);
 		if (!se)
 			return 0;
-		sym_session_unwind(se->s, s, &uw->u);
+		sym_session_unwind(se->s, s, &w->u);
 	}
-	if (uw->u.end == SYM_END_WINDOW)
-		atomic_store_explicit(&uw->rec->grow[s->tid % 1024], (uint32_t)s->tid,
+	if (w->u.end == SYM_END_WINDOW)
+		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
-	for (unsigned i = 0; i < uw->u.n; i++)
-		uw->loc_ids[n++] = location(uw, se->s, s->pid, uw->u.pc[i], uw->u.activation[i]);
-	if (uw->u.end != SYM_END_OUTERMOST) {
-		atomic_fetch_add_explicit(&uw->rec->unwind_partial, 1, memory_order_relaxed);
-		uw->loc_ids[n++] = end_location(uw, uw->u.end);
-	}
-	return chunk_writer_stack(uw->w, uw->loc_ids, n);
+	if (s->flags & TD_SAMPLE_NOSTOP)
+		save_unwound(w, s->tid);
+	return stack_of_unwound(w, se->s, s->pid);
 }
 
 static enum tcf_state state_of(const struct td_sample *s)
 {
 	if (s->flags & TD_SAMPLE_GROUP_STOPPED)
 		return TCF_STATE_STOPPED;
-	if (s->flags & TD_SAMPLE_IN_SYSCALL)
+	if (s->flags & TD_SAMPLE_DISK)
+		return TCF_STATE_DISK;
+	/* blocked in a system call, copied without a stop; a thread a stop
+	 * found in a system call had just entered one */
+	if (s->flags & (TD_SAMPLE_NOSTOP | TD_SAMPLE_IN_SYSCALL))
 		return TCF_STATE_SLEEPING;
-	return TCF_STATE_ONCPU;
+	return TCF_STATE_ONCPU; /* perf samples, and stops in user mode */
 }
 
-static void do_sample(struct unwinder *uw, const struct td_sample *s)
+static void do_sample(struct writer *w, const struct td_sample *s)
 {
 	uint32_t stack, tid;
 
-	if (!writer(uw))
+	if (!current_chunk(w))
 		return;
-	stack = stack_of(uw, s);
-	tid = thread_id(uw, s->pid, s->tid);
-	if ((s->flags & TD_SAMPLE_HELD) && uw->crash.crash_id && s->tid == uw->crash.tid)
-		chunk_writer_process_event(uw->w, uw->crash.time_ns, (uint32_t)s->pid,
-			TCF_PROC_CRASH, 0, uw->crash.signo, uw->crash.addr, tid, stack);
-	if (chunk_writer_sample(uw->w, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
-		atomic_fetch_add_explicit(&uw->rec->samples_written, 1, memory_order_relaxed);
+	stack = stack_of(w, s);
+	tid = thread_id(w, s->pid, s->tid);
+	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
+		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
+			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
+	if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
+		atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
 }
 
-static void do_event(struct unwinder *uw, const struct rec_event *e)
+static void do_event(struct writer *w, const struct rec_event *e)
 {
-	if (!writer(uw))
+	if (!current_chunk(w))
 		return;
 	switch (e->kind) {
 	case REC_EV_THREAD_NEW:
-		chunk_writer_thread_event(uw->w, e->time_ns, thread_id(uw, e->pid, e->tid),
+		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_START, 0);
 		break;
 	case REC_EV_THREAD_EXIT:
-		chunk_writer_thread_event(uw->w, e->time_ns, thread_id(uw, e->pid, e->tid),
+		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_EXIT, (uint64_t)(uint32_t)e->status);
+		saved_drop(w, e->tid);
 		break;
 	case REC_EV_EXEC:
-		session_drop(uw, e->pid);
-		td_map_clear(&uw->threads); /* names change with the image */
-		chunk_writer_process_event(uw->w, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
-			0, thread_id(uw, e->pid, e->tid), 0);
+		session_drop(w, e->pid);
+		td_map_clear(&w->threads); /* names change with the image */
+		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
+			0, thread_id(w, e->pid, e->tid), 0);
 		break;
 	case REC_EV_CRASH:
-		uw->crash = *e;
+		w->crash = *e;
 		break;
 	case REC_EV_CRASH_DONE: {
 		/* the crash's stacks were published before this event */
 		void *p;
 
-		while ((p = spsc_peek(&uw->rec->samples))) {
-			do_sample(uw, p);
-			spsc_pop(&uw->rec->samples);
+		while ((p = ring_peek(&w->sh->samples))) {
+			do_sample(w, p);
+			ring_pop(&w->sh->samples);
 		}
 		/* the evidence on disk before the signal goes on */
-		if (repo_rotate(uw->repo, TCF_END_TARGET_CRASH) < 0)
-			atomic_store(&uw->rec->io_err, repo_error(uw->repo));
-		rotated(uw);
-		uw->crash.crash_id = 0;
-		atomic_store(&uw->rec->crash_acked, e->crash_id);
-		rec_wake(uw->rec->sampler_wake);
+		if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
+			atomic_store(&w->sh->io_err, repo_error(w->repo));
+		rotated(w);
+		w->crash.crash_id = 0;
+		atomic_store(&w->sh->crash_acked, e->crash_id);
+		rec_wake(w->sh->sampler_wake);
 		break;
 	}
 	case REC_EV_PROCESS_EXIT:
-		chunk_writer_process_event(uw->w, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXIT,
+		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXIT,
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
-		uw->rec->exit_status_of_target = e->status;
-		session_drop(uw, e->pid);
+		session_drop(w, e->pid);
 		break;
 	default:
 		break;
@@ -393,9 +547,9 @@ static void do_event(struct unwinder *uw, const struct rec_event *e)
 
 /* Write a snapshot into REPO/snapshots/ and tell the control loop how it
  * went (dropped if the notice ring is full: the file is there anyway). */
-static void take_snapshot(struct unwinder *uw)
+static void take_snapshot(struct writer *w)
 {
-	struct rec_notice *n = spsc_reserve(&uw->rec->notices);
+	struct rec_notice *n = ring_reserve(&w->sh->notices);
 	struct rec_notice local;
 	char dir[4096], stamp[32];
 	struct timespec ts;
@@ -405,9 +559,9 @@ static void take_snapshot(struct unwinder *uw)
 	if (!n)
 		n = &local;
 	*n = (struct rec_notice){ .kind = REC_NOTICE_SNAPSHOT };
-	if (uw->w)
-		chunk_writer_flush(uw->w);
-	snprintf(dir, sizeof(dir), "%s/snapshots", repo_path(uw->repo));
+	if (w->cw)
+		chunk_writer_flush(w->cw);
+	snprintf(dir, sizeof(dir), "%s/snapshots", repo_path(w->repo));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
@@ -415,119 +569,140 @@ static void take_snapshot(struct unwinder *uw)
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		n->err = -errno;
 	else
-		n->err = repo_snapshot(repo_path(uw->repo), n->path, 0, &n->chunks, &repaired,
+		n->err = repo_snapshot(repo_path(w->repo), n->path, 0, &n->chunks, &repaired,
 			&n->bytes);
 	if (n != &local) {
-		spsc_publish(&uw->rec->notices);
-		rec_wake(uw->rec->main_wake);
+		ring_publish(&w->sh->notices);
+		rec_wake(w->sh->control_wake);
 	}
 }
 
-void *unwinder_main(void *arg)
+int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_writer)
 {
-	struct unwinder *uw = calloc(1, sizeof(*uw));
-	struct recorder *r = arg;
+	struct writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	if (sym_cache_new(&w->cache) < 0) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->sh = sh;
+	w->cfg = sh->cfg;
+	w->repo = repo;
+	*ret_writer = w;
+	return 0;
+}
+
+void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct rec_shared *sh = w->sh;
 	uint64_t last_flush = td_now_ns();
 	int reason = TCF_END_STOP;
 
-	if (!uw || sym_cache_new(&uw->cache) < 0) {
-		atomic_store(&r->io_err, -ENOMEM);
-		goto out;
-	}
-	uw->rec = r;
-	uw->repo = (struct repo *)r->repo_handle;
 	/* Unwinding can wait; the target and the sampler cannot. */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	pthread_setname_np(pthread_self(), "tracerd-unwind");
+	pthread_setname_np(pthread_self(), "tracerd-write");
 	for (;;) {
-		struct pollfd pfd = { r->unwinder_wake, POLLIN, 0 };
-		bool done = atomic_load(&r->sampler_done);
-		bool hurry = atomic_load(&r->stop) >= 2;
+		struct pollfd pfd = { sh->writer_wake, POLLIN, 0 };
+		bool done = atomic_load(&sh->sampler_done);
+		bool hurry = atomic_load(&sh->stop) >= 2;
 		uint64_t junk, now;
 
 		/* Events and samples in time order: a sample taken before an
 		 * exec must be unwound against the old image, before the exec
 		 * drops its session. */
 		for (;;) {
-			struct rec_event *e = spsc_peek(&r->events);
-			struct td_sample *smp = spsc_peek(&r->samples);
+			struct rec_event *e = ring_peek(&sh->events);
+			struct td_sample *smp = ring_peek(&sh->samples);
 
 			if (e && (!smp || e->time_ns <= smp->time_ns)) {
-				do_event(uw, e);
-				spsc_pop(&r->events);
+				do_event(w, e);
+				ring_pop(&sh->events);
 			} else if (smp) {
 				if (!hurry)
-					do_sample(uw, smp);
-				spsc_pop(&r->samples);
+					do_sample(w, smp);
+				ring_pop(&sh->samples);
 			} else {
 				break;
 			}
 		}
-		if (spsc_peek(&r->events) || spsc_peek(&r->samples))
+		if (ring_peek(&sh->events) || ring_peek(&sh->samples))
 			continue;
-		if (!atomic_load(&r->startup_samples) && atomic_load(&r->samples_written)) {
+		if (!atomic_load(&sh->startup_samples) && atomic_load(&sh->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
 			struct rusage ru;
 
 			getrusage(RUSAGE_SELF, &ru);
-			atomic_store(&r->startup_cpu_us,
+			atomic_store(&sh->startup_cpu_us,
 				(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
 					(uint64_t)ru.ru_stime.tv_sec * 1000000u +
 					(uint64_t)ru.ru_stime.tv_usec);
-			atomic_store(&r->startup_samples, atomic_load(&r->samples_taken));
+			atomic_store(&sh->startup_samples, atomic_load(&sh->samples_taken));
 		}
 		now = td_now_ns();
-		if (atomic_exchange(&r->rotate_req, 0)) {
-			if (repo_rotate(uw->repo, TCF_END_ROTATE) < 0)
-				atomic_store(&r->io_err, repo_error(uw->repo));
-			rotated(uw);
+		if (atomic_exchange(&sh->rotate_req, 0)) {
+			if (repo_rotate(w->repo, TCF_END_ROTATE) < 0)
+				atomic_store(&sh->io_err, repo_error(w->repo));
+			rotated(w);
 		}
-		if (atomic_exchange(&r->snapshot_req, 0))
-			take_snapshot(uw);
-		check_renames(uw, now);
-		if (now - last_flush >= 1000000000u && uw->w) {
-			chunk_writer_flush(uw->w);
-			if (repo_tick(uw->repo, now) == 1)
-				rotated(uw);
-			atomic_store(&r->bytes_written, repo_bytes_written(uw->repo));
+		if (atomic_exchange(&sh->snapshot_req, 0))
+			take_snapshot(w);
+		check_renames(w, now);
+		if (now - last_flush >= 1000000000u && w->cw) {
+			chunk_writer_flush(w->cw);
+			if (repo_tick(w->repo, now) == 1)
+				rotated(w);
+			atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
 			last_flush = now;
 		}
-		if (repo_error(uw->repo) && !atomic_load(&r->io_err))
-			atomic_store(&r->io_err, repo_error(uw->repo));
-		if (atomic_load(&r->io_err)) {
-			/* disk full and the like: stop recording, keep what is
-			 * written (whole blocks) */
-			atomic_store(&r->stop, 1);
-			rec_wake(r->sampler_wake);
+		if (repo_error(w->repo) && !atomic_load(&sh->io_err))
+			atomic_store(&sh->io_err, repo_error(w->repo));
+		if (atomic_load(&sh->io_err)) {
+			/* disk full and the like: the sampler stops on io_err;
+			 * what is written (whole blocks) stays */
+			rec_wake(sh->sampler_wake);
 		}
 		if (done)
 			break;
-		if (poll(&pfd, 1, 50) > 0 && read(r->unwinder_wake, &junk, sizeof(junk)) < 0)
+		if (poll(&pfd, 1, 50) > 0 && read(sh->writer_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 	}
-	if (atomic_load(&r->targets_live) <= 0)
+	if (atomic_load(&sh->targets_live) <= 0)
 		reason = TCF_END_TARGET_EXIT;
-	if (!atomic_load(&r->io_err)) {
+	if (!atomic_load(&sh->io_err)) {
 		/* finish the chunk first, so that its size is counted */
-		int e = repo_rotate(uw->repo, reason);
+		int e = repo_rotate(w->repo, reason);
 
 		if (e < 0)
-			atomic_store(&r->io_err, e);
+			atomic_store(&sh->io_err, e);
 	}
-	atomic_store(&r->bytes_written, repo_bytes_written(uw->repo));
-	repo_close(uw->repo, reason);
-	r->repo_handle = NULL;
-out:
-	if (uw) {
-		for (unsigned i = 0; i < TD_ARRAY_SIZE(uw->sess); i++)
-			sym_session_free(uw->sess[i].s);
-		sym_cache_free(uw->cache);
-		td_map_free(&uw->threads);
-		td_map_free(&uw->locs);
-		free(uw->names);
-		free(uw);
-	}
-	atomic_store(&r->unwinder_done, 1);
-	rec_wake(r->main_wake);
+	atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
+	repo_close(w->repo, reason);
+	w->repo = NULL;
+	atomic_store(&sh->writer_done, 1);
+	rec_wake(sh->control_wake);
 	return NULL;
+}
+
+void writer_free(struct writer *w)
+{
+	if (!w)
+		return;
+	if (w->repo)
+		repo_close(w->repo, TCF_END_STOP);
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->sess); i++)
+		sym_session_free(w->sess[i].s);
+	sym_cache_free(w->cache);
+	td_map_free(&w->threads);
+	td_map_free(&w->locs);
+	td_map_free(&w->last);
+	for (size_t i = 0; i < w->nsaved; i++) {
+		free(w->saved[i].pc);
+		free(w->saved[i].act);
+	}
+	free(w->saved);
+	free(w->names);
+	free(w);
 }

@@ -55,6 +55,8 @@ struct pt_thread {
 	pid_t pid;
 	bool want;	   /* interrupted for a capture in this round */
 	bool late;	   /* interrupted, round ended: resume when it stops */
+	uint8_t misses;	   /* rounds in a row it did not stop in */
+	uint16_t backoff;  /* rounds to leave it out, after misses */
 	bool detach_want;  /* interrupted for a detach */
 	bool group_stopped;
 	int held_sig;	  /* held in a signal-delivery-stop with this signal */
@@ -66,18 +68,21 @@ struct pt_vma {
 	uint64_t start, end;
 };
 
-/* owns: vmas, mem_fd */
+/* One process we attached to.  A slot whose process holds no attached
+ * thread (exited, detached, or its attach failed) is free for the next
+ * attach, of the same PID or another.  owns: vmas, mem_fd */
 struct pt_proc {
 	pid_t pid;
-	bool alive;
+	struct td_proc_id id; /* which process pid named when we attached */
+	bool alive;	      /* its exit (the leader's) not yet seen */
 	unsigned nthreads;
 	struct pt_vma *vmas;
 	unsigned nvmas;
 	int mem_fd;
 };
 
-/* owns: threads, thread_index, free_slots, procs, sigfd; restores the
- * signal mask it changed */
+/* owns: threads, thread_index, free_slots, procs, sigfd; unblocks SIGCHLD
+ * on free if pt_tracer_new found it unblocked */
 struct pt_tracer {
 	struct pt_config cfg;
 	struct pt_thread *threads;  /* cap slots; tid 0: free.  A thread never moves */
@@ -101,6 +106,7 @@ struct pt_tracer {
 	int saved_nice;
 	bool nice_raised;
 	unsigned nheld; /* threads held in a signal stop: skips the scan */
+	bool unblock_sigchld; /* SIGCHLD was not blocked before pt_tracer_new */
 };
 
 static struct pt_thread *thread_find(const struct pt_tracer *t, pid_t tid)
@@ -164,7 +170,7 @@ static void emit(struct pt_tracer *t, const struct pt_event *ev)
 int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 {
 	struct pt_tracer *t;
-	sigset_t set;
+	sigset_t set, old;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -185,13 +191,17 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 	t->nfree = t->cap;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	t->unblock_sigchld = !sigismember(&old, SIGCHLD);
 	t->stats = &t->scratch;
 	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (t->sigfd < 0)
-		goto out_free;
+		goto out_unblock;
 	*ret_tracer = t;
 	return 0;
+out_unblock:
+	if (t->unblock_sigchld)
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 out_free:
 	free(t->threads);
 	free(t->free_slots);
@@ -200,11 +210,16 @@ out_free:
 	return -ENOMEM;
 }
 
+static void pt_tracer_let_go(struct pt_tracer *t);
+
 void pt_tracer_free(struct pt_tracer *t)
 {
 	if (!t)
 		return;
-	pt_tracer_detach(t, 0, 2000);
+	if (t->cfg.detach_by_exit)
+		pt_tracer_let_go(t);
+	else
+		pt_tracer_detach(t, 0, 2000);
 	for (unsigned i = 0; i < t->nprocs; i++) {
 		free(t->procs[i].vmas);
 		if (t->procs[i].mem_fd >= 0)
@@ -212,6 +227,15 @@ void pt_tracer_free(struct pt_tracer *t)
 	}
 	if (t->sigfd >= 0)
 		close(t->sigfd);
+	if (t->unblock_sigchld) {
+		/* The SIGCHLDs of our tracees left pending are discarded or go
+		 * to the caller's handler, like any other child's. */
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGCHLD);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
 	free(t->threads);
 	free(t->free_slots);
 	td_map_free(&t->thread_index);
@@ -303,10 +327,53 @@ static int attach_pass(struct pt_tracer *t, struct pt_proc *p, unsigned long opt
 	return n;
 }
 
+/* Threads are still listed under p, whose PID is being attached again.
+ * Is it the same process, which we trace (a duplicate attach)?  Otherwise
+ * the process we attached is gone and something other than this tracer
+ * reaped it (waitpid on our own child, say), so that we never saw its
+ * threads exit: forget them, they are not the new process's. */
+static bool proc_still_ours(const struct pt_proc *p)
+{
+	struct td_task_info info;
+
+	if (td_proc_id_check(&p->id) != 1 || td_task_info_read(p->pid, p->pid, &info) < 0)
+		return false;
+	/* TracerPid names the tracer thread; a zombie leader may no longer
+	 * show it, and its start time alone then says it is ours */
+	return info.tracer == gettid() || info.state == 'Z';
+}
+
+static void proc_forget_threads(struct pt_tracer *t, struct pt_proc *p)
+{
+	for (unsigned i = 0; i < t->cap; i++) {
+		if (!t->threads[i].tid || t->threads[i].pid != p->pid)
+			continue;
+		thread_remove(t, &t->threads[i]);
+		i--; /* backward shift may have moved another entry here */
+	}
+}
+
+/* The slot for pid: its own if one exists, else a free one (no attached
+ * thread), else a new one; NULL at PT_MAX_PROCS. */
+static struct pt_proc *proc_slot(struct pt_tracer *t, pid_t pid)
+{
+	struct pt_proc *p = proc_find(t, pid);
+
+	for (unsigned i = 0; !p && i < t->nprocs; i++)
+		if (t->procs[i].nthreads == 0)
+			p = &t->procs[i];
+	if (!p && t->nprocs < PT_MAX_PROCS) {
+		p = &t->procs[t->nprocs++];
+		*p = (struct pt_proc){ .mem_fd = -1 };
+	}
+	return p;
+}
+
 int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 {
 	unsigned long opts = 0;
 	struct td_task_info info;
+	struct td_proc_id id;
 	struct pt_proc *p;
 	int r, tasks;
 
@@ -314,10 +381,15 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		return -ESRCH;
 	if (pid == getpid() || is_own_task(pid))
 		return -TD_E_SELF;
-	if (proc_find(t, pid))
-		return -EEXIST;
-	if (t->nprocs >= PT_MAX_PROCS)
-		return -TD_E_LIMIT;
+	p = proc_find(t, pid);
+	if (p && p->nthreads) {
+		if (proc_still_ours(p))
+			return -TD_E_ATTACHED;
+		proc_forget_threads(t, p);
+	}
+	r = td_proc_id_read(pid, &id);
+	if (r < 0)
+		return r;
 	r = td_task_info_read(pid, pid, &info);
 	if (r < 0)
 		return r;
@@ -331,8 +403,13 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 	if (info.tracer && !is_own_task(info.tracer))
 		return -TD_E_TRACED;
 
-	p = &t->procs[t->nprocs++];
-	*p = (struct pt_proc){ .pid = pid, .alive = true, .mem_fd = -1 };
+	p = proc_slot(t, pid);
+	if (!p)
+		return -TD_E_LIMIT;
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	/* a slot reused keeps its vmas buffer (allocated once) */
+	*p = (struct pt_proc){ .pid = pid, .id = id, .alive = true, .vmas = p->vmas, .mem_fd = -1 };
 	if (t->cfg.trace_clone)
 		opts |= PTRACE_O_TRACECLONE;
 	if (t->cfg.trace_exec)
@@ -348,6 +425,10 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		r = -TD_E_NOTHREADS;
 		goto out_unwind;
 	}
+	/* Now that its threads are ours the PID cannot name another process
+	 * until we reap it: read the identity again, in case the process
+	 * read above died before the seize. */
+	td_proc_id_read(pid, &p->id);
 	{
 		char path[64];
 
@@ -360,7 +441,9 @@ out_unwind:
 	if (r == -EPERM && td_task_info_read(pid, pid, &info) == 0 && info.tracer &&
 		!is_own_task(info.tracer))
 		r = -TD_E_TRACED;
-	t->nprocs--;
+	p->alive = false; /* no thread attached: the slot is free again */
+	if (p == &t->procs[t->nprocs - 1])
+		t->nprocs--;
 	return r;
 }
 
@@ -550,6 +633,7 @@ static void on_event_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
 	if (th->want)
 		s = capture(t, th, th->group_stopped ? TD_SAMPLE_GROUP_STOPPED : 0);
 	th->late = false;
+	th->misses = 0;
 	detach = th->detach_want || (s && (t->round_flags & PT_ROUND_DETACH));
 	if (detach) {
 		/* A group-stopped thread stays stopped after the detach. */
@@ -695,9 +779,20 @@ static void refill(struct pt_tracer *t)
 			}
 			continue;
 		}
-		if (th->late) {
-			th->late = false; /* still owes us the stop of an earlier interrupt */
-		} else if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
+		if (th->backoff) {
+			/* it kept missing its stops: left out for a while, so
+			 * that no round waits for it every time */
+			th->backoff--;
+			t->stats->skipped++;
+			continue;
+		}
+		/* Interrupt again a thread that still owes the stop of an
+		 * earlier interrupt: the kernel drops a pending interrupt trap
+		 * now and then (1 in ~2000 under thread churn), and a thread
+		 * waited for but never asked again would miss every round.
+		 * If the first trap is still pending, the two make one stop. */
+		th->late = false;
+		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
 			t->stats->gone++; /* ESRCH: exiting; its exit follows */
 			continue;
 		}
@@ -851,6 +946,12 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 				th->late = true;
 				t->pending--;
 				stats.timeout++;
+				/* three misses in a row: leave it out 2, 4, ... 64
+				 * rounds, then try again */
+				if (th->misses < 255)
+					th->misses++;
+				if (th->misses >= 3)
+					th->backoff = (uint16_t)(1u << TD_MIN((unsigned)th->misses - 2, 6u));
 			}
 		}
 	}
@@ -877,6 +978,27 @@ int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *ar
 	r = drain(t);
 	round_end(t);
 	return r == -ECHILD ? 0 : r;
+}
+
+/* Resume what is stopped and leave the rest attached: when the calling
+ * thread exits, the kernel detaches its tracees without waking those that
+ * sleep (__ptrace_unlink kicks only a stopped tracee and clears a pending
+ * interrupt trap), so no blocked call returns EINTR.  A held thread goes on
+ * with its signal; a thread in a job-control stop stays stopped. */
+static void pt_tracer_let_go(struct pt_tracer *t)
+{
+	round_begin(t, NULL, NULL, 0, NULL);
+	drain(t);
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct pt_thread *th = &t->threads[i];
+
+		if (th->tid && th->held_sig) {
+			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
+			th->held_sig = 0;
+			t->nheld--;
+		}
+	}
+	round_end(t);
 }
 
 int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)

@@ -11,6 +11,8 @@
  * (pt_tracer_new blocks it in the calling thread; threads created later
  * inherit the mask), and must not be ignored (SIG_IGN): the kernel then
  * drops the notices of the tracees' stops and each waits for a timeout.
+ * The tracer reaps with waitpid(-1): the calling process must have no
+ * child of its own that something else waits for.
  */
 #ifndef TD_PTRACE_H
 #define TD_PTRACE_H
@@ -29,6 +31,13 @@ enum {
 	TD_SAMPLE_STACK_PROCMEM = 1u << 2, /* stack read via /proc/PID/mem */
 	TD_SAMPLE_STACK_FAILED = 1u << 3,  /* no stack bytes could be read */
 	TD_SAMPLE_HELD = 1u << 4,	   /* taken in a held signal stop (crash) */
+	TD_SAMPLE_PERF = 1u << 5,	   /* taken by the kernel (pt_perf), no stop */
+	TD_SAMPLE_IN_KERNEL = 1u << 6,	   /* PERF: the thread was in the kernel */
+	TD_SAMPLE_NOSTOP = 1u << 7,	   /* blocked, copied without a stop: only
+					    * rsp and rip are known */
+	TD_SAMPLE_REPEAT = 1u << 8,	   /* NOSTOP, unchanged since the thread's
+					    * last copy: no stack, repeat its last */
+	TD_SAMPLE_DISK = 1u << 9,	   /* NOSTOP: in uninterruptible sleep (D) */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -38,7 +47,8 @@ struct td_sample {
 	int32_t pid;
 	int32_t tid;
 	uint64_t time_ns;    /* CLOCK_MONOTONIC at capture */
-	uint64_t stopped_ns; /* upper bound of the time we kept it stopped */
+	uint64_t stopped_ns; /* upper bound of the time we kept it stopped
+			      * (0: held for a crash, TD_SAMPLE_HELD) */
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
@@ -54,12 +64,14 @@ static inline size_t td_sample_size(uint32_t window)
 }
 
 enum pt_event_kind {
-	PT_EVENT_THREAD_NEW,  /* tid born (clone) or found while attaching */
+	PT_EVENT_THREAD_NEW,  /* tid born (clone), or stopped before we knew it;
+			       * not for threads found by pt_tracer_attach */
 	PT_EVENT_THREAD_EXIT, /* tid gone; status has the wait status */
 	PT_EVENT_EXEC,	      /* pid exec'ed; old_tid = former tid */
 	PT_EVENT_SIGNAL,      /* signal-delivery-stop; re-injected after */
 	PT_EVENT_GROUP_STOP,  /* job-control stop (SIGSTOP & co) observed */
-	PT_EVENT_PROCESS_EXIT /* the whole process is gone */
+	PT_EVENT_PROCESS_EXIT /* the leader exited, after every other thread:
+			       * the process is gone and its PID is free */
 };
 
 struct pt_event {
@@ -72,8 +84,10 @@ struct pt_event {
 	uint64_t addr; /* SIGNAL: si_addr for faults */
 };
 
-/* Callbacks of a sampling round.  slot_get and slot_put run while the
- * thread is stopped: they must not allocate, lock, log or block. */
+/* Callbacks of a sampling round (and of pt_tracer_poll).  slot_get, event
+ * and hold may run while their thread is stopped, slot_put just after it
+ * is resumed; all of them while other threads of the round may be
+ * stopped.  None may allocate, lock, log or block. */
 struct pt_round_ops {
 	/* A buffer for tid's sample and its stack capacity, or NULL to skip
 	 * it (ring full: count the drop). */
@@ -89,7 +103,7 @@ struct pt_round_ops {
 };
 
 struct pt_config {
-	unsigned max_threads;  /* bound on traced threads (all processes) */
+	unsigned max_threads;  /* bound on traced threads, all processes (0: 8192) */
 	bool trace_clone;      /* follow new threads (PTRACE_O_TRACECLONE) */
 	bool trace_exec;       /* PTRACE_O_TRACEEXEC */
 	/* Interrupts in flight at once in a round (0: 4).  All at once makes
@@ -103,6 +117,11 @@ struct pt_config {
 	 * waits for the tracer to win a CPU back from the target's other
 	 * threads.  Needs CAP_SYS_NICE; without it nothing changes. */
 	int round_nice;
+	/* pt_tracer_free leaves sleeping threads attached, for the kernel to
+	 * detach when the calling thread exits (it must exit soon after):
+	 * PTRACE_DETACH needs a stopped tracee, and stopping a thread asleep
+	 * in epoll_wait makes the call return EINTR. */
+	bool detach_by_exit;
 };
 
 struct pt_round_stats {
@@ -111,25 +130,39 @@ struct pt_round_stats {
 	unsigned gone;	    /* vanished before or while stopping */
 	unsigned dropped;   /* slot_get returned NULL */
 	unsigned timeout;   /* did not stop within the timeout */
+	unsigned skipped;   /* left out: it missed its last rounds (backoff) */
 };
 
 struct pt_tracer;
 
+/* Blocks SIGCHLD in the calling thread.  Returns 0 or -ENOMEM. */
 int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer);
-/* Detaches from every thread still attached, then frees.  NULL-safe. */
+/* Detaches from every thread still attached (waiting up to 2 s for their
+ * stops; with detach_by_exit it only resumes the stopped ones and leaves
+ * the rest to the kernel), then frees; unblocks SIGCHLD again if pt_tracer_new found it
+ * unblocked, so free a thread's tracers in the reverse order of their
+ * creation.  NULL-safe. */
 void pt_tracer_free(struct pt_tracer *t);
 
 /* Seize every thread of pid, rescanning /proc/PID/task until no new thread
- * appears.  Returns the number of threads attached, or -errno / -TD_E_*:
- * -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED another
- * tracer, -TD_E_ZOMBIE, -TD_E_SELF. */
+ * appears.  Returns the number of threads of pid attached, or -errno /
+ * -TD_E_*: -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED
+ * another tracer, -TD_E_ZOMBIE, -TD_E_SELF, -TD_E_NOTHREADS, -TD_E_LIMIT
+ * (max_threads, or 64 processes with attached threads), -TD_E_ATTACHED
+ * this tracer is attached to that very process already.
+ * A process is its PID and its start time (struct td_proc_id): once the
+ * process we attached is gone (its exit seen, or reaped by someone else)
+ * or detached, its PID may be attached again, whatever it names then. */
 int pt_tracer_attach(struct pt_tracer *t, pid_t pid);
 
-/* Live tids of pid we are attached to, up to n.  Returns the count. */
+/* Tids we are attached to, of pid (0: of every process), up to n.
+ * Returns the count. */
 int pt_tracer_threads(const struct pt_tracer *t, pid_t pid, pid_t *tids, unsigned n);
 
-/* Re-read the stack mappings of pid (outside any stop) so that captures copy
- * no further than the end of a thread's stack. */
+/* Re-read the writable mappings of pid (outside any stop) so that captures
+ * copy no further than the end of a thread's stack.  pt_tracer_attach
+ * reads them once; an exec forgets them (stack_end is then 0 until this is
+ * called again).  Returns the count of mappings or -errno. */
 int pt_tracer_refresh_maps(struct pt_tracer *t, pid_t pid);
 
 enum {
@@ -138,9 +171,11 @@ enum {
 
 /* Interrupt tids (max_inflight at a time, refilled as stops are handled),
  * capture each as its stop arrives and resume it at once (or detach it
- * with PT_ROUND_DETACH).  Events seen on the
- * way go to ops->event.  Waits at most timeout_ms for stragglers.  Returns 0
- * or -errno; vanished threads are counted in stats, not errors. */
+ * with PT_ROUND_DETACH).  A thread held in a signal stop is copied as it
+ * is and stays held.  Events seen on the way go to ops->event.  Waits at
+ * most timeout_ms for stragglers, which are resumed when their stop comes
+ * later.  Returns 0: vanished, dropped and late threads are counted in
+ * ret_stats (may be NULL), never errors. */
 int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
 	struct pt_round_stats *ret_stats);
@@ -151,17 +186,108 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
  * would have).  Returns 0 or -errno. */
 int pt_tracer_release(struct pt_tracer *t, pid_t tid);
 
-/* Handle every pending ptrace event without blocking. Returns the count. */
+/* Handle every pending ptrace event without blocking.  Returns the count
+ * of wait statuses handled, or -errno from waitpid. */
 int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *arg);
 
 /* A file descriptor that becomes readable when a tracee changes state. */
 int pt_tracer_fd(const struct pt_tracer *t);
 
-/* Detach every thread of pid (0: of all processes). */
+/* Detach every thread of pid (0: of all processes), waiting up to
+ * timeout_ms for their stops; a held thread is detached with its signal.
+ * Returns the count of threads interrupted for it, or -TD_E_TIMEOUT if
+ * some did not stop in time (the kernel detaches them when we exit). */
 int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
 
-/* Read target memory (process_vm_readv, fallback /proc/PID/mem).  Returns
- * bytes read (short at an unmapped page) or -errno. */
+/* Read target memory with process_vm_readv, nothing else: it opens no file,
+ * so it may run while a thread is stopped.  (A capture that it cannot
+ * serve falls back to the /proc/PID/mem descriptor the tracer opened at
+ * attach and sets TD_SAMPLE_STACK_PROCMEM; this function has no such
+ * fallback.)  Returns bytes read (short at an unmapped page) or -errno. */
 ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
+
+
+/* ------------------------------------------------ CPU-time sampling (perf)
+ *
+ * The kernel samples each added thread every period of CPU time it uses
+ * (a perf_event task-clock counter per thread and CPU) and copies its user
+ * registers and the top of its user stack at that instant, on the
+ * thread's own CPU: no thread is stopped, a thread that does not run is
+ * not sampled, and the place is the one perf record would show.  Needs
+ * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
+ * perf_event_paranoid <= 2 for user-mode samples only). */
+#define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
+
+struct pt_perf_config {
+	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
+	uint32_t stack_bytes; /* user stack copied per sample, <= PT_PERF_MAX_STACK */
+	unsigned max_threads; /* bound on added threads */
+	uint64_t seed;	      /* of the random periods */
+};
+
+struct pt_perf_stats {
+	unsigned samples;      /* handed to slot_put */
+	unsigned dropped;      /* slot_get returned NULL */
+	uint64_t lost;	       /* the kernel's ring was full */
+	unsigned throttled;    /* the kernel throttled sampling */
+	unsigned no_user_regs; /* no user context (a thread past its exit) */
+	unsigned malformed;
+};
+
+/* owns: the event fds, the per-CPU rings */
+struct pt_perf;
+
+/* -EACCES/-EPERM: not permitted; -ENOSYS/-ENOENT/-ENODEV: not available. */
+int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf);
+void pt_perf_free(struct pt_perf *p); /* NULL-safe */
+/* Start sampling tid (of process pid).  -ESRCH: gone; -TD_E_LIMIT: full. */
+int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid);
+void pt_perf_remove(struct pt_perf *p, pid_t tid);
+unsigned pt_perf_threads(const struct pt_perf *p);
+/* Samples are user-mode only (no permission for kernel-mode ones): time
+ * in system calls is then not sampled. */
+bool pt_perf_user_only(const struct pt_perf *p);
+/* Readable when a ring is a quarter full; drain at least that often. */
+int pt_perf_fd(const struct pt_perf *p);
+/* Copy every sample in the rings into slots from ops->slot_get, hand each
+ * to ops->slot_put.  Never allocates, locks or blocks.  Returns the number
+ * of samples. */
+int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
+	struct pt_perf_stats *ret_stats);
+
+
+/* ---------------------------------------- blocked threads, never stopped
+ *
+ * A thread asleep in a system call is captured without a stop from its
+ * kept-open /proc/PID/task/TID/syscall and schedstat files (ptrace access
+ * needed) and a copy of its stack: zero EINTR, zero context switches. */
+struct pt_syscall {
+	bool running; /* on a CPU or runnable: no syscall to show */
+	long nr;      /* -1: blocked outside a system call (a page fault) */
+	uint64_t args[6];
+	uint64_t sp, pc;
+};
+
+/* Parse a line of /proc/PID/task/TID/syscall.  0 or -EINVAL. */
+int pt_syscall_parse(const char *line, struct pt_syscall *ret);
+
+/* What a blocked thread looked like at one instant. */
+struct pt_blocked {
+	struct pt_syscall sc;
+	uint64_t run_ns, run_count; /* schedstat: CPU time, times scheduled */
+};
+
+/* Read a thread's state.  1: blocked (ret->sc holds the call), 0: running
+ * or runnable, -ESRCH: gone, -errno. */
+int pt_blocked_probe(int syscall_fd, int schedstat_fd, struct pt_blocked *ret);
+/* Both blocked, and the thread did not run in between: same call, same
+ * place, same schedstat. */
+bool pt_blocked_same(const struct pt_blocked *a, const struct pt_blocked *b);
+/* Copy the stack of the thread probed as b (up to window bytes, not past
+ * stack_end when known) into s, then probe again: 1 if it provably did not
+ * run meanwhile, -EAGAIN if it did (the copy may be torn: drop it), -ESRCH
+ * if it is gone. */
+int pt_blocked_copy(pid_t pid, pid_t tid, const struct pt_blocked *b, int syscall_fd,
+	int schedstat_fd, struct td_sample *s, uint32_t window, uint64_t stack_end);
 
 #endif

@@ -316,6 +316,11 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp,
 		r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip };
 
+	/* A thread copied while blocked: only rsp and rip are known; the
+	 * others stay undefined rather than wrongly zero. */
+	if (s->cur->flags & TD_SAMPLE_NOSTOP)
+		return dwfl_thread_state_registers(thread, 7, 1, &regs[7]) &&
+			dwfl_thread_state_registers(thread, 16, 1, &regs[16]);
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
 }
 

@@ -602,6 +602,23 @@ Test(record, errors)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "--max-size must be at least twice"), "%s", r.err);
 	run_result_free(&r);
+	{
+		pid_t fx = fx_start(FX("fx_chain"), NULL);
+		char p[32];
+		const char *twice[] = { "tracerd", "--pid", p, "--pid", p, "-r", repo, NULL };
+		struct td_task_info info;
+
+		cr_assert_gt(fx, 0);
+		snprintf(p, sizeof(p), "%d", (int)fx);
+		run_tracerd(&r, twice);
+		cr_expect_eq(r.status, 2, "%s", r.err);
+		cr_expect(strstr(r.err, "cannot attach to") && strstr(r.err, "twice"), "%s", r.err);
+		run_result_free(&r);
+		cr_expect(td_task_info_read(fx, fx, &info) == 0 && info.tracer == 0 &&
+				  info.state != 't',
+			"the first attach is undone: running, not traced");
+		fx_stop(fx);
+	}
 }
 
 Test(record, second_writer_refused)

@@ -1,12 +1,15 @@
 /* Unit tests of ptrace/: attach, sample rounds, job control, vanishing
- * threads, signal re-injection, detach. */
+ * threads, signal re-injection, detach, attaching a PID again once the
+ * process it named is gone, and the signal mask the tracer leaves. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../ptrace/ptrace.h"
@@ -270,4 +273,198 @@ Test(ptrace, read_memory)
 		(ssize_t)sizeof(buf));
 	cr_expect_str_eq(buf, secret);
 	cr_expect_lt(pt_read_memory(getpid(), 8, buf, sizeof(buf)), 0);
+}
+
+/* A child that sleeps until killed; with want != 0, at exactly that PID
+ * (clone3 with set_tid: needs CAP_SYS_ADMIN).  Returns its pid or -errno. */
+static pid_t sleeper(pid_t want)
+{
+	struct { /* struct clone_args, CLONE_ARGS_SIZE_VER1 */
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+			set_tid, set_tid_size;
+	} args = { .exit_signal = SIGCHLD };
+	pid_t tid = want;
+	long r;
+
+	if (want) {
+		args.set_tid = (uint64_t)(uintptr_t)&tid;
+		args.set_tid_size = 1;
+	}
+	r = syscall(SYS_clone3, &args, sizeof(args));
+	if (r == 0)
+		for (;;)
+			pause();
+	return r < 0 ? -errno : (pid_t)r;
+}
+
+/* Poll the tracer until it reports pid's exit (it then has reaped it). */
+static bool exit_seen(struct pt_tracer *t, struct slots *s, pid_t pid)
+{
+	for (int i = 0; i < 2000; i++) {
+		pt_tracer_poll(t, &ops, s);
+		for (unsigned k = 0; k < s->nevents; k++)
+			if (s->events[k].kind == PT_EVENT_PROCESS_EXIT && s->events[k].pid == pid)
+				return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+/* Clock ticks since boot, the unit of a process's start time. */
+static uint64_t boot_ticks(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) /
+	       (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+Test(ptrace, process_identity_is_pid_and_start_time, .timeout = 30)
+{
+	struct td_proc_id id, forged, self;
+	pid_t a = sleeper(0), b = sleeper(0);
+	int st;
+
+	cr_assert_gt(a, 0);
+	cr_assert_gt(b, 0);
+	cr_assert_eq(td_proc_id_read(a, &id), 0);
+	cr_expect_eq(id.pid, a);
+	cr_assert_eq(td_proc_id_read(getpid(), &self), 0);
+	cr_expect_geq(id.start_time, self.start_time, "a child starts after its parent");
+	cr_expect_eq(td_proc_id_check(&id), 1);
+	forged = id;
+	forged.start_time++;
+	cr_expect_eq(td_proc_id_check(&forged), 0, "same PID, another start time: another process");
+	forged.start_time = id.start_time - 1;
+	cr_expect_eq(td_proc_id_check(&forged), 0);
+	forged = (struct td_proc_id){ .pid = 0x3ffffff0, .start_time = id.start_time };
+	cr_expect_eq(td_proc_id_check(&forged), 0, "no such PID");
+	cr_expect_eq(td_proc_id_read(0x3ffffff0, &forged), -ESRCH);
+	/* a zombie is still the process; once reaped it is gone */
+	cr_assert_eq(td_proc_id_read(b, &forged), 0);
+	kill(b, SIGKILL);
+	for (int i = 0; i < 2000 && task_state(b, b) != 'Z'; i++)
+		usleep(1000);
+	cr_assert_eq(task_state(b, b), 'Z');
+	cr_expect_eq(td_proc_id_check(&forged), 1, "a zombie not yet reaped");
+	cr_assert_eq(waitpid(b, &st, 0), b);
+	cr_expect_eq(td_proc_id_check(&forged), 0, "reaped");
+	kill(a, SIGKILL);
+	waitpid(a, &st, 0);
+}
+
+Test(ptrace, attach_again_once_the_process_is_gone, .timeout = 30)
+{
+	struct pt_config cfg = { .max_threads = 8 };
+	struct slots *s = slots_new(8);
+	struct pt_tracer *t;
+	pid_t a = sleeper(0), b, tids[8];
+	int st;
+
+	cr_assert_gt(a, 0);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	cr_assert_eq(pt_tracer_attach(t, a), 1);
+	cr_expect_eq(pt_tracer_attach(t, a), -TD_E_ATTACHED, "a live duplicate is refused");
+	kill(a, SIGKILL);
+	cr_assert(exit_seen(t, s, a), "the tracer sees the exit and reaps it");
+	cr_expect_eq(pt_tracer_threads(t, a, tids, 8), 0);
+	/* the same tracer attaches to a new process */
+	b = sleeper(0);
+	cr_assert_gt(b, 0);
+	cr_expect_eq(pt_tracer_attach(t, b), 1);
+	cr_expect_eq(pt_tracer_attach(t, b), -TD_E_ATTACHED);
+	/* detached, the same live process may be attached again */
+	cr_expect_geq(pt_tracer_detach(t, b, 2000), 0);
+	cr_expect_eq(pt_tracer_threads(t, b, tids, 8), 0);
+	cr_expect_eq(pt_tracer_attach(t, b), 1, "attach after detach");
+	cr_expect_eq(pt_tracer_threads(t, b, tids, 8), 1);
+	s->used = s->put = 0;
+	pt_tracer_sample(t, &b, 1, &ops, s, 2000, 0, NULL);
+	cr_expect_eq(s->put, 1, "traced again for real");
+	pt_tracer_free(t);
+	cr_expect(wait_all_state(b, 'S', 2000), "left running (asleep in pause)");
+	kill(b, SIGKILL);
+	waitpid(b, &st, 0);
+	slots_free(s);
+}
+
+Test(ptrace, attach_to_a_reused_pid, .timeout = 30)
+{
+	struct pt_config cfg = { .max_threads = 8 };
+	struct slots *s = slots_new(8);
+	struct td_proc_id ida;
+	struct pt_tracer *t;
+	pid_t a = sleeper(0), b, c, tids[8];
+	uint64_t deadline;
+	int st;
+
+	cr_assert_gt(a, 0);
+	cr_assert_eq(td_proc_id_read(a, &ida), 0);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	cr_assert_eq(pt_tracer_attach(t, a), 1);
+	kill(a, SIGKILL);
+	cr_assert(exit_seen(t, s, a), "the tracer sees the exit and reaps it");
+	/* a later clock tick, so that the new process's start time differs */
+	deadline = td_now_ns() + 5000000000u;
+	while (boot_ticks() <= ida.start_time && td_now_ns() < deadline)
+		usleep(1000);
+	b = sleeper(a);
+	if (b == -EPERM || b == -ENOSYS || b == -EINVAL || b == -EEXIST) {
+		pt_tracer_free(t);
+		slots_free(s);
+		cr_skip_test("cannot start a process at PID %d again (clone3 set_tid: %s); "
+			     "needs CAP_SYS_ADMIN and a free PID",
+			(int)a, strerror(-b));
+	}
+	cr_assert_eq(b, a, "the PID is reused");
+	cr_expect_eq(td_proc_id_check(&ida), 0, "the old identity is gone, its PID is back");
+	cr_expect_eq(pt_tracer_attach(t, b), 1, "a new process of a PID seen before");
+	cr_expect_eq(pt_tracer_attach(t, b), -TD_E_ATTACHED);
+
+	/* Reaped behind the tracer's back (this thread is the tracer too, so
+	 * the tracer never sees the exit): its entry is stale, not a
+	 * duplicate of the next process of that PID. */
+	kill(b, SIGKILL);
+	cr_assert_eq(waitpid(b, &st, __WALL), b);
+	c = sleeper(a);
+	if (c == -EEXIST) {
+		pt_tracer_free(t);
+		slots_free(s);
+		cr_skip_test("PID %d was taken meanwhile", (int)a);
+	}
+	cr_assert_eq(c, a);
+	cr_expect_eq(pt_tracer_attach(t, c), 1, "stale threads are forgotten, not a duplicate");
+	cr_expect_eq(pt_tracer_threads(t, c, tids, 8), 1);
+	s->used = s->put = 0;
+	pt_tracer_sample(t, &c, 1, &ops, s, 2000, 0, NULL);
+	cr_expect_eq(s->put, 1, "the new process is traced for real");
+	pt_tracer_free(t);
+	cr_expect(wait_all_state(c, 'S', 2000), "left running (asleep in pause)");
+	kill(c, SIGKILL);
+	waitpid(c, &st, 0);
+	slots_free(s);
+}
+
+Test(ptrace, sigchld_mask_left_as_found)
+{
+	struct pt_config cfg = { .max_threads = 8 };
+	struct pt_tracer *t;
+	sigset_t set, cur;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	cr_expect(sigismember(&cur, SIGCHLD), "blocked while the tracer lives");
+	pt_tracer_free(t);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	cr_expect(!sigismember(&cur, SIGCHLD), "unblocked again: it was not blocked before");
+
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	pt_tracer_free(t);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	cr_expect(sigismember(&cur, SIGCHLD), "still blocked: it was blocked before");
 }

@@ -1,0 +1,99 @@
+/* Private to daemon/: the single-producer single-consumer ring that carries
+ * flat records from one thread to another (sampler -> writer: samples and
+ * events; writer -> control loop: notices).
+ *
+ * The contract, for every ring:
+ *
+ * - One producer thread and one consumer thread, fixed when the ring is
+ *   set up; nobody else calls ring_reserve/ring_publish or ring_peek/
+ *   ring_pop.  ring_used() may be called from either side.
+ * - Slots are fixed-size and allocated once by ring_init; the ring owns
+ *   them.  Nothing is ever allocated, locked or waited for afterwards, so
+ *   the producer may run while a target thread is stopped.
+ * - Producer: ring_reserve() gives the next free slot, or NULL when the
+ *   ring is full.  Full means drop: the producer counts the record as
+ *   lost and goes on; it never waits for the consumer.  It writes the
+ *   whole record into the slot, then ring_publish() makes it visible by
+ *   advancing tail with a release store.  Until published, the slot is
+ *   the producer's alone; a reserved slot that is never published is
+ *   simply reused by the next reserve.
+ * - Consumer: ring_peek() loads tail with acquire and returns the oldest
+ *   published slot (or NULL): every byte the producer wrote before its
+ *   publish is visible, nothing written after it is promised.  The slot
+ *   stays valid and unchanged until ring_pop(), which hands it back by
+ *   advancing head with a release store; the producer's acquire load of
+ *   head in ring_reserve() orders its next write to that slot after the
+ *   consumer's last read of it.
+ * - Records are flat and pointer-free (struct td_sample + stack bytes,
+ *   struct rec_event, struct rec_notice): nothing in a slot needs freeing.
+ * - ring_free() frees the slots; it is called by the thread that set the
+ *   ring up (the control loop, in rec_free) after both producer and
+ *   consumer have been joined. */
+#ifndef TD_DAEMON_RING_H
+#define TD_DAEMON_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* owns: mem (cap slots of slot_size bytes) */
+struct ring {
+	_Atomic uint64_t head; /* written by the consumer only */
+	_Atomic uint64_t tail; /* written by the producer only */
+	uint32_t cap;	       /* slots, a power of two; fixed by ring_init */
+	uint32_t slot_size;    /* bytes, a multiple of 16; fixed by ring_init */
+	uint8_t *mem;
+};
+
+/* At least cap slots (rounded up to a power of two) of slot_size bytes
+ * (rounded up to 16), zeroed.  Returns 0 or -ENOMEM. */
+int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size);
+/* Frees the slots; NULL-safe on a ring that ring_init never filled (a
+ * zeroed struct ring) or already freed.  Both sides must be done. */
+void ring_free(struct ring *q);
+
+/* Producer: the next free slot, or NULL if the ring is full. */
+static inline void *ring_reserve(struct ring *q)
+{
+	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+	if (t - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cap)
+		return NULL;
+	return q->mem + (size_t)(t & (q->cap - 1)) * q->slot_size;
+}
+
+/* Producer: the slot ring_reserve gave is complete; the consumer may read
+ * it. */
+static inline void ring_publish(struct ring *q)
+{
+	atomic_store_explicit(&q->tail, atomic_load_explicit(&q->tail, memory_order_relaxed) + 1,
+		memory_order_release);
+}
+
+/* Consumer: the oldest published slot, or NULL if there is none. */
+static inline void *ring_peek(struct ring *q)
+{
+	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
+		return NULL;
+	return q->mem + (size_t)(h & (q->cap - 1)) * q->slot_size;
+}
+
+/* Consumer: done with the slot ring_peek gave; the producer may reuse it. */
+static inline void ring_pop(struct ring *q)
+{
+	atomic_store_explicit(&q->head, atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
+		memory_order_release);
+}
+
+/* Published records not yet popped: exact on the consumer's side, a
+ * momentary estimate on the producer's. */
+static inline uint64_t ring_used(struct ring *q)
+{
+	uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+
+	return atomic_load_explicit(&q->tail, memory_order_acquire) - h;
+}
+
+#endif

@@ -1,0 +1,131 @@
+/* The target set: the processes tracerd records and their threads, kept in
+ * step with what the tracer reports.  It lives in the sampler thread and
+ * calls ptrace only through ptrace/.
+ *
+ * A target is a process, named by (PID, start time): the PID alone names
+ * it only until it is reaped, after which the number may name a later
+ * process (ptrace/ attaches to that one as a new process, if asked to).
+ * targets_attach records each target's identity as it attaches, so that
+ * the writer can tell later whether /proc/PID still shows the target.
+ *
+ * Threads:
+ *   attach           every thread found --ops->thread_add(found)--> member
+ *   THREAD_NEW       (clone, or a first stop of an unknown tid) queued add
+ *   THREAD_EXIT      queued remove
+ *   EXEC             queued remove of the thread that called execve when
+ *                    it was not the leader (it carries the leader's tid now)
+ *   PROCESS_EXIT     the target is no longer live (its threads' exits came
+ *                    before it)
+ * Events come while a thread of a round may be stopped, so targets_note
+ * only writes to fixed arrays; targets_apply passes the queue on after the
+ * round.  When more changes come than the queue holds, the tracer's own
+ * list of each live target's threads is taken instead (threads it adds
+ * then are reported as born: their events were already told).  What
+ * this file leaves to the sampler: its per-thread sampling state, and
+ * telling the writer about threads. */
+#define _GNU_SOURCE
+#include "daemon-internal.h"
+
+
+void targets_init(struct targets *ts, struct pt_tracer *tracer)
+{
+	ts->tracer = tracer;
+	ts->nprocs = ts->live = ts->npend = 0;
+	ts->resync = false;
+}
+
+int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
+	const struct targets_ops *ops, void *arg, struct td_proc_id *ret_ids, pid_t *ret_pid)
+{
+	for (unsigned i = 0; i < n && i < TD_ARRAY_SIZE(ts->procs); i++) {
+		struct target *tg = &ts->procs[ts->nprocs];
+		int r = pt_tracer_attach(ts->tracer, pids[i]);
+
+		if (r < 0) {
+			*ret_pid = pids[i];
+			return r;
+		}
+		/* attached: the PID cannot name another process until the
+		 * tracer reaps this one */
+		if (td_proc_id_read(pids[i], &tg->id) < 0)
+			tg->id = (struct td_proc_id){ .pid = pids[i] };
+		tg->live = true;
+		ts->nprocs++;
+		ts->live++;
+		ret_ids[i] = tg->id;
+		r = pt_tracer_threads(ts->tracer, pids[i], ts->scratch, REC_MAX_THREADS);
+		for (int k = 0; k < r; k++)
+			ops->thread_add(arg, pids[i], ts->scratch[k], true);
+	}
+	return 0;
+}
+
+static void queue(struct targets *ts, bool add, pid_t tid, pid_t pid)
+{
+	if (ts->npend == TARGETS_PENDING) {
+		ts->resync = true;
+		return;
+	}
+	ts->pend[ts->npend++] = (struct targets_change){ add, tid, pid };
+}
+
+bool targets_note(struct targets *ts, const struct pt_event *ev)
+{
+	switch (ev->kind) {
+	case PT_EVENT_THREAD_NEW:
+		queue(ts, true, ev->tid, ev->pid);
+		break;
+	case PT_EVENT_THREAD_EXIT:
+		queue(ts, false, ev->tid, ev->pid);
+		break;
+	case PT_EVENT_EXEC:
+		if (ev->old_tid != ev->tid)
+			queue(ts, false, ev->old_tid, ev->pid);
+		break;
+	case PT_EVENT_PROCESS_EXIT:
+		/* ptrace/ attaches one live process per PID at most: this
+		 * PID's live target is the one that exited */
+		for (unsigned i = 0; i < ts->nprocs; i++) {
+			if (ts->procs[i].live && ts->procs[i].id.pid == ev->pid) {
+				ts->procs[i].live = false;
+				ts->live--;
+				return true;
+			}
+		}
+		break;
+	default:
+		break; /* signals and group-stops change no membership */
+	}
+	return false;
+}
+
+void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg)
+{
+	for (unsigned i = 0; i < ts->npend; i++) {
+		if (ts->pend[i].add)
+			ops->thread_add(arg, ts->pend[i].pid, ts->pend[i].tid, false);
+		else
+			ops->thread_remove(arg, ts->pend[i].tid);
+	}
+	ts->npend = 0;
+	if (!ts->resync)
+		return;
+	/* more changes than the queue held: take the tracer's word */
+	for (unsigned i = 0; i < ts->nprocs; i++) {
+		pid_t pid = ts->procs[i].id.pid;
+		int n;
+
+		if (!ts->procs[i].live)
+			continue;
+		n = pt_tracer_threads(ts->tracer, pid, ts->scratch, REC_MAX_THREADS);
+		for (int k = 0; k < n; k++)
+			if (!ops->thread_known(arg, ts->scratch[k]))
+				ops->thread_add(arg, pid, ts->scratch[k], false);
+	}
+	ts->resync = false;
+}
+
+unsigned targets_live(const struct targets *ts)
+{
+	return ts->live;
+}

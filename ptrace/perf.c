@@ -1,0 +1,509 @@
+/* CPU-time sampling by the kernel: one perf_event task-clock counter per
+ * (thread, CPU), whose overflow makes the kernel copy the thread's user
+ * registers and the top of its user stack into a ring buffer, on the
+ * thread's own CPU, at the instant the period of CPU time ran out.
+ *
+ * Why: a ptrace stop requested from another CPU lands where the thread
+ * next enters the kernel, not where it was (measured here: a thread that
+ * spins 25 us and then calls getppid was stopped at getppid in 96% of the
+ * cross-CPU interrupts, 4% when tracer and thread shared a CPU; perf put 1%
+ * there).  The kernel's sample is taken in the timer interrupt on the
+ * thread's CPU, so it agrees with `perf record -e task-clock` by
+ * construction, stops no thread, and counts only threads that run.
+ *
+ * Layout: one ring per CPU, owned by a dummy event of the calling thread
+ * on that CPU; every (thread, CPU) event sends its samples there
+ * (PERF_EVENT_IOC_SET_OUTPUT allows it only between events of the same
+ * CPU).  The caller drains the rings with pt_perf_drain(), which copies
+ * each sample into a slot the caller gives (no allocation, no lock), and
+ * draws the thread's next period at random (uniform over +-50% of the
+ * mean) so that sampling cannot lock onto a periodic workload.
+ *
+ * Bounds: max_threads threads, one fd per thread and CPU; stack copies of
+ * at most PT_PERF_MAX_STACK bytes (a sample must fit a u16 record size).
+ * Everything is allocated by pt_perf_new; add/remove/drain never allocate.
+ */
+#define _GNU_SOURCE
+#include "ptrace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <asm/perf_regs.h>
+
+/* The registers the unwinder needs, in perf's order (bit = index). */
+#define PERF_REGS_MASK                                                                        \
+	((1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_BX) | (1ull << PERF_REG_X86_CX) |  \
+		(1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) |                       \
+		(1ull << PERF_REG_X86_DI) | (1ull << PERF_REG_X86_BP) |                       \
+		(1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP) |                       \
+		(1ull << PERF_REG_X86_FLAGS) | (1ull << PERF_REG_X86_CS) |                    \
+		(1ull << PERF_REG_X86_SS) | (1ull << PERF_REG_X86_R8) |                       \
+		(1ull << PERF_REG_X86_R9) | (1ull << PERF_REG_X86_R10) |                      \
+		(1ull << PERF_REG_X86_R11) | (1ull << PERF_REG_X86_R12) |                     \
+		(1ull << PERF_REG_X86_R13) | (1ull << PERF_REG_X86_R14) |                     \
+		(1ull << PERF_REG_X86_R15))
+#define PERF_NREGS 20
+
+struct perf_thread {
+	pid_t tid; /* 0: free */
+	pid_t pid;
+};
+
+/* owns: every event fd, the rings' mappings, the epoll fd, the tables */
+struct pt_perf {
+	struct pt_perf_config cfg;
+	unsigned ncpus;
+	long page;
+	size_t ring_bytes; /* data part, a power of two */
+	int epfd;
+	int *owner;	    /* per CPU: the ring's dummy event, -1 if offline */
+	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
+	struct perf_thread *th; /* open addressing by tid, cap slots */
+	int *fds;		/* cap x ncpus event fds, -1 if none */
+	unsigned cap, count;
+	uint8_t *scratch; /* a record that wraps around the ring's end */
+	uint64_t rng;
+	bool user_only; /* no permission for kernel-mode samples */
+};
+
+static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
+{
+	return syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+static unsigned slot_of(const struct pt_perf *p, pid_t tid)
+{
+	return ((uint32_t)tid * 2654435761u) & (p->cap - 1);
+}
+
+static struct perf_thread *thread_find(const struct pt_perf *p, pid_t tid, unsigned *ret_i)
+{
+	for (unsigned i = slot_of(p, tid), k = 0; k < p->cap; i = (i + 1) & (p->cap - 1), k++) {
+		if (p->th[i].tid == tid) {
+			*ret_i = i;
+			return &p->th[i];
+		}
+		if (!p->th[i].tid)
+			return NULL;
+	}
+	return NULL;
+}
+
+static uint64_t next_period(struct pt_perf *p)
+{
+	uint64_t m = p->cfg.period_ns;
+
+	p->rng = p->rng * 6364136223846793005ull + 1442695040888963407ull;
+	/* uniform in [0.5, 1.5) x the mean */
+	return m / 2 + (p->rng >> 11) % (m + 1);
+}
+
+static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_TASK_CLOCK;
+	a->sample_period = p->cfg.period_ns;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = PERF_REGS_MASK;
+	a->sample_stack_user = p->cfg.stack_bytes;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_kernel = p->user_only;
+	a->exclude_hv = 1;
+	a->disabled = 1;
+}
+
+int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
+{
+	struct pt_perf *p = calloc(1, sizeof(*p));
+	struct perf_event_attr a;
+	size_t sample_max;
+	long n;
+	int r = 0, nowner = 0;
+
+	if (!p)
+		return -ENOMEM;
+	p->cfg = *cfg;
+	p->cfg.stack_bytes &= ~7u;
+	if (p->cfg.stack_bytes > PT_PERF_MAX_STACK)
+		p->cfg.stack_bytes = PT_PERF_MAX_STACK;
+	if (!p->cfg.period_ns)
+		p->cfg.period_ns = 10101010;
+	p->rng = cfg->seed | 1;
+	p->epfd = -1;
+	p->page = sysconf(_SC_PAGESIZE);
+	n = sysconf(_SC_NPROCESSORS_CONF);
+	p->ncpus = n > 0 ? (unsigned)n : 1;
+	for (p->cap = 16; p->cap < 2 * cfg->max_threads; p->cap <<= 1)
+		;
+	/* room for 32 samples of the largest size per CPU, at least 256 KiB */
+	sample_max = 512 + 8 * PERF_NREGS + p->cfg.stack_bytes;
+	for (p->ring_bytes = 256 * 1024; p->ring_bytes < 32 * sample_max; p->ring_bytes <<= 1)
+		;
+	p->owner = malloc(p->ncpus * sizeof(*p->owner));
+	p->ring = calloc(p->ncpus, sizeof(*p->ring));
+	p->th = calloc(p->cap, sizeof(*p->th));
+	p->fds = malloc((size_t)p->cap * p->ncpus * sizeof(*p->fds));
+	p->scratch = malloc(65536);
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!p->owner || !p->ring || !p->th || !p->fds || !p->scratch || p->epfd < 0) {
+		r = p->epfd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+	memset(p->owner, 0xff, p->ncpus * sizeof(*p->owner));
+	memset(p->fds, 0xff, (size_t)p->cap * p->ncpus * sizeof(*p->fds));
+
+	/* Can we sample another process at all, and with kernel-mode
+	 * samples?  Try on ourselves: the same checks, minus ptrace access
+	 * (which attaching already proves). */
+	attr_sample(p, &a);
+	n = perf_open(&a, 0, -1, -1);
+	if (n < 0 && (errno == EACCES || errno == EPERM)) {
+		p->user_only = true;
+		attr_sample(p, &a);
+		n = perf_open(&a, 0, -1, -1);
+	}
+	if (n < 0) {
+		r = -errno;
+		goto fail;
+	}
+	close((int)n);
+
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = c };
+		void *m;
+
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_DUMMY;
+		a.use_clockid = 1;
+		a.clockid = CLOCK_MONOTONIC;
+		a.exclude_kernel = 1;
+		a.exclude_hv = 1;
+		a.watermark = 1;
+		a.wakeup_watermark = (uint32_t)(p->ring_bytes / 4);
+		n = perf_open(&a, 0, (int)c, -1);
+		if (n < 0) {
+			if (errno == ENODEV || errno == EINVAL)
+				continue; /* an offline CPU */
+			r = -errno;
+			goto fail;
+		}
+		p->owner[c] = (int)n;
+		m = mmap(NULL, (size_t)p->page + p->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			p->owner[c], 0);
+		if (m == MAP_FAILED) {
+			r = -errno;
+			goto fail;
+		}
+		p->ring[c] = m;
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->owner[c], &ev) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		nowner++;
+	}
+	if (!nowner) {
+		r = -ENODEV;
+		goto fail;
+	}
+	*ret_perf = p;
+	return 0;
+fail:
+	pt_perf_free(p);
+	return r;
+}
+
+static void close_thread(struct pt_perf *p, unsigned i)
+{
+	int *fd = &p->fds[(size_t)i * p->ncpus];
+
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		if (fd[c] >= 0)
+			close(fd[c]);
+		fd[c] = -1;
+	}
+}
+
+void pt_perf_free(struct pt_perf *p)
+{
+	if (!p)
+		return;
+	if (p->th && p->fds)
+		for (unsigned i = 0; i < p->cap; i++)
+			if (p->th[i].tid)
+				close_thread(p, i);
+	for (unsigned c = 0; p->ring && c < p->ncpus; c++)
+		if (p->ring[c])
+			munmap(p->ring[c], (size_t)p->page + p->ring_bytes);
+	for (unsigned c = 0; p->owner && c < p->ncpus; c++)
+		if (p->owner[c] >= 0)
+			close(p->owner[c]);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	free(p->owner);
+	free(p->ring);
+	free(p->th);
+	free(p->fds);
+	free(p->scratch);
+	free(p);
+}
+
+int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid)
+{
+	struct perf_event_attr a;
+	unsigned i, opened = 0;
+	int *fd, r = 0;
+
+	if (thread_find(p, tid, &i))
+		return 0;
+	if (p->count + 1 > p->cap / 2)
+		return -TD_E_LIMIT;
+	for (i = slot_of(p, tid); p->th[i].tid; i = (i + 1) & (p->cap - 1))
+		;
+	fd = &p->fds[(size_t)i * p->ncpus];
+	attr_sample(p, &a);
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		long n;
+
+		if (p->owner[c] < 0)
+			continue;
+		a.sample_period = next_period(p);
+		n = perf_open(&a, tid, (int)c, -1);
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		fd[c] = (int)n;
+		if (ioctl(fd[c], PERF_EVENT_IOC_SET_OUTPUT, p->owner[c]) < 0 ||
+			ioctl(fd[c], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			r = -errno;
+			break;
+		}
+		opened++;
+	}
+	if (r < 0 || !opened) {
+		for (unsigned c = 0; c < p->ncpus; c++) {
+			if (fd[c] >= 0)
+				close(fd[c]);
+			fd[c] = -1;
+		}
+		return r < 0 ? r : -ENODEV;
+	}
+	p->th[i] = (struct perf_thread){ .tid = tid, .pid = pid };
+	p->count++;
+	return 0;
+}
+
+void pt_perf_remove(struct pt_perf *p, pid_t tid)
+{
+	unsigned i, j, k;
+
+	if (!thread_find(p, tid, &i))
+		return;
+	close_thread(p, i);
+	p->th[i].tid = 0;
+	p->count--;
+	/* Backward-shift deletion keeps probe chains whole without
+	 * tombstones; the fds move with their thread. */
+	for (j = (i + 1) & (p->cap - 1); p->th[j].tid; j = (j + 1) & (p->cap - 1)) {
+		k = slot_of(p, p->th[j].tid);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			p->th[i] = p->th[j];
+			memcpy(&p->fds[(size_t)i * p->ncpus], &p->fds[(size_t)j * p->ncpus],
+				p->ncpus * sizeof(*p->fds));
+			p->th[j].tid = 0;
+			memset(&p->fds[(size_t)j * p->ncpus], 0xff, p->ncpus * sizeof(*p->fds));
+			i = j;
+		}
+	}
+}
+
+unsigned pt_perf_threads(const struct pt_perf *p)
+{
+	return p->count;
+}
+
+bool pt_perf_user_only(const struct pt_perf *p)
+{
+	return p->user_only;
+}
+
+int pt_perf_fd(const struct pt_perf *p)
+{
+	return p->epfd;
+}
+
+/* A sample record: ip, pid, tid, time, abi, regs[PERF_NREGS] (when abi is
+ * not NONE), size, data[size], dyn_size (when size is not 0). */
+static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, size_t len,
+	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+{
+	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
+	uint64_t ip, time, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
+	uint32_t pid, tid, window = 0;
+	struct td_sample *s;
+	const uint8_t *stack = NULL;
+	unsigned i;
+
+#define TAKE(v)                                     \
+	do {                                        \
+		if ((size_t)(end - q) < sizeof(v))  \
+			goto bad;                   \
+		memcpy(&(v), q, sizeof(v));         \
+		q += sizeof(v);                     \
+	} while (0)
+	TAKE(ip);
+	TAKE(pid);
+	TAKE(tid);
+	TAKE(time);
+	TAKE(abi);
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
+		for (i = 0; i < PERF_NREGS; i++)
+			TAKE(regs[i]);
+	TAKE(size);
+	if (size) {
+		if ((uint64_t)(end - q) < size + 8)
+			goto bad;
+		stack = q;
+		q += size;
+		TAKE(dyn);
+	}
+#undef TAKE
+	(void)ip;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
+		return;
+	}
+	s = ops->slot_get ? ops->slot_get(arg, (pid_t)pid, (pid_t)tid, &window) : NULL;
+	if (!s) {
+		st->dropped++;
+		return;
+	}
+	memset(&s->regs, 0, sizeof(s->regs));
+	/* perf's order (mask bits ascending) to struct user_regs_struct */
+	s->regs.rax = regs[0];
+	s->regs.rbx = regs[1];
+	s->regs.rcx = regs[2];
+	s->regs.rdx = regs[3];
+	s->regs.rsi = regs[4];
+	s->regs.rdi = regs[5];
+	s->regs.rbp = regs[6];
+	s->regs.rsp = regs[7];
+	s->regs.rip = regs[8];
+	s->regs.eflags = regs[9];
+	s->regs.cs = regs[10];
+	s->regs.ss = regs[11];
+	s->regs.r8 = regs[12];
+	s->regs.r9 = regs[13];
+	s->regs.r10 = regs[14];
+	s->regs.r11 = regs[15];
+	s->regs.r12 = regs[16];
+	s->regs.r13 = regs[17];
+	s->regs.r14 = regs[18];
+	s->regs.r15 = regs[19];
+	s->regs.orig_rax = (unsigned long long)-1;
+	s->pid = (int32_t)pid;
+	s->tid = (int32_t)tid;
+	s->time_ns = time;
+	s->stopped_ns = 0;
+	s->flags = TD_SAMPLE_PERF | (kernel ? TD_SAMPLE_IN_KERNEL : 0);
+	s->stack_addr = s->regs.rsp;
+	s->stack_end = 0;
+	if (dyn > size)
+		dyn = size;
+	if (dyn > window)
+		dyn = window;
+	if (stack && dyn)
+		memcpy(s->stack, stack, dyn);
+	else
+		s->flags |= TD_SAMPLE_STACK_FAILED;
+	s->stack_len = (uint32_t)dyn;
+	if (ops->slot_put)
+		ops->slot_put(arg, s);
+	st->samples++;
+	{
+		unsigned k;
+		uint64_t next = next_period(p);
+
+		if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0)
+			ioctl(p->fds[(size_t)k * p->ncpus + cpu], PERF_EVENT_IOC_PERIOD, &next);
+	}
+	return;
+bad:
+	st->malformed++;
+}
+
+int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
+	struct pt_perf_stats *ret_stats)
+{
+	struct pt_perf_stats st = { 0 };
+
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		struct perf_event_mmap_page *h = (void *)p->ring[c];
+		const uint8_t *data;
+		uint64_t head, tail, mask = p->ring_bytes - 1;
+
+		if (!h)
+			continue;
+		data = p->ring[c] + p->page;
+		head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE);
+		tail = h->data_tail;
+		while (tail < head) {
+			struct perf_event_header eh;
+			const uint8_t *rec;
+			size_t off = (size_t)(tail & mask);
+
+			if (head - tail < sizeof(eh))
+				break;
+			/* a header never wraps: records are 8-byte aligned */
+			memcpy(&eh, data + off, sizeof(eh));
+			if (eh.size < sizeof(eh) || eh.size > head - tail) {
+				st.malformed++;
+				tail = head; /* cannot resynchronize: drop the rest */
+				break;
+			}
+			if (off + eh.size <= p->ring_bytes) {
+				rec = data + off;
+			} else {
+				size_t first = p->ring_bytes - off;
+
+				memcpy(p->scratch, data + off, first);
+				memcpy(p->scratch + first, data, eh.size - first);
+				rec = p->scratch;
+			}
+			if (eh.type == PERF_RECORD_SAMPLE) {
+				bool kernel = (eh.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+					PERF_RECORD_MISC_KERNEL;
+
+				take_sample(p, c, rec, eh.size, kernel, ops, arg, &st);
+			} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
+				uint64_t lost;
+
+				memcpy(&lost, rec + sizeof(eh) + 8, sizeof(lost));
+				st.lost += lost;
+			} else if (eh.type == PERF_RECORD_THROTTLE) {
+				st.throttled++;
+			}
+			tail += eh.size;
+		}
+		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	if (ret_stats)
+		*ret_stats = st;
+	return (int)st.samples;
+}
