@@ -214,6 +214,18 @@ static void remove_thread(struct sampler *s, pid_t tid)
 	atomic_store(&s->sh->threads_live, s->n);
 }
 
+/* Apply a pending window-growth request of the writer: the thread's stacks
+ * keep ending at the window's edge. */
+static void maybe_grow(struct sampler *s, struct sthread *st)
+{
+	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
+
+	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
+		return;
+	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
+	atomic_store_explicit(g, 0, memory_order_relaxed);
+}
+
 /* ---- callbacks of the rounds: the thread is stopped in slot_get */
 
 static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window)
@@ -225,6 +237,8 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 	(void)pid;
 	if (!smp)
 		return NULL; /* ring full: dropped and counted, never waited for */
+	if (st && s->perf)
+		maybe_grow(s, st); /* no tick visits the threads in perf capture */
 	*ret_window = st ? st->window : s->cfg->first_window;
 	return smp;
 }
@@ -349,18 +363,6 @@ static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_
 static void apply_pending(struct sampler *s)
 {
 	targets_apply(&s->targets, &thread_ops, s);
-}
-
-/* Apply a pending window-growth request of the writer: the thread's stacks
- * keep ending at the window's edge. */
-static void maybe_grow(struct sampler *s, struct sthread *st)
-{
-	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
-
-	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
-		return;
-	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
-	atomic_store_explicit(g, 0, memory_order_relaxed);
 }
 
 /* cpu mode with ptrace capture: which threads to interrupt this tick.

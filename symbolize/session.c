@@ -496,6 +496,48 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* Functions where a thread's stack begins: nothing above them is a
+ * caller.  glibc marks its own with CFI (the return address undefined);
+ * Go's runtime does not, and a sample that stops in one of these may
+ * unwind into garbage past it. */
+static bool is_entry_symbol(const char *name)
+{
+	static const char *const entries[] = { "_start", "__clone3", "__clone", "clone3", "clone",
+		"runtime.goexit", "runtime.mstart", "runtime.clone", "runtime.rt0_go",
+		"runtime.newosproc0" };
+	size_t len;
+
+	if (!name)
+		return false;
+	/* Go's ABI wrappers: runtime.goexit.abi0 is runtime.goexit */
+	len = strlen(name);
+	if (len > 5 && !strcmp(name + len - 5, ".abi0"))
+		len -= 5;
+	for (size_t i = 0; i < TD_ARRAY_SIZE(entries); i++)
+		if (strlen(entries[i]) == len && !strncmp(name, entries[i], len))
+			return true;
+	return false;
+}
+
+/* A stack that ended badly right after a known entry function ended well:
+ * keep the frames up to it. */
+static void end_at_entry(struct sym_session *s, struct sym_unwound *ret)
+{
+	unsigned from = ret->n > 3 ? ret->n - 3 : 0;
+
+	for (unsigned i = ret->n; i-- > from;) {
+		uint64_t pc = ret->activation[i] ? ret->pc[i] : ret->pc[i] - 1;
+		Dwfl_Module *m = dwfl_addrmodule(s->dwfl, pc);
+
+		if (m && is_entry_symbol(dwfl_module_addrname(m, pc))) {
+			ret->n = i + 1;
+			ret->end = SYM_END_OUTERMOST;
+			ret->detail[0] = '\0';
+			return;
+		}
+	}
+}
+
 int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 	struct sym_unwound *ret)
 {
@@ -542,6 +584,8 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 			ret->end = SYM_END_NO_CFI;
 		snprintf(ret->detail, sizeof(ret->detail), "%s", dwfl_errmsg(-1));
 	}
+	if (ret->end != SYM_END_OUTERMOST && ret->n)
+		end_at_entry(s, ret);
 	if (ret->n == 0 && ret->end == SYM_END_OUTERMOST)
 		ret->end = SYM_END_NO_CFI;
 	return 0;
