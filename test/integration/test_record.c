@@ -246,6 +246,36 @@ static struct found scan_repo(void)
 	return f;
 }
 
+/* Samples of split_a and split_b written so far (a live repository: the
+ * active chunk is read up to its last whole block). */
+static uint64_t split_samples(void)
+{
+	static const struct chunk_visitor v = { NULL, f_sample, f_event, f_end };
+	struct found f = { 0 };
+	struct tcf_dir_entry e[64];
+	int n = tcf_dir_scan(repo, e, 64);
+
+	for (int i = 0; i < n; i++) {
+		char p[256];
+		struct chunk_report rep;
+
+		snprintf(p, sizeof(p), "%s/%s", repo, e[i].name);
+		chunk_read_file(p, &v, &f, &rep);
+	}
+	return f.leaf_a + f.leaf_b;
+}
+
+/* Stop the recording t (SIGINT) once the repository holds want samples
+ * of the split: cpu mode samples CPU time, which a loaded machine gives
+ * the fixture slowly, so the test waits for the samples, not for a time.
+ * Gives up after limit_s seconds. */
+static void record_until_split(pid_t t, uint64_t want, int limit_s)
+{
+	for (int i = 0; i < limit_s * 4 && split_samples() < want; i++)
+		usleep(250000);
+	kill(t, SIGINT);
+}
+
 static int verify_status(void)
 {
 	const char *argv[] = { "tracerd", "verify", repo, NULL };
@@ -265,7 +295,8 @@ Test(record, cpu_split_70_30)
 	double a;
 
 	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "-F", "499", "--duration=4s");
+	t = tracerd_start(fx, "-F", "499", "--duration=300s");
+	record_until_split(t, 1000, 240);
 	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
 	cr_assert_gt(f.leaf_a + f.leaf_b, 1000, "enough samples: %llu",
@@ -433,7 +464,9 @@ Test(record, exec_symbolized_against_the_new_image)
 	struct found f;
 
 	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "--duration=3s", NULL, NULL);
+	/* wall mode: a sample per tick whatever CPU the loaded machine gives
+	 * the fixture; what is checked is the symbolization */
+	t = tracerd_start(fx, "--duration=3s", "--mode=wall", NULL);
 	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
 	cr_expect_eq(f.exec, 1, "the exec is recorded");
@@ -646,7 +679,9 @@ Test(record, stack_window_grows_for_deep_stacks)
 	struct found f;
 
 	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "--duration=2s", "--stack-bytes=256K", NULL);
+	/* wall mode: a sample per tick whatever CPU the loaded machine gives
+	 * the fixture; what is checked is the unwinding */
+	t = tracerd_start(fx, "--duration=2s", "--stack-bytes=256K", "--mode=wall");
 	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
 	cr_expect_gt(f.cut, 0, "the first copies (16 KiB) cannot hold 300 frames");
@@ -672,7 +707,9 @@ Test(record, dlopen_after_start_is_symbolized)
 	}
 	close(p[1]);
 	cr_assert_gt(read(p[0], b, 6), 0);
-	t = tracerd_start(fx, "--duration=3500ms", NULL, NULL);
+	/* wall mode: a sample per tick whatever CPU the loaded machine gives
+	 * the fixture; what is checked is the symbolization */
+	t = tracerd_start(fx, "--duration=3500ms", "--mode=wall", NULL);
 	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
 	cr_expect_gt(f.main_spin, 50, "before dlopen: %llu", (unsigned long long)f.main_spin);
