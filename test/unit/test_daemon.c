@@ -1,0 +1,259 @@
+/* Unit tests of daemon/'s private parts: the ring between the threads
+ * (its contract in daemon/ring.h) and the target set (daemon/targets.c). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../daemon/daemon-internal.h"
+#include "../helpers.h"
+
+Test(ring, full_drops_fifo_and_wraps)
+{
+	struct ring q = { 0 };
+	uint64_t *slot;
+
+	cr_assert_eq(ring_init(&q, 3, 8), 0);
+	cr_expect_eq(q.cap, 4, "rounded up to a power of two");
+	cr_expect_eq(q.slot_size, 16, "rounded up to 16 bytes");
+	cr_expect_null(ring_peek(&q), "empty");
+	for (uint64_t round = 0; round < 5; round++) {
+		for (uint64_t i = 0; i < 4; i++) {
+			slot = ring_reserve(&q);
+			cr_assert_not_null(slot);
+			*slot = round * 10 + i;
+			if (i == 0)
+				cr_expect_null(ring_peek(&q), "reserved is not yet published");
+			ring_publish(&q);
+		}
+		cr_expect_null(ring_reserve(&q), "full: the producer gets nothing, never waits");
+		cr_expect_eq(ring_used(&q), 4);
+		for (uint64_t i = 0; i < 4; i++) {
+			slot = ring_peek(&q);
+			cr_assert_not_null(slot);
+			cr_expect_eq(*slot, round * 10 + i, "oldest first");
+			ring_pop(&q);
+		}
+		cr_expect_null(ring_peek(&q));
+		cr_expect_eq(ring_used(&q), 0);
+	}
+	/* reserved but never published: invisible, and reused */
+	slot = ring_reserve(&q);
+	*slot = 99;
+	cr_expect_null(ring_peek(&q));
+	cr_expect_eq(ring_reserve(&q), (void *)slot);
+	ring_free(&q);
+	ring_free(&q); /* twice is harmless */
+}
+
+#define N_RECORDS 100000u
+
+static void *consume(void *arg)
+{
+	struct ring *q = arg;
+	uint64_t want = 0, bad = 0;
+
+	while (want < N_RECORDS) {
+		uint64_t *r = ring_peek(q);
+
+		if (!r) {
+			sched_yield();
+			continue;
+		}
+		/* the whole record is visible once published */
+		if (r[0] != want || r[1] != ~want)
+			bad++;
+		want++;
+		ring_pop(q);
+	}
+	return (void *)(uintptr_t)bad;
+}
+
+Test(ring, two_threads_see_whole_records_in_order, .timeout = 60)
+{
+	struct ring q = { 0 };
+	pthread_t c;
+	void *bad;
+	uint64_t next = 0;
+
+	cr_assert_eq(ring_init(&q, 64, 16), 0);
+	cr_assert_eq(pthread_create(&c, NULL, consume, &q), 0);
+	while (next < N_RECORDS) {
+		uint64_t *r = ring_reserve(&q);
+
+		if (!r) {
+			sched_yield(); /* a real producer counts a drop; here, retry */
+			continue;
+		}
+		r[0] = next;
+		r[1] = ~next;
+		ring_publish(&q);
+		next++;
+	}
+	pthread_join(c, &bad);
+	cr_expect_eq((uintptr_t)bad, 0, "torn or reordered records");
+	ring_free(&q);
+}
+
+/* ---- the target set */
+
+struct seen {
+	pid_t add_pid[64], add_tid[64];
+	bool add_found[64];
+	unsigned nadd;
+	pid_t removed[64];
+	unsigned nremove;
+};
+
+static void t_add(void *arg, pid_t pid, pid_t tid, bool found)
+{
+	struct seen *s = arg;
+
+	if (s->nadd < 64) {
+		s->add_pid[s->nadd] = pid;
+		s->add_tid[s->nadd] = tid;
+		s->add_found[s->nadd++] = found;
+	}
+}
+
+static void t_remove(void *arg, pid_t tid)
+{
+	struct seen *s = arg;
+
+	if (s->nremove < 64)
+		s->removed[s->nremove++] = tid;
+}
+
+static bool t_known(void *arg, pid_t tid)
+{
+	struct seen *s = arg;
+
+	for (unsigned i = 0; i < s->nadd; i++)
+		if (s->add_tid[i] == tid)
+			return true;
+	return false;
+}
+
+static const struct targets_ops t_ops = { t_add, t_remove, t_known };
+
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		for (;;)
+			pause();
+	return pid;
+}
+
+Test(targets, attach_identity_threads_and_exit, .timeout = 30)
+{
+	struct pt_config cfg = { .max_threads = 64, .trace_clone = true, .trace_exec = true };
+	struct targets *ts = calloc(1, sizeof(*ts));
+	struct seen *s = calloc(1, sizeof(*s));
+	struct td_proc_id ids[2], now;
+	struct pt_tracer *t;
+	pid_t pids[2] = { sleeper(), sleeper() }, failed = 0;
+	struct pt_event ev;
+	int st;
+
+	cr_assert_gt(pids[0], 0);
+	cr_assert_gt(pids[1], 0);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	targets_init(ts, t);
+	cr_assert_eq(targets_attach(ts, pids, 2, &t_ops, s, ids, &failed), 0);
+	cr_expect_eq(targets_live(ts), 2);
+	for (unsigned i = 0; i < 2; i++) {
+		cr_assert_eq(td_proc_id_read(pids[i], &now), 0);
+		cr_expect_eq(ids[i].pid, pids[i]);
+		cr_expect_eq(ids[i].start_time, now.start_time, "identity recorded at attach");
+	}
+	cr_assert_eq(s->nadd, 2, "one thread each");
+	for (unsigned i = 0; i < 2; i++) {
+		cr_expect_eq(s->add_pid[i], pids[i]);
+		cr_expect_eq(s->add_tid[i], pids[i]);
+		cr_expect(s->add_found[i], "found at attach: nothing told of it yet");
+	}
+
+	/* changes are queued, applied after the round */
+	ev = (struct pt_event){ .kind = PT_EVENT_THREAD_NEW, .pid = pids[0], .tid = 424242 };
+	cr_expect_not(targets_note(ts, &ev));
+	ev = (struct pt_event){ .kind = PT_EVENT_EXEC, .pid = pids[0], .tid = pids[0],
+		.old_tid = 424243 };
+	cr_expect_not(targets_note(ts, &ev));
+	ev = (struct pt_event){ .kind = PT_EVENT_SIGNAL, .pid = pids[0], .tid = pids[0],
+		.signo = SIGUSR1 };
+	cr_expect_not(targets_note(ts, &ev));
+	cr_expect_eq(s->nadd, 2, "nothing applied during the round");
+	targets_apply(ts, &t_ops, s);
+	cr_assert_eq(s->nadd, 3);
+	cr_expect_eq(s->add_tid[2], 424242);
+	cr_expect_eq(s->add_pid[2], pids[0]);
+	cr_expect_not(s->add_found[2], "born: its event was told already");
+	cr_assert_eq(s->nremove, 1);
+	cr_expect_eq(s->removed[0], 424243, "exec by a non-leader: the old tid goes");
+
+	/* a process exit ends that target, once */
+	ev = (struct pt_event){ .kind = PT_EVENT_PROCESS_EXIT, .pid = pids[1], .tid = pids[1] };
+	cr_expect(targets_note(ts, &ev));
+	cr_expect_eq(targets_live(ts), 1);
+	cr_expect_not(targets_note(ts, &ev), "not a live target any more");
+	cr_expect_eq(targets_live(ts), 1);
+
+	/* a PID this tracer has attached already is refused, and named */
+	{
+		struct targets *ts2 = calloc(1, sizeof(*ts2));
+		pid_t twice[2] = { pids[0], pids[0] };
+
+		targets_init(ts2, t);
+		cr_expect_eq(targets_attach(ts2, twice, 2, &t_ops, s, ids, &failed), -TD_E_ATTACHED);
+		cr_expect_eq(failed, pids[0]);
+		free(ts2);
+	}
+	pt_tracer_free(t);
+	for (unsigned i = 0; i < 2; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], &st, 0);
+	}
+	free(ts);
+	free(s);
+}
+
+Test(targets, overflow_resyncs_from_the_tracer_with_the_pid, .timeout = 30)
+{
+	struct pt_config cfg = { .max_threads = 64 };
+	struct targets *ts = calloc(1, sizeof(*ts));
+	struct seen *s = calloc(1, sizeof(*s));
+	struct td_proc_id ids[1];
+	struct pt_tracer *t;
+	pid_t pid = sleeper(), failed = 0;
+	int st;
+
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	targets_init(ts, t);
+	cr_assert_eq(targets_attach(ts, &pid, 1, &t_ops, s, ids, &failed), 0);
+	s->nadd = 0; /* forget it: the resync must find it again */
+	for (unsigned i = 0; i <= TARGETS_PENDING; i++) {
+		struct pt_event ev = { .kind = PT_EVENT_THREAD_EXIT, .pid = pid, .tid = 1000000 };
+
+		targets_note(ts, &ev);
+	}
+	targets_apply(ts, &t_ops, s);
+	cr_expect_eq(s->nremove, 64, "the queued changes are applied (64 recorded here)");
+	cr_assert_eq(s->nadd, 1, "then the tracer's list is taken");
+	cr_expect_eq(s->add_tid[0], pid);
+	cr_expect_eq(s->add_pid[0], pid, "with its process, not 0");
+	cr_expect_not(s->add_found[0]);
+	pt_tracer_free(t);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	free(ts);
+	free(s);
+}
