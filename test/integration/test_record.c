@@ -256,7 +256,7 @@ static uint64_t split_samples(void)
 	int n = tcf_dir_scan(repo, e, 64);
 
 	for (int i = 0; i < n; i++) {
-		char p[256];
+		char p[sizeof(repo) + sizeof(e[0].name) + 2];
 		struct chunk_report rep;
 
 		snprintf(p, sizeof(p), "%s/%s", repo, e[i].name);
