@@ -348,6 +348,19 @@ static uint32_t end_location(struct unwinder *uw, enum sym_end end)
 	return uw->end_loc[end];
 }
 
+/* Is the innermost pc in no module the session knows?  The end reason
+ * alone does not tell: libdw's frame-pointer fallback may walk past such a
+ * pc and end on a failed read instead. */
+static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound *u)
+{
+	struct sym_frame f;
+
+	if (u->end == SYM_END_NO_MODULE)
+		return true;
+	return u->n && sym_session_symbolize(ss, u->pc[0], u->activation[0], false, &f, 1) >= 1 &&
+	       !f.module;
+}
+
 static uint32_t stack_of(struct unwinder *uw, const struct td_sample *s)
 {
 	struct session *se = session_for(uw, s->pid, true);
@@ -356,7 +369,7 @@ static uint32_t stack_of(struct unwinder *uw, const struct td_sample *s)
 	if (!se)
 		return 0;
 	sym_session_unwind(se->s, s, &uw->u);
-	if (uw->u.end == SYM_END_NO_MODULE && td_now_ns() - se->built_ns > 1000000000u) {
+	if (innermost_unmapped(se->s, &uw->u) && td_now_ns() - se->built_ns > 1000000000u) {
 		/* the maps changed (dlopen): see them anew, then retry */
 		session_drop(uw, s->pid);
 		se = session_for(uw, s->pid, true);
