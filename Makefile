@@ -47,7 +47,7 @@ LIB_SRCS := common/td.c common/fault.c \
 	report/html.c \
 	ptrace/ptrace.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
-	daemon/control.c daemon/sampler.c daemon/writer.c \
+	daemon/control.c daemon/sampler.c daemon/writer.c daemon/dump.c \
 	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
