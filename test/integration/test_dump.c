@@ -352,6 +352,69 @@ Test(dump, tid_filter_and_verbose, .timeout = 60)
 	fx_stop(pid);
 }
 
+/* A process whose main thread called pthread_exit: the leader is a zombie,
+ * the workers live on, and their stacks are what a dump is for. */
+Test(dump, main_thread_exited_workers_live, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_zleader"), NULL), spin, sleeper;
+	struct run_result r;
+	char chain[4096], hdr[160];
+	int n;
+
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(task_state(pid, pid), 'Z', "the main thread has exited");
+	spin = task_by_name(pid, "zl-spin");
+	sleeper = task_by_name(pid, "zl-sleep");
+	cr_assert(spin > 0 && sleeper > 0);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	cr_expect_str_eq(r.err, "", "nothing to warn about");
+	snprintf(hdr, sizeof(hdr),
+		"thread %d (fx_zleader) Z exited\n  -- main thread has exited; the process lives "
+		"on in its other threads\n",
+		(int)pid);
+	cr_expect(!strncmp(r.out, hdr, strlen(hdr)), "the leader first, as exited:\n%s", r.out);
+	n = parse_thread(r.out, spin, frames, MAXF);
+	own_chain(frames, n, FX("fx_zleader"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "zl_spin_leaf zl_spin_outer zl_spin_thread", "%s", r.out);
+	n = parse_thread(r.out, sleeper, frames, MAXF);
+	own_chain(frames, n, FX("fx_zleader"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "zl_sleep_wait zl_sleep_thread", "%s", r.out);
+	cr_expect(n > 0 && strstr(frames[0].module, "libc.so"), "asleep in libc:\n%s", r.out);
+	run_result_free(&r);
+	cr_expect(runs_on(pid, spin), "the workers run on");
+	fx_stop(pid);
+}
+
+/* A thread stopped by SIGSTOP reads 't' in /proc once traced: the dump
+ * says what it is, a job-control stop, and leaves it stopped. */
+Test(dump, job_control_stop_is_named, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	struct run_result r;
+	char p[32], want[160];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--json", NULL };
+
+	cr_assert_gt(pid, 0);
+	kill(pid, SIGSTOP);
+	cr_assert(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "fixture did not stop");
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "thread %d (fx_chain) T stopped (job control)\n", (int)pid);
+	cr_expect(strstr(r.out, want), "want '%s' in:\n%s", want, r.out);
+	run_result_free(&r);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\"state\": \"T\", \"state_name\": \"stopped (job control)\""),
+		"%s", r.out);
+	run_result_free(&r);
+	cr_expect(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "still stopped after the dumps");
+	kill(pid, SIGCONT);
+	cr_expect(runs_on(pid, pid), "runs again after SIGCONT");
+	fx_stop(pid);
+}
+
 /* ---- error paths: one clear line, a non-zero exit */
 
 static void expect_error(const char *const *argv, int status, const char *needle)
