@@ -197,6 +197,7 @@ bench:
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
 	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
 	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
+	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

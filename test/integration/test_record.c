@@ -39,7 +39,7 @@ static void teardown(void)
 		cr_log_warn("cleanup failed");
 }
 
-TestSuite(record, .init = setup, .fini = teardown, .timeout = 90);
+TestSuite(record, .init = setup, .fini = teardown, .timeout = 300);
 
 /* The process tracing pid (TracerPid is the tracer's thread), 0 if none. */
 static pid_t tracer_of(pid_t pid)
@@ -139,6 +139,7 @@ struct found {
 	uint64_t samples, thread_start, thread_exit, exec, exits, crashes;
 	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen, plugin, main_spin;
 	uint64_t reach_main, cut, renames;
+	uint64_t whole_after, cut_after; /* after the first stack that reached main */
 	char renamed_to[32];
 	bool exec_seen;
 	int crash_signo;
@@ -205,6 +206,10 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 				continue;
 			main_seen |= !strcmp(fn.name, "main");
 			cut |= !strncmp(fn.name, "[stack cut", 10);
+		}
+		if (f->reach_main) {
+			f->whole_after += main_seen;
+			f->cut_after += cut;
 		}
 		f->reach_main += main_seen;
 		f->cut += cut;
@@ -310,12 +315,16 @@ static bool repo_holds(void *arg)
 
 /* Wait until what tracerd has written so far satisfies cond (it publishes
  * its blocks about once a second): the recording lasts as long as the
- * test needs, not a guessed duration. */
+ * test needs, not a guessed duration.  The writer thread runs at nice 10:
+ * on a saturated machine (and under ASan) it may take a while, hence a
+ * longer bound than TEST_PATIENCE_MS. */
+#define REPO_PATIENCE_MS 120000
+
 static bool repo_until(bool (*cond)(const struct found *f))
 {
 	struct repo_wait w = { cond, { 0 } };
 
-	if (wait_for(repo_holds, &w, TEST_PATIENCE_MS))
+	if (wait_for(repo_holds, &w, REPO_PATIENCE_MS))
 		return true;
 	cr_log_error("gave up waiting for the repository; it holds %llu samples",
 		(unsigned long long)w.f.samples);
@@ -800,7 +809,7 @@ Test(record, second_writer_refused)
 
 static bool deep_enough(const struct found *f)
 {
-	return f->reach_main >= 400;
+	return f->whole_after >= 100;
 }
 
 Test(record, stack_window_grows_for_deep_stacks)
@@ -810,16 +819,19 @@ Test(record, stack_window_grows_for_deep_stacks)
 
 	cr_assert_gt(fx, 0);
 	t = tracerd_start(fx, "--stack-bytes=256K", NULL, NULL);
-	/* 400 whole stacks: the cut ones (before the window has grown twice,
-	 * 16 -> 32 -> 64 KiB, two round trips sampler -> writer -> sampler)
-	 * must be fewer than 100 of them */
 	cr_expect(repo_until(deep_enough));
 	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
 	cr_expect_gt(f.cut, 0, "the first copies (16 KiB) cannot hold 300 frames");
-	cr_expect_gt(f.reach_main, f.samples * 8 / 10,
-		"then the window grows: %llu of %llu stacks reach main",
-		(unsigned long long)f.reach_main, (unsigned long long)f.samples);
+	/* How many samples are taken before the writer has asked twice for a
+	 * bigger window (16 -> 32 -> 64 KiB) depends on how soon the writer
+	 * gets a CPU: that is a figure for make bench.  What must hold is
+	 * that once a whole stack was copied, every later one is whole. */
+	cr_expect_geq(f.whole_after, 100, "then the window grows: %llu whole stacks",
+		(unsigned long long)f.whole_after);
+	cr_expect_eq(f.cut_after, 0, "%llu of %llu stacks after the first whole one were cut",
+		(unsigned long long)f.cut_after,
+		(unsigned long long)(f.whole_after + f.cut_after));
 	fx_stop(fx);
 }
 
