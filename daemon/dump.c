@@ -285,7 +285,10 @@ static int choose_threads(struct dump *d, struct pt_tracer *tr, const struct dum
 		/* Read after our seize, a job-control stop shows as 't' (a
 		 * traced thread's stop): it is the 'T' of an untraced one. */
 		out->state = th->info.state == 't' ? 'T' : th->info.state;
-		out->capture = exited(th->info.state) ? DUMP_EXITED : DUMP_NOT_CAPTURED;
+		/* only the leader stays listed once exited; another thread
+		 * seen as a zombie here is just on its way out */
+		out->capture = th->tid == d->pid && exited(th->info.state) ? DUMP_EXITED :
+									      DUMP_NOT_CAPTURED;
 	}
 out:
 	free(tids);
