@@ -47,7 +47,8 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	report/html.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
-	daemon/control.c daemon/ring.c daemon/sampler.c daemon/targets.c daemon/writer.c \
+	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
+	daemon/writer.c \
 	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
@@ -67,7 +68,7 @@ FX_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
 FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
-	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin
+	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
 
@@ -107,7 +108,8 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
-$(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
+$(FX)/fx_zleader: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -197,6 +199,7 @@ bench:
 	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
 	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
 	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
+	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

@@ -1,13 +1,7 @@
-/* tracerd dump: stacks of every thread of a process, once.
- *
- * Order of work, chosen so that each thread is stopped only for the copy:
- *   1. seize every thread (no stop yet) and read names and states;
- *   2. open the process's modules (libdwfl session, every ELF loaded);
- *   3. interrupt all threads together; as each stop arrives copy registers
- *      and the stack window, then detach it at once;
- *   4. with every thread running again, unwind and symbolize the copies.
- * If the process dies after step 3 the captured stacks are still printed
- * (exit 4). */
+/* tracerd dump: the front end.  Parses the options, runs the dump
+ * (daemon/dump.c: attach, one capture round, detach, unwind, symbolize),
+ * prints the result as text or JSON and chooses the exit status.  If the
+ * process died during the dump, what was captured is printed (exit 4). */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -20,74 +14,7 @@
 #include <unistd.h>
 
 #include "../common/td.h"
-#include "../ptrace/ptrace.h"
-#include "../symbolize/symbolize.h"
-
-#define DUMP_MAX_THREADS 8192
-#define DUMP_MAX_TIDS 256
-#define DUMP_DEFAULT_WINDOW (64u * 1024)
-
-struct dump_thread {
-	pid_t tid;
-	struct td_task_info info;
-	struct td_sample *sample; /* into dump.slots */
-	bool captured;
-};
-
-/* owns: threads, slots */
-struct dump {
-	pid_t pid;
-	uint32_t window;
-	struct dump_thread *threads;
-	unsigned nthreads;
-	unsigned char *slots;
-	bool process_exited;
-	unsigned threads_exited;
-};
-
-static struct td_sample *dump_slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window)
-{
-	struct dump *d = arg;
-
-	(void)pid;
-	for (unsigned i = 0; i < d->nthreads; i++)
-		if (d->threads[i].tid == tid && !d->threads[i].captured) {
-			*ret_window = d->window;
-			return d->threads[i].sample;
-		}
-	return NULL;
-}
-
-static void dump_slot_put(void *arg, struct td_sample *s)
-{
-	struct dump *d = arg;
-
-	for (unsigned i = 0; i < d->nthreads; i++)
-		if (d->threads[i].sample == s)
-			d->threads[i].captured = true;
-}
-
-static void dump_event(void *arg, const struct pt_event *ev)
-{
-	struct dump *d = arg;
-
-	if (ev->kind == PT_EVENT_PROCESS_EXIT && ev->pid == d->pid)
-		d->process_exited = true;
-	else if (ev->kind == PT_EVENT_THREAD_EXIT)
-		d->threads_exited++;
-}
-
-static const struct pt_round_ops dump_ops = {
-	.slot_get = dump_slot_get,
-	.slot_put = dump_slot_put,
-	.event = dump_event,
-};
-
-static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t len)
-{
-	(void)arg;
-	return pt_read_memory(tid, addr, buf, len);
-}
+#include "../daemon/daemon.h"
 
 static void usage(FILE *f)
 {
@@ -114,62 +41,89 @@ static void usage(FILE *f)
 		f);
 }
 
-static void print_frame_text(unsigned idx, const struct sym_frame *f)
+static void print_frame_text(const struct dump_result *r, unsigned idx,
+	const struct dump_frame *f)
 {
-	printf("  #%-3u 0x%016" PRIx64 " %s%s", idx, f->pc, f->function ? f->function : "??",
+	const char *function = dump_string(r, f->function), *file = dump_string(r, f->file);
+	const char *module = dump_string(r, f->module);
+
+	printf("  #%-3u 0x%016" PRIx64 " %s%s", idx, f->pc, function ? function : "??",
 		f->inlined ? " [inlined]" : "");
-	if (f->file) {
+	if (file) {
 		if (f->line)
-			printf(" at %s:%d", f->file, f->line);
+			printf(" at %s:%d", file, f->line);
 		else
-			printf(" at %s", f->file);
+			printf(" at %s", file);
 	}
-	if (f->module)
-		printf(" in %s", f->module);
+	if (module)
+		printf(" in %s", module);
 	putchar('\n');
 }
 
-static void print_frame_json(bool first, const struct sym_frame *f)
+static void print_frame_json(const struct dump_result *r, bool first, const struct dump_frame *f)
 {
 	printf("%s{\"pc\": \"0x%" PRIx64 "\"", first ? "" : ", ", f->pc);
 	if (f->function) {
 		fputs(", \"function\": ", stdout);
-		td_json_string(stdout, f->function, 0);
+		td_json_string(stdout, dump_string(r, f->function), 0);
 	}
 	printf(", \"inlined\": %s", f->inlined ? "true" : "false");
 	if (f->file) {
 		fputs(", \"file\": ", stdout);
-		td_json_string(stdout, f->file, 0);
+		td_json_string(stdout, dump_string(r, f->file), 0);
 	}
 	if (f->line)
 		printf(", \"line\": %d", f->line);
 	if (f->module) {
 		fputs(", \"module\": ", stdout);
-		td_json_string(stdout, f->module, 0);
+		td_json_string(stdout, dump_string(r, f->module), 0);
 		printf(", \"offset\": \"0x%" PRIx64 "\"", f->offset);
 	}
 	if (f->build_id) {
 		fputs(", \"build_id\": ", stdout);
-		td_json_string(stdout, f->build_id, 0);
+		td_json_string(stdout, dump_string(r, f->build_id), 0);
 	}
 	putchar('}');
 }
 
-static void print_thread(struct sym_session *ss, const struct dump_thread *th, bool json,
-	bool inlines, bool verbose, bool first, struct sym_unwound *u, struct sym_frame *frames)
+/* Words for the states whose letter misleads or needs saying, else NULL. */
+static const char *state_words(char state)
 {
-	const struct td_sample *s = th->sample;
-	unsigned idx = 0;
+	switch (state) {
+	case 'T':
+		return "stopped (job control)";
+	case 'Z':
+	case 'X':
+		return "exited";
+	}
+	return NULL;
+}
+
+static void print_thread(const struct dump_result *r, const struct dump_thread *th, bool json,
+	bool verbose, bool first)
+{
+	const char *words = state_words(th->state);
 
 	if (json) {
 		printf("%s\n    {\"tid\": %d, \"name\": ", first ? "" : ",", (int)th->tid);
-		td_json_string(stdout, th->info.name, 0);
-		printf(", \"state\": \"%c\"", th->info.state);
+		td_json_string(stdout, th->name, 0);
+		printf(", \"state\": \"%c\"", th->state);
+		if (words)
+			printf(", \"state_name\": \"%s\"", words);
 	} else {
-		printf("%sthread %d (%s) %c", first ? "" : "\n", (int)th->tid, th->info.name,
-			th->info.state);
+		printf("%sthread %d (%s) %c%s%s", first ? "" : "\n", (int)th->tid, th->name,
+			th->state, words ? " " : "", words ? words : "");
 	}
-	if (!th->captured) {
+	if (th->capture == DUMP_EXITED) {
+		if (json)
+			fputs(", \"end\": \"main thread has exited\", \"frames\": []}", stdout);
+		else
+			fputs("\n  -- main thread has exited; the process lives on in its other "
+			      "threads\n",
+				stdout);
+		return;
+	}
+	if (th->capture != DUMP_CAPTURED) {
 		if (json)
 			fputs(", \"end\": \"thread exited before it could be captured\", "
 			      "\"frames\": []}",
@@ -178,50 +132,88 @@ static void print_thread(struct sym_session *ss, const struct dump_thread *th, b
 			fputs("\n  -- thread exited before it could be captured\n", stdout);
 		return;
 	}
-	sym_session_unwind(ss, s, u);
 	if (json) {
-		printf(", \"stopped_ns\": %" PRIu64 ", \"end\": ", s->stopped_ns);
-		td_json_string(stdout, sym_end_name(u->end), 0);
+		printf(", \"stopped_ns\": %" PRIu64 ", \"end\": ", th->stopped_ns);
+		td_json_string(stdout, sym_end_name(th->end), 0);
 		if (verbose)
-			printf(", \"live_reads\": %u, \"stack_bytes\": %u", u->live_reads,
-				s->stack_len);
+			printf(", \"live_reads\": %u, \"stack_bytes\": %u", th->live_reads,
+				th->stack_bytes);
 		fputs(", \"frames\": [", stdout);
 	} else {
 		if (verbose)
-			printf("  stopped %.1f us, %u stack bytes copied", s->stopped_ns / 1000.0,
-				s->stack_len);
+			printf("  stopped %.1f us, %u stack bytes copied", th->stopped_ns / 1000.0,
+				th->stack_bytes);
 		putchar('\n');
 	}
-	for (unsigned i = 0; i < u->n; i++) {
-		int n = sym_session_symbolize(ss, u->pc[i], u->activation[i], inlines, frames,
-			SYM_MAX_FRAMES);
+	for (unsigned i = 0; i < th->nframes; i++) {
+		const struct dump_frame *f = &r->frames[th->first_frame + i];
 
-		for (int k = 0; k < n; k++, idx++) {
-			if (json)
-				print_frame_json(idx == 0, &frames[k]);
-			else
-				print_frame_text(idx, &frames[k]);
-		}
+		if (json)
+			print_frame_json(r, i == 0, f);
+		else
+			print_frame_text(r, i, f);
 	}
 	if (json) {
 		fputs("]}", stdout);
 		return;
 	}
-	printf("  -- %s", sym_end_name(u->end));
-	if (u->end == SYM_END_WINDOW || u->end == SYM_END_READ_FAILED)
-		printf(" at 0x%" PRIx64, u->fault_addr);
-	if (verbose && u->detail[0])
-		printf(" (%s)", u->detail);
-	if (verbose && u->live_reads)
-		printf("; %u reads outside the stack copy", u->live_reads);
+	printf("  -- %s", sym_end_name(th->end));
+	if (th->end == SYM_END_WINDOW || th->end == SYM_END_READ_FAILED)
+		printf(" at 0x%" PRIx64, th->fault_addr);
+	if (verbose && th->detail[0])
+		printf(" (%s)", th->detail);
+	if (verbose && th->live_reads)
+		printf("; %u reads outside the stack copy", th->live_reads);
 	putchar('\n');
 }
 
-static bool process_gone(pid_t pid)
+static void print_result(const struct dump_result *r, bool json, bool verbose)
 {
-	struct td_task_info info;
+	if (json)
+		printf("{\"pid\": %d, \"threads\": [", (int)r->pid);
+	for (unsigned i = 0; i < r->nthreads; i++)
+		print_thread(r, &r->threads[i], json, verbose, i == 0);
+	if (json)
+		fputs("\n]}\n", stdout);
+	if (verbose && !json) {
+		printf("\n%u threads, %u captured, %u gone, %u did not stop in time; "
+		       "%u modules, %u with ELF, %u with DWARF used\n",
+			r->requested, r->captured, r->gone, r->timeout, r->modules, r->with_elf,
+			r->with_dwarf);
+		printf("attach %.1f ms, modules %.1f ms, capture %.1f ms, unwind and "
+		       "symbolize %.1f ms\n",
+			r->attach_ns / 1e6, r->modules_ns / 1e6, r->capture_ns / 1e6,
+			r->symbolize_ns / 1e6);
+	}
+	fflush(stdout);
+}
 
-	return td_task_info_read(pid, pid, &info) < 0 || info.state == 'Z' || info.state == 'X';
+/* The words and exit status for a dump that produced no result. */
+static int explain_failure(const struct dump_options *o, const struct dump_failure *f, int err)
+{
+	switch (f->step) {
+	case DUMP_FAIL_ATTACH:
+		return td_explain_attach(o->pid, err);
+	case DUMP_FAIL_TID:
+		td_msg("%d is not a thread of process %d; see ls /proc/%d/task", (int)f->tid,
+			(int)o->pid, (int)o->pid);
+		return TD_EXIT_USAGE;
+	case DUMP_FAIL_MODULES:
+		if (f->gone) {
+			td_msg("process %d exited before its stacks could be captured",
+				(int)o->pid);
+			return TD_EXIT_PARTIAL;
+		}
+		td_msg("cannot read the modules of process %d: %s", (int)o->pid, td_strerror(err));
+		return TD_EXIT_IO;
+	case DUMP_FAIL_SETUP:
+		break;
+	}
+	if (err == -ENOMEM)
+		td_msg("out of memory");
+	else
+		td_msg("cannot set up tracing: %s", td_strerror(err));
+	return TD_EXIT_IO;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -238,44 +230,34 @@ int cmd_dump(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct pt_config pcfg = { .max_threads = DUMP_MAX_THREADS, .round_nice = -10 };
-	struct sym_options sopt = { .read_live = read_live };
-	struct dump d = { .window = DUMP_DEFAULT_WINDOW };
-	pid_t want_tids[DUMP_MAX_TIDS], *tids = NULL;
-	unsigned nwant = 0;
-	bool json = false, inlines = true, verbose = false;
-	struct pt_tracer *tr = NULL;
-	struct sym_cache *cache = NULL;
-	struct sym_session *ss = NULL;
-	struct sym_unwound *u = NULL;
-	struct sym_frame *frames = NULL;
-	struct pt_round_stats stats;
-	size_t slot_size;
-	uint64_t t_start = td_now_ns(), t_attach = 0, t_modules = 0, t_capture = 0;
-	int c, r, n, ret = TD_EXIT_IO;
+	struct dump_options o = { .inlines = true };
+	struct dump_failure fail;
+	struct dump_result *res;
+	bool json = false, verbose = false;
+	int c, r, ret = TD_EXIT_OK;
 	uint64_t v;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:t:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (!td_parse_pid("--pid", optarg, &d.pid))
+			if (!td_parse_pid("--pid", optarg, &o.pid))
 				return TD_EXIT_USAGE;
 			break;
 		case 't':
-			if (nwant == DUMP_MAX_TIDS) {
+			if (o.ntids == DUMP_MAX_TIDS) {
 				td_msg("--tid: at most %d threads", DUMP_MAX_TIDS);
 				return TD_EXIT_USAGE;
 			}
-			if (!td_parse_pid("--tid", optarg, &want_tids[nwant]))
+			if (!td_parse_pid("--tid", optarg, &o.tids[o.ntids]))
 				return TD_EXIT_USAGE;
-			nwant++;
+			o.ntids++;
 			break;
 		case 'I':
-			inlines = false;
+			o.inlines = false;
 			break;
 		case 'N':
-			sopt.no_dwarf = true;
+			o.no_dwarf = true;
 			break;
 		case 'j':
 			json = true;
@@ -289,12 +271,12 @@ int cmd_dump(int argc, char **argv)
 					optarg);
 				return TD_EXIT_USAGE;
 			}
-			sopt.debuginfo_dir = optarg;
+			o.debuginfo_dir = optarg;
 			break;
 		case 'S':
 			if (!td_parse_size("--stack-bytes", optarg, 512, 8u << 20, &v))
 				return TD_EXIT_USAGE;
-			d.window = (uint32_t)v;
+			o.stack_bytes = (uint32_t)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -307,128 +289,25 @@ int cmd_dump(int argc, char **argv)
 		td_msg("dump: unexpected argument '%s'; see tracerd dump --help", argv[optind]);
 		return TD_EXIT_USAGE;
 	}
-	if (!d.pid) {
+	if (!o.pid) {
 		td_msg("dump: --pid is required; see tracerd dump --help");
 		return TD_EXIT_USAGE;
 	}
 
-	r = pt_tracer_new(&pcfg, &tr);
-	if (r < 0) {
-		td_msg("cannot set up tracing: %s", td_strerror(r));
-		return TD_EXIT_IO;
-	}
-	r = pt_tracer_attach(tr, d.pid);
-	if (r < 0) {
-		ret = td_explain_attach(d.pid, r);
-		goto out;
-	}
-	t_attach = td_now_ns();
-	tids = calloc(DUMP_MAX_THREADS, sizeof(*tids));
-	if (!tids)
-		goto out_nomem;
-	n = pt_tracer_threads(tr, d.pid, tids, DUMP_MAX_THREADS);
-	for (unsigned i = 0; i < nwant; i++) {
-		bool found = false;
-
-		for (int k = 0; k < n && !found; k++)
-			found = tids[k] == want_tids[i];
-		if (!found) {
-			td_msg("%d is not a thread of process %d; see ls /proc/%d/task",
-				(int)want_tids[i], (int)d.pid, (int)d.pid);
-			ret = TD_EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (nwant) {
-		memcpy(tids, want_tids, nwant * sizeof(*tids));
-		n = (int)nwant;
-	}
-	/* Sort for a stable, readable order (the leader first). */
-	for (int i = 1; i < n; i++)
-		for (int k = i; k > 0 && tids[k] < tids[k - 1]; k--) {
-			pid_t tmp = tids[k];
-
-			tids[k] = tids[k - 1];
-			tids[k - 1] = tmp;
-		}
-	slot_size = td_sample_size(d.window);
-	d.threads = calloc((size_t)n, sizeof(*d.threads));
-	d.slots = calloc((size_t)n, slot_size);
-	u = malloc(sizeof(*u));
-	frames = calloc(SYM_MAX_FRAMES, sizeof(*frames));
-	if (!d.threads || !d.slots || !u || !frames)
-		goto out_nomem;
-	d.nthreads = (unsigned)n;
-	for (int i = 0; i < n; i++) {
-		d.threads[i].tid = tids[i];
-		d.threads[i].sample = (struct td_sample *)(d.slots + (size_t)i * slot_size);
-		if (td_task_info_read(d.pid, tids[i], &d.threads[i].info) < 0)
-			d.threads[i].info.state = '?';
-	}
-
-	r = sym_cache_new(&cache);
-	if (r == 0)
-		r = sym_session_new(d.pid, &sopt, cache, &ss);
-	if (r < 0) {
-		if (process_gone(d.pid)) {
-			td_msg("process %d exited before its stacks could be captured", (int)d.pid);
-			ret = TD_EXIT_PARTIAL;
-		} else {
-			td_msg("cannot read the modules of process %d: %s", (int)d.pid,
-				td_strerror(r));
-		}
-		goto out;
-	}
-
-	t_modules = td_now_ns();
-	pt_tracer_sample(tr, tids, (unsigned)n, &dump_ops, &d, 2000, PT_ROUND_DETACH, &stats);
-	t_capture = td_now_ns();
-	/* Detach whatever is left (threads born meanwhile, stragglers). */
-	pt_tracer_free(tr);
-	tr = NULL;
-
-	if (json)
-		printf("{\"pid\": %d, \"threads\": [", (int)d.pid);
-	for (unsigned i = 0; i < d.nthreads; i++)
-		print_thread(ss, &d.threads[i], json, inlines, verbose, i == 0, u, frames);
-	if (json)
-		fputs("\n]}\n", stdout);
-	if (verbose && !json) {
-		unsigned m, e, w;
-
-		sym_session_modules(ss, &m, &e, &w);
-		printf("\n%u threads, %u captured, %u gone, %u did not stop in time; "
-		       "%u modules, %u with ELF, %u with DWARF used\n",
-			stats.requested, stats.captured, stats.gone, stats.timeout, m, e, w);
-		printf("attach %.1f ms, modules %.1f ms, capture %.1f ms, unwind and "
-		       "symbolize %.1f ms\n",
-			(t_attach - t_start) / 1e6, (t_modules - t_attach) / 1e6,
-			(t_capture - t_modules) / 1e6, (td_now_ns() - t_capture) / 1e6);
-	}
-	fflush(stdout);
-	ret = TD_EXIT_OK;
-	if (d.process_exited || process_gone(d.pid)) {
+	r = dump_run(&o, &res, &fail);
+	if (r < 0)
+		return explain_failure(&o, &fail, r);
+	print_result(res, json, verbose);
+	if (res->process_exited) {
 		td_msg("process %d exited during the dump; the stacks above were captured "
 		       "before it did (%u of %u threads)",
-			(int)d.pid, stats.captured, stats.requested);
+			(int)res->pid, res->captured, res->requested);
 		ret = TD_EXIT_PARTIAL;
-	} else if (stats.timeout) {
-		td_msg("%u thread(s) of %d did not stop within 2 s (uninterruptible sleep?); "
+	} else if (res->timeout) {
+		td_msg("%u thread(s) of %d did not stop within %d s (uninterruptible sleep?); "
 		       "they are shown without a stack",
-			stats.timeout, (int)d.pid);
+			res->timeout, (int)res->pid, DUMP_STOP_TIMEOUT_MS / 1000);
 	}
-	goto out;
-out_nomem:
-	td_msg("out of memory");
-	ret = TD_EXIT_IO;
-out:
-	pt_tracer_free(tr);
-	sym_session_free(ss);
-	sym_cache_free(cache);
-	free(tids);
-	free(d.threads);
-	free(d.slots);
-	free(u);
-	free(frames);
+	dump_result_free(res);
 	return ret;
 }

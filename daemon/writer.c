@@ -347,6 +347,19 @@ static uint32_t end_location(struct writer *w, enum sym_end end)
 	return w->end_loc[end];
 }
 
+/* Is the innermost pc in no module the session knows?  The end reason
+ * alone does not tell: libdw's frame-pointer fallback may walk past such a
+ * pc and end on a failed read instead. */
+static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound *u)
+{
+	struct sym_frame f;
+
+	if (u->end == SYM_END_NO_MODULE)
+		return true;
+	return u->n && sym_session_symbolize(ss, u->pc[0], u->activation[0], false, &f, 1) >= 1 &&
+	       !f.module;
+}
+
 /* The chunk's stack for the unwound frames in w->u. */
 static uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
@@ -450,7 +463,7 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		return stack_of_unwound(w, se->s, s->pid);
 	}
 	sym_session_unwind(se->s, s, &w->u);
-	if (w->u.end == SYM_END_NO_MODULE && td_now_ns() - se->built_ns > 1000000000u) {
+	if (innermost_unmapped(se->s, &w->u) && td_now_ns() - se->built_ns > 1000000000u) {
 		/* the maps changed (dlopen): see them anew, then retry */
 		session_drop(w, s->pid);
 		se = session_for(w, s->pid, true);

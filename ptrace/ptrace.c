@@ -650,6 +650,18 @@ static void on_event_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
 	}
 }
 
+/* Any ptrace stop consumes a pending PTRACE_INTERRUPT (the kernel's
+ * ptrace_stop() clears JOBCTL_TRAP_STOP for every trap): a thread that
+ * stopped for a signal, an exec or a clone while we waited for its
+ * interrupt would never report it, and one left 'late' would never be
+ * interrupted again.  Called after resuming it from such a stop. */
+static void rearm(struct pt_thread *th)
+{
+	th->late = false;
+	if (th->want || th->detach_want)
+		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0); /* ESRCH: its exit follows */
+}
+
 static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 {
 	struct pt_thread *th = thread_find(t, tid);
@@ -692,6 +704,7 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 				emit(t, &ev);
 		}
 		ptrace(PTRACE_CONT, tid, 0, 0);
+		rearm(th);
 		return;
 	case PTRACE_EVENT_EXEC: {
 		struct pt_event ev = { .kind = PT_EVENT_EXEC, .pid = th->pid, .tid = tid,
@@ -711,11 +724,13 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 			p->nvmas = 0; /* the old mappings are gone */
 		emit(t, &ev);
 		ptrace(PTRACE_CONT, tid, 0, 0);
+		rearm(th);
 		return;
 	}
 	case 0: {
-		/* Signal-delivery-stop: the signal goes on at once.  An
-		 * interrupt of ours stays pending and traps right after. */
+		/* Signal-delivery-stop: the signal goes on at once.  It took
+		 * the place of an interrupt of ours, if one was pending:
+		 * rearm() asks again. */
 		struct pt_event ev = { .kind = PT_EVENT_SIGNAL, .pid = th->pid, .tid = tid,
 			.signo = sig };
 		siginfo_t si;
@@ -734,11 +749,13 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 			thread_remove(t, th);
 		} else {
 			ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig);
+			rearm(th);
 		}
 		return;
 	}
 	default:
 		ptrace(PTRACE_CONT, tid, 0, 0);
+		rearm(th);
 		return;
 	}
 }

@@ -10,6 +10,10 @@
  * pointer changes between dwfl_getthread_frames() calls (ptrace-notes.md:
  * a fresh Dwfl per sample costs 35-39 ms, a reused one ~8 us).
  *
+ * A process whose main thread has exited (a zombie leader with live
+ * threads) is read through one of its live threads' /proc entries: the
+ * leader's maps, map_files and root went with it.
+ *
  * Left to others: when the maps change (dlopen, exec) the caller frees the
  * session and makes a new one. */
 #define _GNU_SOURCE
@@ -18,6 +22,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -45,6 +50,10 @@ struct sym_module {
 /* owns: dwfl, modules, vmas, debuginfo path; borrows: cache */
 struct sym_session {
 	pid_t pid;
+	/* whose /proc entry shows the process: pid, or a live thread when the
+	 * main thread has exited (its maps, map_files, root and mem are gone
+	 * with it, the process's are not) */
+	pid_t proc;
 	struct sym_options opt;
 	struct sym_cache *cache;
 	Dwfl_Callbacks callbacks;
@@ -94,7 +103,7 @@ static int read_vmas(struct sym_session *s)
 	FILE *f;
 	int r = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->proc);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -200,7 +209,7 @@ static bool build_id_matches(struct sym_session *s, Elf *elf, uint64_t base)
 				nh.n_descsz != (size_t)bid_len || bid_len > (ssize_t)sizeof(mem))
 				continue;
 			addr = base + ph.p_vaddr + desc_off - first_load;
-			if (s->opt.read_live(s->opt.read_arg, s->pid, addr, mem, (size_t)bid_len) !=
+			if (s->opt.read_live(s->opt.read_arg, s->proc, addr, mem, (size_t)bid_len) !=
 				bid_len)
 				return true; /* cannot tell: accept */
 			return memcmp(mem, bid, (size_t)bid_len) == 0;
@@ -227,13 +236,13 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	if (v) {
 		/* The mapped inode itself: right even if the file was deleted
 		 * or replaced after the target started. */
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int)s->pid,
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int)s->proc,
 			(unsigned long)v->start, (unsigned long)v->end);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0 && !deleted) {
 		/* The target's mount namespace (containers). */
-		snprintf(path, sizeof(path), "/proc/%d/root%.*s", (int)s->pid, (int)plen, name);
+		snprintf(path, sizeof(path), "/proc/%d/root%.*s", (int)s->proc, (int)plen, name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -379,6 +388,32 @@ static void load_module(struct sym_session *s, struct sym_module *m)
 		m->key = ~m->key; /* its cache entries hold other answers */
 }
 
+/* pid itself, or, when its main thread has exited (a zombie leader whose
+ * workers live on), one of its live threads; pid if none is found. */
+static pid_t live_task(pid_t pid)
+{
+	struct td_task_info info;
+	struct dirent *de;
+	char path[64];
+	pid_t found = 0;
+	DIR *d;
+
+	if (td_task_info_read(pid, pid, &info) < 0 || (info.state != 'Z' && info.state != 'X'))
+		return pid;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && !found && (de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (tid > 0 && tid != pid && td_task_info_read(pid, tid, &info) == 0 &&
+			info.state != 'Z' && info.state != 'X')
+			found = tid;
+	}
+	if (d)
+		closedir(d);
+	return found ? found : pid;
+}
+
 int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *cache,
 	struct sym_session **ret_session)
 {
@@ -391,6 +426,7 @@ int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *
 	if (!s)
 		return -ENOMEM;
 	s->pid = pid;
+	s->proc = live_task(pid);
 	s->opt = *opt;
 	s->cache = cache;
 	s->max_frames = opt->max_frames && opt->max_frames < SYM_MAX_FRAMES ? opt->max_frames :
@@ -419,7 +455,7 @@ int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *
 	}
 	tls_session = s;
 	dwfl_report_begin(s->dwfl);
-	r = dwfl_linux_proc_report(s->dwfl, pid);
+	r = dwfl_linux_proc_report(s->dwfl, s->proc);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (r != 0) {
 		r = r > 0 ? -r : -TD_E_DWFL;

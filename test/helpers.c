@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,28 +24,37 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-pid_t fx_start(const char *path, const char *arg1)
+static pid_t start(const char *path, const char *arg1, int *ret_stdin)
 {
-	int p[2];
+	int p[2], in[2] = { -1, -1 };
 	pid_t pid;
 	char buf[64];
 	size_t got = 0;
-	uint64_t deadline = now_ms() + 10000;
+	uint64_t deadline = now_ms() + TEST_PATIENCE_MS;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
+	if (ret_stdin && pipe2(in, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
 	pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
+		int devnull = open("/dev/null", O_RDWR);
 
 		dup2(p[1], 1);
-		dup2(devnull, 0);
+		dup2(ret_stdin ? in[0] : devnull, 0);
+		/* fixtures have nothing to say on stderr in a passing run */
+		dup2(devnull, 2);
 		execl(path, path, arg1, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
+	if (ret_stdin)
+		close(in[0]);
 	while (now_ms() < deadline) {
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		ssize_t n;
@@ -58,12 +68,26 @@ pid_t fx_start(const char *path, const char *arg1)
 		buf[got] = '\0';
 		if (strstr(buf, "ready\n")) {
 			close(p[0]);
+			if (ret_stdin)
+				*ret_stdin = in[1];
 			return pid;
 		}
 	}
 	close(p[0]);
+	if (ret_stdin)
+		close(in[1]);
 	fx_stop(pid);
 	return -1;
+}
+
+pid_t fx_start(const char *path, const char *arg1)
+{
+	return start(path, arg1, NULL);
+}
+
+pid_t fx_start_piped(const char *path, const char *arg1, int *ret_stdin)
+{
+	return start(path, arg1, ret_stdin);
 }
 
 void fx_stop(pid_t pid)
@@ -270,14 +294,156 @@ bool wait_all_state(pid_t pid, char c, int timeout_ms)
 	return false;
 }
 
-uint64_t task_runtime(pid_t pid, pid_t tid)
+/* Field k (0: run time, 1: wait time, 2: times run) of schedstat. */
+static uint64_t schedstat(pid_t pid, pid_t tid, int k)
 {
-	char path[128], buf[256];
+	char path[128], buf[256], *p = buf;
+	uint64_t v = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
 	if (read_small(path, buf, sizeof(buf)) < 0)
 		return 0;
-	return strtoull(buf, NULL, 10);
+	for (int i = 0; i <= k; i++)
+		v = strtoull(p, &p, 10);
+	return v;
+}
+
+uint64_t task_runtime(pid_t pid, pid_t tid)
+{
+	return schedstat(pid, tid, 0);
+}
+
+uint64_t task_switches(pid_t pid, pid_t tid)
+{
+	return schedstat(pid, tid, 2);
+}
+
+bool task_signal_pending(pid_t pid, pid_t tid, int signo)
+{
+	static const char *const keys[] = { "\nSigPnd:", "\nShdPnd:" };
+	char path[128], buf[4096];
+	bool pending = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		const char *p = strstr(buf, keys[i]);
+
+		if (p && strtoull(p + strlen(keys[i]), NULL, 16) >> (signo - 1) & 1)
+			pending = true;
+	}
+	return pending;
+}
+
+/* Address of the symbol name in the running pid: its value in the
+ * executable plus where the executable is loaded (PIE or not). */
+static uint64_t symbol_address(pid_t pid, const char *name)
+{
+	char path[64], line[512];
+	uint64_t value = 0, base = 0, first_load = UINT64_MAX;
+	bool found = false;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	size_t nph;
+	Elf *e;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn)) && !found) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+			!(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &sym))
+				continue;
+			n = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, name)) {
+				value = sym.st_value;
+				found = true;
+				break;
+			}
+		}
+	}
+	if (e && gelf_getehdr(e, &eh) && !elf_getphdrnum(e, &nph)) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+				ph.p_vaddr < first_load)
+				first_load = ph.p_vaddr & ~(uint64_t)0xfff;
+		}
+		if (eh.e_type == ET_DYN) {
+			/* the executable's mapping at file offset 0 */
+			char exe[256];
+			ssize_t l;
+
+			snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+			l = readlink(path, exe, sizeof(exe) - 1);
+			exe[l > 0 ? l : 0] = '\0';
+			snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+			f = fopen(path, "re");
+			while (f && l > 0 && fgets(line, sizeof(line), f)) {
+				unsigned long s, off;
+				int at = 0;
+
+				if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %n", &s, &off, &at) == 2 &&
+					at && off == 0 && !strncmp(line + at, exe, (size_t)l)) {
+					base = s - first_load;
+					break;
+				}
+			}
+			if (f)
+				fclose(f);
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return found ? base + value : 0;
+}
+
+uint64_t fx_counter(pid_t pid)
+{
+	char path[64];
+	uint64_t addr = symbol_address(pid, "fx_progress"), v;
+	int fd;
+	ssize_t n;
+
+	if (!addr)
+		return UINT64_MAX;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return UINT64_MAX;
+	n = pread(fd, &v, sizeof(v), (off_t)addr);
+	close(fd);
+	return n == sizeof(v) ? v : UINT64_MAX;
+}
+
+bool wait_for(bool (*cond)(void *arg), void *arg, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		if (cond(arg))
+			return true;
+		if (now_ms() >= deadline)
+			return false;
+		usleep(2000);
+	}
 }
 
 int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n)

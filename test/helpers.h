@@ -16,9 +16,17 @@
 #define TD_SOURCE_DIR "."
 #endif
 
-/* Start a fixture (path, NULL-terminated argv after argv[0]) and wait for
- * its "ready" line (10 s).  Returns its pid, or -1. */
+/* How long a test waits for a condition before it calls it failed: a
+ * bound for a hang, never an expectation of speed (the suite must pass on a
+ * loaded machine). */
+#define TEST_PATIENCE_MS 30000
+
+/* Start a fixture (path, one optional argument) with /dev/null as its
+ * stdin and stderr, and wait for its "ready" line.  Returns its pid, or -1. */
 pid_t fx_start(const char *path, const char *arg1);
+/* The same with a pipe as its stdin: *ret_stdin is the write end (the
+ * caller closes it). */
+pid_t fx_start_piped(const char *path, const char *arg1, int *ret_stdin);
 /* Kill and reap. */
 void fx_stop(pid_t pid);
 
@@ -41,6 +49,18 @@ bool wait_parked(pid_t pid, const char *except, int timeout_ms);
 bool wait_all_state(pid_t pid, char c, int timeout_ms);
 /* Time the thread has run, from schedstat (ns). */
 uint64_t task_runtime(pid_t pid, pid_t tid);
+/* How many times the thread has been put on a CPU, from schedstat: a
+ * thread that sleeps between ticks (the sampler) counts its ticks. */
+uint64_t task_switches(pid_t pid, pid_t tid);
+/* Is signo pending for the process (shared) or its thread tid? */
+bool task_signal_pending(pid_t pid, pid_t tid, int signo);
+/* The fixture's own progress counter, its global "fx_progress" (found in
+ * /proc/PID/exe's symbol table, read through /proc/PID/mem): it moves only
+ * while the fixture runs its own code.  UINT64_MAX if it cannot be read. */
+uint64_t fx_counter(pid_t pid);
+/* Poll cond(arg) every few milliseconds until it holds (true) or
+ * timeout_ms pass (false). */
+bool wait_for(bool (*cond)(void *arg), void *arg, int timeout_ms);
 /* Tids of pid (up to n). */
 int task_list(pid_t pid, pid_t *tids, int n);
 /* Tid of the thread of pid named name, 0 if none. */

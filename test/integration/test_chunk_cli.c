@@ -20,10 +20,14 @@ static char dir[64];
 
 static void gen(const char *args)
 {
-	char cmd[512];
+	char cmd[512], *out;
+	int status;
 
-	snprintf(cmd, sizeof(cmd), "%s -r %s %s >/dev/null", GEN, dir, args);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	/* what it says goes into the failure message, not onto the terminal */
+	snprintf(cmd, sizeof(cmd), "%s -r %s %s 2>&1", GEN, dir, args);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "%s:\n%s", cmd, out);
+	free(out);
 }
 
 static void setup(void)

@@ -19,6 +19,26 @@
 
 static struct pframe frames[MAXF];
 
+struct progress {
+	pid_t pid, tid;
+	uint64_t t0;
+};
+
+static bool ran(void *arg)
+{
+	const struct progress *p = arg;
+
+	return task_runtime(p->pid, p->tid) > p->t0;
+}
+
+/* Does thread tid of pid get CPU time from now on? */
+static bool runs_on(pid_t pid, pid_t tid)
+{
+	struct progress p = { pid, tid, task_runtime(pid, tid) };
+
+	return wait_for(ran, &p, TEST_PATIENCE_MS);
+}
+
 static void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2)
 {
 	char p[32];
@@ -62,13 +82,8 @@ Test(dump, c_chain_through_qsort_with_inline_frame, .timeout = 60)
 	cr_expect_gt(libc_between, 0, "the chain must pass through qsort in libc:\n%s", r.out);
 	cr_expect(strstr(r.out, "-- outermost frame reached") != NULL, "%s", r.out);
 	/* the target keeps running */
-	{
-		uint64_t t0 = task_runtime(pid, pid);
-
-		usleep(100000);
-		cr_expect_gt(task_runtime(pid, pid), t0, "target must make progress after dump");
-		cr_expect_eq(task_state(pid, pid), 'R');
-	}
+	cr_expect(runs_on(pid, pid), "target must make progress after dump");
+	cr_expect_eq(task_state(pid, pid), 'R');
 	run_result_free(&r);
 	fx_stop(pid);
 }
@@ -115,7 +130,7 @@ Test(dump, ten_named_threads_each_in_its_chain, .timeout = 60)
 	char chain[4096], want[256], name[32];
 
 	cr_assert_gt(pid, 0);
-	cr_assert(wait_parked(pid, "spin", 5000), "fixture threads did not park");
+	cr_assert(wait_parked(pid, "spin", TEST_PATIENCE_MS), "fixture threads did not park");
 	dump_text(pid, &r, "--no-inline", NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -146,14 +161,9 @@ Test(dump, ten_named_threads_each_in_its_chain, .timeout = 60)
 		cr_expect_str_eq(chain, "main _start");
 	}
 	/* nothing left stopped; the spinner runs on */
-	{
-		pid_t spin = task_by_name(pid, "fx-spin");
-		uint64_t t0 = task_runtime(pid, spin);
-
-		cr_expect(wait_parked(pid, "spin", 2000), "threads must sleep again, not be stopped");
-		usleep(100000);
-		cr_expect_gt(task_runtime(pid, spin), t0);
-	}
+	cr_expect(wait_parked(pid, "spin", TEST_PATIENCE_MS),
+		"threads must sleep again, not be stopped");
+	cr_expect(runs_on(pid, task_by_name(pid, "fx-spin")), "the spinner runs on");
 	run_result_free(&r);
 	fx_stop(pid);
 }
@@ -208,12 +218,13 @@ static void agree_with_eu_stack(const char *fixture)
 	if (access("/usr/bin/eu-stack", X_OK))
 		cr_skip_test("eu-stack is not installed (apt-get install elfutils)");
 	cr_assert_gt(pid, 0);
-	wait_parked(pid, "spin", 5000);
+	wait_parked(pid, "spin", TEST_PATIENCE_MS);
 	kill(pid, SIGSTOP);
-	cr_assert(wait_all_state(pid, 'T', 5000), "fixture did not stop");
+	cr_assert(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "fixture did not stop");
 	dump_text(pid, &r, "--no-inline", NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_expect(wait_all_state(pid, 'T', 2000), "a stopped process stays stopped after a dump");
+	cr_expect(wait_all_state(pid, 'T', TEST_PATIENCE_MS),
+		"a stopped process stays stopped after a dump");
 	n = eu_stack_chains(pid, fixture, tids, chains, 64);
 	cr_assert_gt(n, 0, "eu-stack printed nothing");
 	for (int i = 0; i < n; i++) {
@@ -338,6 +349,69 @@ Test(dump, tid_filter_and_verbose, .timeout = 60)
 	cr_expect(strstr(r.out, "fx-read") == NULL, "only the asked thread:\n%s", r.out);
 	cr_expect(strstr(r.out, "1 threads, 1 captured"), "%s", r.out);
 	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* A process whose main thread called pthread_exit: the leader is a zombie,
+ * the workers live on, and their stacks are what a dump is for. */
+Test(dump, main_thread_exited_workers_live, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_zleader"), NULL), spin, sleeper;
+	struct run_result r;
+	char chain[4096], hdr[160];
+	int n;
+
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(task_state(pid, pid), 'Z', "the main thread has exited");
+	spin = task_by_name(pid, "zl-spin");
+	sleeper = task_by_name(pid, "zl-sleep");
+	cr_assert(spin > 0 && sleeper > 0);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	cr_expect_str_eq(r.err, "", "nothing to warn about");
+	snprintf(hdr, sizeof(hdr),
+		"thread %d (fx_zleader) Z exited\n  -- main thread has exited; the process lives "
+		"on in its other threads\n",
+		(int)pid);
+	cr_expect(!strncmp(r.out, hdr, strlen(hdr)), "the leader first, as exited:\n%s", r.out);
+	n = parse_thread(r.out, spin, frames, MAXF);
+	own_chain(frames, n, FX("fx_zleader"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "zl_spin_leaf zl_spin_outer zl_spin_thread", "%s", r.out);
+	n = parse_thread(r.out, sleeper, frames, MAXF);
+	own_chain(frames, n, FX("fx_zleader"), chain, sizeof(chain));
+	cr_expect_str_eq(chain, "zl_sleep_wait zl_sleep_thread", "%s", r.out);
+	cr_expect(n > 0 && strstr(frames[0].module, "libc.so"), "asleep in libc:\n%s", r.out);
+	run_result_free(&r);
+	cr_expect(runs_on(pid, spin), "the workers run on");
+	fx_stop(pid);
+}
+
+/* A thread stopped by SIGSTOP reads 't' in /proc once traced: the dump
+ * says what it is, a job-control stop, and leaves it stopped. */
+Test(dump, job_control_stop_is_named, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain"), NULL);
+	struct run_result r;
+	char p[32], want[160];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--json", NULL };
+
+	cr_assert_gt(pid, 0);
+	kill(pid, SIGSTOP);
+	cr_assert(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "fixture did not stop");
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "thread %d (fx_chain) T stopped (job control)\n", (int)pid);
+	cr_expect(strstr(r.out, want), "want '%s' in:\n%s", want, r.out);
+	run_result_free(&r);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\"state\": \"T\", \"state_name\": \"stopped (job control)\""),
+		"%s", r.out);
+	run_result_free(&r);
+	cr_expect(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "still stopped after the dumps");
+	kill(pid, SIGCONT);
+	cr_expect(runs_on(pid, pid), "runs again after SIGCONT");
 	fx_stop(pid);
 }
 
@@ -472,7 +546,7 @@ Test(dump_errors, zombie, .timeout = 30)
 
 	if (child == 0)
 		_exit(0);
-	for (int i = 0; i < 500 && task_state(child, child) != 'Z'; i++)
+	for (int i = 0; i < TEST_PATIENCE_MS / 10 && task_state(child, child) != 'Z'; i++)
 		usleep(10000);
 	cr_assert_eq(task_state(child, child), 'Z');
 	snprintf(p, sizeof(p), "%d", (int)child);
@@ -489,7 +563,7 @@ Test(dump_errors, process_exits_during_dump, .timeout = 30)
 	int st;
 
 	cr_assert_gt(pid, 0);
-	wait_parked(pid, NULL, 5000);
+	wait_parked(pid, NULL, TEST_PATIENCE_MS);
 	snprintf(p, sizeof(p), "%d", (int)pid);
 	run_tracerd(&r, argv);
 	cr_expect_eq(r.status, 4, "exit %d: %s", r.status, r.err);

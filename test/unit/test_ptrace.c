@@ -82,7 +82,7 @@ Test(ptrace, sample_every_thread_and_resume, .timeout = 30)
 	int n;
 
 	cr_assert_gt(pid, 0);
-	cr_assert(wait_parked(pid, "spin", 5000));
+	cr_assert(wait_parked(pid, "spin", TEST_PATIENCE_MS));
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
 	cr_assert_eq(pt_tracer_attach(t, pid), 11);
 	n = pt_tracer_threads(t, pid, tids, 64);
@@ -110,14 +110,14 @@ Test(ptrace, sample_every_thread_and_resume, .timeout = 30)
 				smp->tid);
 	}
 	/* resumed, still traced: they sleep again (or run), never stay in t */
-	cr_expect(wait_parked(pid, "spin", 2000), "every thread is resumed");
+	cr_expect(wait_parked(pid, "spin", TEST_PATIENCE_MS), "every thread is resumed");
 	/* a second round on the same tracer works the same */
 	s->used = s->put = 0;
 	pt_tracer_sample(t, tids, (unsigned)n, &ops, s, 2000, 0, &st);
 	cr_expect_eq(st.captured, 11);
 	pt_tracer_free(t);
 	slots_free(s);
-	cr_expect(wait_parked(pid, "spin", 2000));
+	cr_expect(wait_parked(pid, "spin", TEST_PATIENCE_MS));
 	{
 		char path[64], buf[256];
 		FILE *f;
@@ -152,17 +152,37 @@ Test(ptrace, job_control_stop_is_kept, .timeout = 30)
 	cr_expect_eq(st.captured, (unsigned)n);
 	for (unsigned i = 0; i < s->used; i++)
 		cr_expect(slot_at(s, i)->flags & TD_SAMPLE_GROUP_STOPPED);
-	usleep(50000);
-	cr_expect(wait_all_state(pid, 't', 1000), "still stopped (t while traced) after LISTEN");
+	cr_expect(wait_all_state(pid, 't', TEST_PATIENCE_MS),
+		"still stopped (t while traced) after LISTEN");
 	pt_tracer_free(t);
-	cr_expect(wait_all_state(pid, 'T', 1000), "still stopped after detach");
+	cr_expect(wait_all_state(pid, 'T', TEST_PATIENCE_MS), "still stopped after detach");
 	kill(pid, SIGCONT);
-	cr_expect(wait_parked(pid, "spin", 2000), "runs again after SIGCONT");
+	cr_expect(wait_parked(pid, "spin", TEST_PATIENCE_MS), "runs again after SIGCONT");
 	slots_free(s);
 	fx_stop(pid);
 }
 
-Test(ptrace, cont_while_traced_resumes, .timeout = 30)
+/* Handle the tracer's events until pid's main thread is in state c; a
+ * stopped thread must stay so while we poll (t), a resumed one run (R). */
+static bool poll_until_state(struct pt_tracer *t, struct slots *s, pid_t pid, char c)
+{
+	for (int i = 0; i < TEST_PATIENCE_MS / 5; i++) {
+		pt_tracer_poll(t, &ops, s);
+		if (task_state(pid, pid) == c) {
+			/* and it stays so across more of our polls */
+			for (int k = 0; k < 20; k++) {
+				pt_tracer_poll(t, &ops, s);
+				usleep(1000);
+			}
+			if (task_state(pid, pid) == c)
+				return true;
+		}
+		usleep(5000);
+	}
+	return false;
+}
+
+Test(ptrace, cont_while_traced_resumes, .timeout = 60)
 {
 	pid_t pid = fx_start(FX("fx_chain"), NULL), tid;
 	struct pt_config cfg = { .max_threads = 8 };
@@ -174,19 +194,16 @@ Test(ptrace, cont_while_traced_resumes, .timeout = 30)
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
 	cr_assert_gt(pt_tracer_attach(t, pid), 0);
 	kill(pid, SIGSTOP);
-	for (int i = 0; i < 100; i++) {
-		pt_tracer_poll(t, &ops, s);
-		usleep(10000);
-	}
-	cr_expect_eq(task_state(pid, pid), 't', "SIGSTOP is honoured while traced");
+	cr_expect(poll_until_state(t, s, pid, 't'), "SIGSTOP is honoured while traced (state %c)",
+		task_state(pid, pid));
 	kill(pid, SIGCONT);
-	for (int i = 0; i < 50; i++) {
-		pt_tracer_poll(t, &ops, s);
-		usleep(10000);
-	}
-	cr_expect_eq(task_state(pid, pid), 'R', "SIGCONT resumes it");
+	cr_expect(poll_until_state(t, s, pid, 'R'), "SIGCONT resumes it (state %c)",
+		task_state(pid, pid));
 	r0 = task_runtime(pid, pid);
-	usleep(100000);
+	for (int i = 0; i < TEST_PATIENCE_MS / 5 && task_runtime(pid, pid) <= r0; i++) {
+		pt_tracer_poll(t, &ops, s);
+		usleep(5000);
+	}
 	cr_expect_gt(task_runtime(pid, pid), r0);
 	tid = pid;
 	pt_tracer_sample(t, &tid, 1, &ops, s, 1000, 0, NULL);
@@ -211,7 +228,8 @@ Test(ptrace, vanished_process_is_not_an_error, .timeout = 30)
 	cr_assert_eq(pt_tracer_attach(t, pid), 4);
 	n = pt_tracer_threads(t, pid, tids, 16);
 	kill(pid, SIGKILL);
-	usleep(50000);
+	/* every thread dying (zombies until we reap them), none stoppable */
+	cr_assert(wait_all_state(pid, 'Z', TEST_PATIENCE_MS), "SIGKILL did not take");
 	cr_expect_eq(pt_tracer_sample(t, tids, (unsigned)n, &ops, s, 1000, 0, &st), 0);
 	cr_expect_eq(st.captured, 0);
 	cr_expect_eq(st.gone, 4);
@@ -235,7 +253,7 @@ Test(ptrace, signals_are_reinjected, .timeout = 30)
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
 	cr_assert_gt(pt_tracer_attach(t, pid), 0);
 	kill(pid, SIGTERM);
-	for (int i = 0; i < 200 && exit_status < 0; i++) {
+	for (int i = 0; i < TEST_PATIENCE_MS / 5 && exit_status < 0; i++) {
 		pt_tracer_poll(t, &ops, s);
 		for (unsigned k = 0; k < s->nevents; k++) {
 			if (s->events[k].kind == PT_EVENT_SIGNAL)

@@ -92,6 +92,14 @@ static void put(void *arg, struct td_sample *s)
 	(void)arg, (void)s;
 }
 
+static bool counting(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+	uint64_t c = fx_counter(pid);
+
+	return c != UINT64_MAX && c > 0;
+}
+
 static void setup(void)
 {
 	static const struct pt_round_ops ops = { get, put, NULL, NULL };
@@ -102,10 +110,8 @@ static void setup(void)
 
 	fx = fx_start(FX("fx_chain"), NULL);
 	cr_assert_gt(fx, 0);
-	/* "ready" is written from fx_leaf: let it reach its loop */
-	for (int i = 0; i < 200 && task_state(fx, fx) != 'R'; i++)
-		usleep(5000);
-	usleep(20000);
+	/* "ready" is written from fx_leaf: wait until it counts in its loop */
+	cr_assert(wait_for(counting, &fx, TEST_PATIENCE_MS), "fx_chain does not reach its loop");
 	smp = calloc(1, td_sample_size(WINDOW));
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
 	cr_assert_gt(pt_tracer_attach(t, fx), 0);

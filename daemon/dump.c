@@ -1,0 +1,408 @@
+/* tracerd dump as a library: the stacks of every thread of a process, once.
+ *
+ * Order of work, chosen so that each thread is stopped only for the copy:
+ *   1. seize every thread (no stop yet) and read names and states;
+ *   2. open the process's modules (libdwfl session, every ELF loaded);
+ *   3. interrupt all threads together; as each stop arrives copy registers
+ *      and the stack window, then detach it at once;
+ *   4. with every thread running again, unwind and symbolize the copies
+ *      into a flat result (threads, frames, one string table).
+ * If the process dies after step 3 the captured stacks are still in the
+ * result (process_exited says so).  A process whose main thread has exited
+ * (a zombie leader, its workers alive) is dumped like any other: the
+ * leader is listed first, as exited, without a stack.
+ *
+ * Nothing here prints or exits: cli/dump.c turns the result and the
+ * failures into words and an exit status. */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/td.h"
+#include "../ptrace/ptrace.h"
+
+#define DUMP_DEFAULT_WINDOW (64u * 1024)
+
+/* One thread while the dump runs: its capture slot and what /proc said. */
+struct dthread {
+	pid_t tid;
+	struct td_task_info info;
+	struct td_sample *sample; /* into dump.slots */
+	bool captured;
+};
+
+/* owns: threads, slots, the growing result */
+struct dump {
+	pid_t pid;
+	uint32_t window;
+	struct dthread *threads;
+	unsigned nthreads;
+	unsigned char *slots;
+	bool process_exited;
+	size_t frames_cap, strings_cap;
+	struct dump_result *res;
+};
+
+/* ---- round callbacks: the thread is stopped in slot_get */
+
+static struct td_sample *dump_slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window)
+{
+	struct dump *d = arg;
+
+	(void)pid;
+	for (unsigned i = 0; i < d->nthreads; i++)
+		if (d->threads[i].tid == tid && !d->threads[i].captured) {
+			*ret_window = d->window;
+			return d->threads[i].sample;
+		}
+	return NULL;
+}
+
+static void dump_slot_put(void *arg, struct td_sample *s)
+{
+	struct dump *d = arg;
+
+	for (unsigned i = 0; i < d->nthreads; i++)
+		if (d->threads[i].sample == s)
+			d->threads[i].captured = true;
+}
+
+static void dump_event(void *arg, const struct pt_event *ev)
+{
+	struct dump *d = arg;
+
+	if (ev->kind == PT_EVENT_PROCESS_EXIT && ev->pid == d->pid)
+		d->process_exited = true;
+}
+
+static const struct pt_round_ops dump_ops = {
+	.slot_get = dump_slot_get,
+	.slot_put = dump_slot_put,
+	.event = dump_event,
+};
+
+static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t len)
+{
+	(void)arg;
+	return pt_read_memory(tid, addr, buf, len);
+}
+
+static bool exited(char state)
+{
+	return state == 'Z' || state == 'X';
+}
+
+/* Gone: no thread of pid left alive.  A zombie leader alone is a dead
+ * process; one with live threads (main called pthread_exit) is not. */
+static bool process_gone(pid_t pid)
+{
+	struct td_task_info info;
+	struct dirent *de;
+	char path[64];
+	bool alive = false;
+	DIR *d;
+
+	if (td_task_info_read(pid, pid, &info) < 0)
+		return true;
+	if (!exited(info.state))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && !alive && (de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+
+		alive = tid > 0 && td_task_info_read(pid, tid, &info) == 0 && !exited(info.state);
+	}
+	if (d)
+		closedir(d);
+	return !alive;
+}
+
+/* ---- the result: frames and strings grow; strings by offset */
+
+/* Offset of s in the string table (0 for NULL); the previous frame's
+ * module and build-id are reused rather than copied again. */
+static uint32_t intern(struct dump *d, const char *s, uint32_t prev)
+{
+	struct dump_result *r = d->res;
+	size_t len;
+
+	if (!s)
+		return 0;
+	if (prev && !strcmp(r->strings + prev, s))
+		return prev;
+	len = strlen(s) + 1;
+	if (r->strings_len + len > d->strings_cap) {
+		size_t cap = d->strings_cap ? d->strings_cap : 4096;
+		char *n;
+
+		while (r->strings_len + len > cap)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return 0; /* over the bound: shown as unknown */
+		n = realloc(r->strings, cap);
+		if (!n)
+			return 0;
+		r->strings = n;
+		d->strings_cap = cap;
+	}
+	memcpy(r->strings + r->strings_len, s, len);
+	r->strings_len += len;
+	return (uint32_t)(r->strings_len - len);
+}
+
+static int add_frame(struct dump *d, const struct sym_frame *f)
+{
+	struct dump_result *r = d->res;
+	struct dump_frame *prev = r->nframes ? &r->frames[r->nframes - 1] : NULL;
+	struct dump_frame *out;
+
+	if (r->nframes == d->frames_cap) {
+		size_t cap = d->frames_cap ? d->frames_cap * 2 : 256;
+		struct dump_frame *n = realloc(r->frames, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		r->frames = n;
+		d->frames_cap = cap;
+		prev = r->nframes ? &r->frames[r->nframes - 1] : NULL;
+	}
+	out = &r->frames[r->nframes];
+	*out = (struct dump_frame){ .pc = f->pc, .offset = f->offset, .line = f->line,
+		.inlined = f->inlined };
+	out->function = intern(d, f->function, 0);
+	out->file = intern(d, f->file, prev ? prev->file : 0);
+	out->module = intern(d, f->module, prev ? prev->module : 0);
+	out->build_id = intern(d, f->build_id, prev ? prev->build_id : 0);
+	r->nframes++;
+	return 0;
+}
+
+/* Unwind and symbolize every captured copy (the threads run again). */
+static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
+{
+	struct sym_unwound *u = malloc(sizeof(*u));
+	struct sym_frame *frames = calloc(SYM_MAX_FRAMES, sizeof(*frames));
+	int r = 0;
+
+	if (!u || !frames) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < d->nthreads && r == 0; i++) {
+		const struct dthread *th = &d->threads[i];
+		struct dump_thread *out = &d->res->threads[i];
+
+		out->first_frame = d->res->nframes;
+		if (!th->captured)
+			continue;
+		sym_session_unwind(ss, th->sample, u);
+		out->capture = DUMP_CAPTURED;
+		out->stopped_ns = th->sample->stopped_ns;
+		out->stack_bytes = th->sample->stack_len;
+		out->end = u->end;
+		out->fault_addr = u->fault_addr;
+		out->live_reads = u->live_reads;
+		memcpy(out->detail, u->detail, sizeof(out->detail));
+		for (unsigned k = 0; k < u->n && r == 0; k++) {
+			int n = sym_session_symbolize(ss, u->pc[k], u->activation[k], inlines, frames,
+				SYM_MAX_FRAMES);
+
+			for (int j = 0; j < n && r == 0; j++)
+				r = add_frame(d, &frames[j]);
+		}
+		out->nframes = d->res->nframes - out->first_frame;
+	}
+out:
+	free(u);
+	free(frames);
+	return r;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The threads to dump, sorted (the leader first), into d->threads. */
+static int choose_threads(struct dump *d, struct pt_tracer *tr, const struct dump_options *o,
+	struct dump_failure *fail)
+{
+	pid_t *tids = calloc(DUMP_MAX_THREADS + 1, sizeof(*tids));
+	struct td_task_info leader;
+	size_t slot_size = td_sample_size(d->window);
+	int n, r = 0;
+
+	if (!tids)
+		return -ENOMEM;
+	n = pt_tracer_threads(tr, d->pid, tids, DUMP_MAX_THREADS);
+	for (unsigned i = 0; i < o->ntids; i++) {
+		bool found = false;
+
+		for (int k = 0; k < n && !found; k++)
+			found = tids[k] == o->tids[i];
+		if (!found) {
+			fail->step = DUMP_FAIL_TID;
+			fail->tid = o->tids[i];
+			r = -ESRCH;
+			goto out;
+		}
+	}
+	if (o->ntids) {
+		memcpy(tids, o->tids, o->ntids * sizeof(*tids));
+		n = (int)o->ntids;
+	} else if (td_task_info_read(d->pid, d->pid, &leader) == 0 && exited(leader.state)) {
+		/* the main thread has exited: it cannot be seized, but it is
+		 * part of the picture (and keeps its place, first) */
+		tids[n++] = d->pid;
+	}
+	qsort(tids, (size_t)n, sizeof(*tids), cmp_tid);
+	d->threads = calloc((size_t)n, sizeof(*d->threads));
+	d->slots = calloc((size_t)n, slot_size);
+	d->res->threads = calloc((size_t)n, sizeof(*d->res->threads));
+	if (!d->threads || !d->slots || !d->res->threads) {
+		r = -ENOMEM;
+		goto out;
+	}
+	d->nthreads = d->res->nthreads = (unsigned)n;
+	for (int i = 0; i < n; i++) {
+		struct dthread *th = &d->threads[i];
+		struct dump_thread *out = &d->res->threads[i];
+
+		th->tid = tids[i];
+		th->sample = (struct td_sample *)(d->slots + (size_t)i * slot_size);
+		if (td_task_info_read(d->pid, tids[i], &th->info) < 0)
+			th->info.state = '?';
+		out->tid = th->tid;
+		memcpy(out->name, th->info.name, sizeof(out->name));
+		/* Read after our seize, a job-control stop shows as 't' (a
+		 * traced thread's stop): it is the 'T' of an untraced one. */
+		out->state = th->info.state == 't' ? 'T' : th->info.state;
+		/* only the leader stays listed once exited; another thread
+		 * seen as a zombie here is just on its way out */
+		out->capture = th->tid == d->pid && exited(th->info.state) ? DUMP_EXITED :
+									      DUMP_NOT_CAPTURED;
+	}
+out:
+	free(tids);
+	return r;
+}
+
+int dump_run(const struct dump_options *o, struct dump_result **ret_result,
+	struct dump_failure *ret_fail)
+{
+	struct pt_config pcfg = { .max_threads = DUMP_MAX_THREADS, .round_nice = -10 };
+	struct sym_options sopt = { .read_live = read_live, .debuginfo_dir = o->debuginfo_dir,
+		.no_dwarf = o->no_dwarf };
+	struct dump d = { .pid = o->pid, .window = o->stack_bytes ? o->stack_bytes :
+								    DUMP_DEFAULT_WINDOW };
+	struct dump_failure fail = { .step = DUMP_FAIL_SETUP };
+	struct pt_tracer *tr = NULL;
+	struct sym_cache *cache = NULL;
+	struct sym_session *ss = NULL;
+	struct pt_round_stats stats = { 0 };
+	uint64_t t0 = td_now_ns(), t1;
+	pid_t *tids = NULL;
+	int r;
+
+	d.res = calloc(1, sizeof(*d.res));
+	if (!d.res)
+		return -ENOMEM;
+	d.res->pid = o->pid;
+	/* offset 0 of the string table stands for "unknown" */
+	d.res->strings = calloc(1, 4096);
+	if (!d.res->strings) {
+		r = -ENOMEM;
+		goto out;
+	}
+	d.res->strings_len = 1;
+	d.strings_cap = 4096;
+	r = pt_tracer_new(&pcfg, &tr);
+	if (r < 0)
+		goto out;
+	fail.step = DUMP_FAIL_ATTACH;
+	r = pt_tracer_attach(tr, o->pid);
+	if (r < 0)
+		goto out;
+	t1 = td_now_ns();
+	d.res->attach_ns = t1 - t0;
+	fail.step = DUMP_FAIL_SETUP;
+	r = choose_threads(&d, tr, o, &fail);
+	if (r < 0)
+		goto out;
+
+	fail.step = DUMP_FAIL_MODULES;
+	r = sym_cache_new(&cache);
+	if (r == 0)
+		r = sym_session_new(o->pid, &sopt, cache, &ss);
+	if (r < 0) {
+		fail.gone = process_gone(o->pid);
+		goto out;
+	}
+	t0 = td_now_ns();
+	d.res->modules_ns = t0 - t1;
+
+	/* only live threads are asked to stop; an exited leader is not */
+	tids = calloc(d.nthreads ? d.nthreads : 1, sizeof(*tids));
+	if (!tids) {
+		r = -ENOMEM;
+		goto out;
+	}
+	{
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < d.nthreads; i++)
+			if (d.res->threads[i].capture != DUMP_EXITED)
+				tids[k++] = d.threads[i].tid;
+		pt_tracer_sample(tr, tids, k, &dump_ops, &d, DUMP_STOP_TIMEOUT_MS, PT_ROUND_DETACH,
+			&stats);
+	}
+	t1 = td_now_ns();
+	d.res->capture_ns = t1 - t0;
+	/* Detach whatever is left (threads born meanwhile, stragglers). */
+	pt_tracer_free(tr);
+	tr = NULL;
+
+	fail.step = DUMP_FAIL_SETUP;
+	r = symbolize_all(&d, ss, o->inlines);
+	if (r < 0)
+		goto out;
+	sym_session_modules(ss, &d.res->modules, &d.res->with_elf, &d.res->with_dwarf);
+	d.res->symbolize_ns = td_now_ns() - t1;
+	d.res->requested = stats.requested;
+	d.res->captured = stats.captured;
+	d.res->gone = stats.gone;
+	d.res->timeout = stats.timeout;
+	d.res->process_exited = d.process_exited || process_gone(o->pid);
+	*ret_result = d.res;
+	d.res = NULL;
+	r = 0;
+out:
+	if (r < 0)
+		*ret_fail = fail;
+	pt_tracer_free(tr);
+	sym_session_free(ss);
+	sym_cache_free(cache);
+	free(tids);
+	free(d.threads);
+	free(d.slots);
+	dump_result_free(d.res);
+	return r;
+}
+
+void dump_result_free(struct dump_result *r)
+{
+	if (!r)
+		return;
+	free(r->threads);
+	free(r->frames);
+	free(r->strings);
+	free(r);
+}
