@@ -102,6 +102,7 @@ struct found {
 	uint64_t samples, thread_start, thread_exit, exec, exits, crashes;
 	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen, plugin, main_spin;
 	uint64_t reach_main, cut, renames;
+	uint64_t started_twice; /* THREAD_START events for a tid already started */
 	char renamed_to[32];
 	bool exec_seen;
 	int crash_signo;
@@ -175,11 +176,22 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 	return 0;
 }
 
+/* tids whose THREAD_START scan_repo has seen (pid_max is at most 2^22) */
+static uint8_t started[(1u << 22) / 8];
+
 static int f_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
 {
 	struct found *f = arg;
 
 	if (e->type == CHUNK_EV_THREAD) {
+		struct chunk_thread t;
+
+		if (e->kind == TCF_THREAD_START && chunk_reader_thread(r, e->thread_id, &t) &&
+			t.tid < (1u << 22)) {
+			if (started[t.tid / 8] & (1u << (t.tid % 8)))
+				f->started_twice++;
+			started[t.tid / 8] |= (uint8_t)(1u << (t.tid % 8));
+		}
 		f->thread_start += e->kind == TCF_THREAD_START;
 		f->thread_exit += e->kind == TCF_THREAD_EXIT;
 		if (e->kind == TCF_THREAD_RENAME) {
@@ -235,6 +247,7 @@ static struct found scan_repo(void)
 	struct tcf_dir_entry e[64];
 	int n = tcf_dir_scan(repo, e, 64);
 
+	memset(started, 0, sizeof(started));
 	cr_assert_gt(n, 0, "no chunks in %s", repo);
 	for (int i = 0; i < n; i++) {
 		char p[256];
@@ -317,6 +330,58 @@ Test(record, thread_churn)
 	cr_expect_gt(f.thread_start, 200, "births recorded: %llu",
 		(unsigned long long)f.thread_start);
 	cr_expect_gt(f.thread_exit, 200, "exits recorded: %llu", (unsigned long long)f.thread_exit);
+	cr_expect_eq(verify_status(), 0);
+}
+
+/* Every thread is born once: a thread that started, ran and was reaped
+ * before its creator's clone report was handled must not be reported
+ * born again (counted twice in "threads seen", and left behind as a
+ * ghost that never exits).  The fixture's threads exit as soon as they
+ * start, which makes that order common. */
+Test(record, each_thread_counted_once)
+{
+	pid_t fx, t;
+	int p[2], st;
+	char buf[128] = "";
+	size_t got = 0;
+	long created;
+	unsigned long long seen;
+	struct found f;
+	const char *sum;
+
+	cr_assert_eq(pipe(p), 0);
+	fx = fork();
+	if (fx == 0) {
+		dup2(p[1], 1);
+		execl(FX("fx_churn"), "fx_churn", "2", "0", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (!memchr(buf, '\n', got)) {
+		ssize_t k = read(p[0], buf + got, sizeof(buf) - 1 - got);
+
+		cr_assert_gt(k, 0, "fx_churn did not start");
+		got += (size_t)k;
+	}
+	t = tracerd_start(fx, NULL, NULL, NULL); /* until the target exits */
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	for (ssize_t k; (k = read(p[0], buf + got, sizeof(buf) - 1 - got)) > 0;)
+		got += (size_t)k;
+	buf[got] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(fx, &st, 0), fx);
+	cr_assert(strstr(buf, "done "), "%s", buf);
+	created = atol(strstr(buf, "done ") + 5);
+	sum = strstr(slurp(errfile), "threads      ");
+	cr_assert_not_null(sum, "%s", slurp(errfile));
+	seen = strtoull(sum + 13, NULL, 10);
+	f = scan_repo();
+	cr_expect_eq(f.started_twice, 0, "%llu threads reported born twice",
+		(unsigned long long)f.started_twice);
+	/* tracerd attached after the first threads: it can see fewer, never
+	 * more than the program made (plus its main thread) */
+	cr_expect_leq(seen, (unsigned long long)created + 1, "%llu threads seen of %ld made + 1",
+		seen, created);
 	cr_expect_eq(verify_status(), 0);
 }
 
