@@ -291,8 +291,9 @@ int rp_html(FILE *out, const struct rp_profile *p)
 		struct vbuf v = { 0 };
 		uint64_t last = 0;
 
-		qsort(tcounts + 2 * tstart[t], tstart[t + 1] - tstart[t], 2 * sizeof(*tcounts),
-			u64_cmp);
+		if (tstart[t + 1] > tstart[t]) /* tcounts may be NULL when empty */
+			rp_sort(tcounts + 2 * tstart[t], tstart[t + 1] - tstart[t],
+				2 * sizeof(*tcounts), u64_cmp);
 		for (size_t i = tstart[t]; i < tstart[t + 1]; i++) {
 			put_varint(&v, tcounts[2 * i] - last);
 			put_varint(&v, tcounts[2 * i + 1]);

@@ -764,8 +764,8 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	free(p->node_index.t);
 	p->node_index = (struct rp_map){ 0 };
 	r = build_function_tree(p);
-	if (r == 0 && p->nseq)
-		qsort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
+	if (r == 0)
+		rp_sort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
 	if (r < 0) {
 		rp_free(p);
 		return r;

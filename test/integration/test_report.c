@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -141,6 +142,69 @@ Test(report, invariants_and_filters)
 		cr_expect(n > 400 && n < 900, "last 2 s: %llu samples", n);
 	}
 	run_result_free(&r);
+}
+
+/* A finished chunk that holds a thread and no sample at all. */
+static void write_chunk_without_samples(const char *path)
+{
+	struct chunk_writer_opts o = { .chunk_seq = 0, .target_pid = 4242 };
+	struct chunk_writer *w;
+	uint32_t th;
+
+	o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	cr_assert_geq(o.fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	th = chunk_writer_thread(w, 4242, 4242, "idle");
+	cr_assert_gt(th, 0);
+	cr_assert_eq(chunk_writer_thread_event(w, td_now_ns(), th, TCF_THREAD_START, 0), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	close(o.fd);
+}
+
+/* Every format on a profile with no samples: a chunk that holds none, and
+ * filters that keep none.  The empty arrays this sorts and copies must
+ * never reach qsort() or memcpy() as NULL (the UBSan build aborts). */
+Test(report, no_samples_in_every_format)
+{
+	static const char *const formats[] = { "top", "tree", "folded", "threads", "info",
+		"pprof", "speedscope", "html" };
+	char empty[] = "/tmp/tracerd-nosamples-XXXXXX", in[64], out[96];
+	const char *argv[] = { "tracerd", "report", in, "-f", NULL, "-o", out, NULL, NULL, NULL };
+	struct run_result r;
+	int fd = mkstemp(empty);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(out, sizeof(out), "%s.out", empty);
+	for (int k = 0; k < 2; k++) {
+		if (k == 0) {
+			write_chunk_without_samples(empty);
+			snprintf(in, sizeof(in), "%s", empty);
+		} else {
+			/* samples in the file, none kept */
+			snprintf(in, sizeof(in), "%s", GOLD("tcf-v1.0-small.tcf"));
+			argv[7] = "--tid";
+			argv[8] = "1";
+		}
+		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+			char *text;
+
+			argv[4] = formats[i];
+			run_tracerd(&r, argv);
+			cr_expect_eq(r.status, 0, "%s %s: exit %d: %s", in, formats[i], r.status,
+				r.err);
+			run_result_free(&r);
+			text = read_all(out);
+			if (!strcmp(formats[i], "top"))
+				cr_expect(!strncmp(text, "0 samples", 9), "%s", text);
+			else if (strcmp(formats[i], "folded"))
+				cr_expect_gt(strlen(text), 0, "%s: some output", formats[i]);
+			free(text);
+		}
+	}
+	unlink(empty);
+	unlink(out);
 }
 
 Test(report, errors)
