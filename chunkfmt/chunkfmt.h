@@ -262,6 +262,12 @@ struct chunk_report {
 	uint64_t first_real_ns, last_real_ns;
 	uint64_t unknown_refs;	  /* ids referenced but not defined (lost block) */
 	bool torn_tail;		  /* bytes after the last whole block: crash or live */
+	unsigned trailers_missing; /* unfinished chunks cut at their trailer: the
+				    * final and index blocks are there, the
+				    * trailer is not */
+	unsigned trailers_bad;	  /* trailers with a valid CRC whose length,
+				   * index offset or block count disagree with
+				   * the chunk (the chunk is not finished) */
 	bool newer_reader_needed; /* a must-understand record we do not know */
 	unsigned records_skipped; /* unknown optional records */
 	char first_damage[160];	  /* where and what, for people */
@@ -315,6 +321,14 @@ struct tcf_block {
 /* Valid block header (sync marker and header CRC) at p? */
 bool tcf_parse_block_header(const uint8_t *p, size_t len, uint64_t sync, struct tcf_block *ret);
 bool tcf_is_trailer(const uint8_t *p, size_t len);
+/* Does a trailer t (tcf_is_trailer) found trailer_off bytes after the start
+ * of its chunk agree with the chunk?  Its chunk_len must be trailer_off +
+ * 32, and its index_offset must name the chunk's INDEX block, which ends
+ * where the trailer begins and is block block_count - 1.  index_hdr: the 40
+ * bytes at index_offset, or NULL when index_offset does not lie between
+ * the header (header_len bytes) and the trailer. */
+bool tcf_trailer_agrees(const uint8_t *t, uint64_t trailer_off, uint64_t header_len,
+	const uint8_t *index_hdr, uint64_t sync);
 uint64_t tcf_chunk_sync(const uint8_t *header);
 /* Encode a synthesized final block (CHUNK_END) + empty INDEX + trailer for
  * a chunk cut at chunk_len bytes with next block_seq; into out (>= 256

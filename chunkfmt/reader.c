@@ -568,7 +568,7 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 		int hl = tcf_parse_header(buf + pos, len - pos, &r.info);
 		uint64_t sync, chunk_start = pos;
 		uint32_t expect = 0;
-		bool finished = false;
+		bool finished = false, final_seen = false, trailer_bad = false;
 
 		if (hl == -EPROTONOSUPPORT) {
 			size_t next;
@@ -605,8 +605,25 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 			size_t next;
 
 			if (tcf_is_trailer(buf + pos, len - pos)) {
+				/* its CRC only says it was written whole: its values
+				 * must also close this chunk */
+				uint64_t toff = pos - chunk_start, io = tcf_rd64(buf + pos + 8);
+				const uint8_t *ih = io >= (uint64_t)hl && io <= toff &&
+							    toff - io >= TCF_BLOCK_HEADER_LEN ?
+							    buf + chunk_start + io :
+							    NULL;
+
+				if (tcf_trailer_agrees(buf + pos, toff, (uint64_t)hl, ih, sync)) {
+					finished = true;
+				} else {
+					trailer_bad = true;
+					rep.trailers_bad++;
+					damage(&r,
+						"damaged trailer (its length, index offset or block "
+						"count disagree with the chunk)",
+						pos);
+				}
 				pos += TCF_TRAILER_LEN;
-				finished = true;
 				break;
 			}
 			if (tcf_parse_block_header(buf + pos, len - pos, sync, &b) &&
@@ -620,6 +637,8 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 				}
 				expect = b.block_seq + 1;
 				rep.blocks++;
+				if (b.flags & (TCF_BLK_FINAL | TCF_BLK_INDEX))
+					final_seen = true;
 				if (!r.must_stop_chunk)
 					decode_block(&r, buf + pos + TCF_BLOCK_HEADER_LEN, b.payload_len,
 						b.base_clock_ns, pos);
@@ -643,7 +662,14 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 			rep.bytes_skipped += next - pos;
 			pos = next;
 		}
-		(void)chunk_start;
+		if (!finished && !trailer_bad && final_seen) {
+			/* a finished chunk's last bytes are missing: the writer
+			 * died between the index block and the trailer, or the
+			 * file was cut */
+			rep.trailers_missing++;
+			damage(&r, "chunk cut at its trailer (final blocks present, no trailer)",
+				pos);
+		}
 		rep.chunks_finished += finished;
 		if (r.v->chunk_end && !r.stop)
 			r.stop = r.v->chunk_end(r.arg, &r, finished);

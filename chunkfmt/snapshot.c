@@ -100,20 +100,29 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 		close(fd);
 		return 0; /* not a chunk we can read: leave it out, say so */
 	}
-	/* finished: the trailer closes the file exactly */
+	sync = tcf_chunk_sync(hdr);
+	/* finished: a trailer closes the file exactly, and its index offset
+	 * and block count agree with the chunk */
 	if (size >= (uint64_t)hl + TCF_TRAILER_LEN) {
-		uint8_t t[TCF_TRAILER_LEN];
+		uint8_t t[TCF_TRAILER_LEN], ih[TCF_BLOCK_HEADER_LEN];
+		uint64_t toff = size - TCF_TRAILER_LEN, io;
+		bool ih_ok = false;
 
-		if (pread(fd, t, sizeof(t), (off_t)(size - TCF_TRAILER_LEN)) == TCF_TRAILER_LEN &&
-			tcf_is_trailer(t, sizeof(t)) && tcf_rd64(t + 16) == size) {
+		if (pread(fd, t, sizeof(t), (off_t)toff) == TCF_TRAILER_LEN &&
+			tcf_is_trailer(t, sizeof(t))) {
+			io = tcf_rd64(t + 8);
+			ih_ok = io >= (uint64_t)hl && io <= toff &&
+				toff - io >= TCF_BLOCK_HEADER_LEN &&
+				pread(fd, ih, sizeof(ih), (off_t)io) == (ssize_t)sizeof(ih);
+		}
+		if (ih_ok && tcf_trailer_agrees(t, toff, (uint64_t)hl, ih, sync)) {
 			r = copy_range(s, fd, 0, size);
 			s->copied++;
 			close(fd);
 			return r;
 		}
 	}
-	/* unfinished: walk the whole blocks */
-	sync = tcf_chunk_sync(hdr);
+	/* unfinished (or a trailer that lies): walk the whole blocks */
 	pos = (uint64_t)hl;
 	for (;;) {
 		uint8_t bh[TCF_BLOCK_HEADER_LEN];

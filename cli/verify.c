@@ -20,6 +20,14 @@ struct vtotal {
 	int worst;
 };
 
+/* A chunk still being written (or whose writer died) is named .part. */
+static bool is_part(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 5 && !strcmp(path + n - 5, ".part");
+}
+
 static int verify_file(const char *path, bool part, struct vtotal *t)
 {
 	struct chunk_report rep;
@@ -36,9 +44,12 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 		printf("%s: cannot read: %s\n", path, td_strerror(r));
 		return 2;
 	}
+	/* Only a .part (a chunk being written, or whose writer died) may end
+	 * unfinished: a .tcf is renamed after its trailer is on disk, and a
+	 * snapshot closes every chunk. */
 	damaged = rep.blocks_bad || rep.seq_gaps || rep.unknown_refs || rep.chunks_skipped ||
 		rep.newer_reader_needed || (rep.bytes_skipped && !rep.torn_tail) ||
-		(rep.torn_tail && !part);
+		rep.trailers_bad || (!part && (rep.torn_tail || rep.chunks_finished < rep.chunks));
 	printf("%s: %u chunk%s (%u finished), %u blocks, %llu samples, %llu bytes", path,
 		rep.chunks, rep.chunks == 1 ? "" : "s", rep.chunks_finished, rep.blocks,
 		(unsigned long long)rep.samples, (unsigned long long)rep.bytes);
@@ -51,10 +62,18 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 		printf("  time %s .. %s (%.1f s)\n", a, b,
 			(rep.last_real_ns - rep.first_real_ns) / 1e9);
 	}
-	if (rep.chunks_finished < rep.chunks)
+	if (rep.trailers_missing)
+		printf("  unfinished chunk: cut at its trailer (the final blocks are there, the "
+		       "trailer is not)%s\n",
+			part ? "; its writer died while finishing it (tracerd snapshot repairs it)" :
+			       "");
+	if (rep.chunks_finished + rep.trailers_bad + rep.trailers_missing < rep.chunks)
 		printf("  unfinished chunk: %s\n",
 			part ? "still being written, or its writer died (tracerd snapshot repairs it)" :
 			       "no trailer (tracerd snapshot repairs it)");
+	if (rep.trailers_bad)
+		printf("  damaged trailer: its length, index offset or block count disagree with "
+		       "the chunk (the blocks were read)\n");
 	if (rep.torn_tail)
 		printf("  torn tail: %llu bytes after the last whole block are ignored\n",
 			(unsigned long long)rep.bytes_skipped);
@@ -145,7 +164,8 @@ int cmd_verify(int argc, char **argv)
 			worst = 2;
 			continue;
 		}
-		s = S_ISDIR(st.st_mode) ? verify_dir(argv[i], &t) : verify_file(argv[i], false, &t);
+		s = S_ISDIR(st.st_mode) ? verify_dir(argv[i], &t) :
+					  verify_file(argv[i], is_part(argv[i]), &t);
 		worst = s > worst ? s : worst;
 	}
 	if (t.files > 1)

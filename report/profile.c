@@ -623,7 +623,9 @@ static int read_one(void *arg, const char *file)
 		if (!ps->L->rep->warning[0])
 			snprintf(ps->L->rep->warning, sizeof(ps->L->rep->warning),
 				"%s: %s%s; what it still holds is used", file,
-				cr.chunks_finished < cr.chunks ? "unfinished chunk" : "damaged",
+				cr.trailers_bad			  ? "damaged trailer" :
+				cr.chunks_finished < cr.chunks ? "unfinished chunk" :
+								  "damaged",
 				cr.first_damage[0] ? (cr.blocks_bad ? " (damaged blocks skipped)" :
 								      "") :
 						     "");
