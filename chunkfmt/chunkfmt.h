@@ -277,9 +277,22 @@ struct chunk_report {
  * if at least one chunk header was valid, -TD_E_CORRUPT if none. */
 int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report);
-/* Map and read a file. -errno on I/O errors. */
+/* Map and read a file. -errno on I/O errors, -EISDIR for a directory,
+ * -TD_E_NOTREG for anything else that is not a regular file (a FIFO is
+ * never waited on, a device never opened: tcf_open_input). */
 int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report);
+/* The same on an open file (borrowed). */
+int chunk_read_fd(int fd, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report);
+
+/* Open an input (a chunk file, a snapshot, a repository) for reading:
+ * path relative to dirfd (AT_FDCWD), not following a final symbolic link
+ * if nofollow.  Only a regular file or a directory is opened at all: the
+ * type is taken from an O_PATH descriptor first, so a FIFO cannot block
+ * and a device is never opened (-TD_E_NOTREG).  *ret_fd (the caller
+ * closes it) and *ret_dir on success; 0 or -errno. */
+int tcf_open_input(int dirfd, const char *path, bool nofollow, int *ret_fd, bool *ret_dir);
 
 /* ------------------------------------------------------ repository listing */
 
@@ -299,6 +312,9 @@ struct tcf_dir_entry {
  * files of dir, sorted by sequence.  Returns the count, -ENOSPC if there
  * are more than cap, or -errno. */
 int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap);
+/* The same on an open directory (borrowed).  Entries that are not regular
+ * files (symbolic links, FIFOs, devices) are left out. */
+int tcf_dir_scan_fd(int dirfd, struct tcf_dir_entry *entries, unsigned cap);
 /* Is name a chunk file name (c<10 digits>-...tcf[.part])? */
 bool tcf_is_chunk_name(const char *name, uint64_t *ret_seq, bool *ret_part);
 

@@ -684,30 +684,33 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report)
 {
+	bool is_dir;
+	int fd, r = tcf_open_input(AT_FDCWD, path, false, &fd, &is_dir);
+
+	if (r < 0)
+		return r;
+	r = is_dir ? -EISDIR : chunk_read_fd(fd, v, arg, ret_report);
+	close(fd);
+	return r;
+}
+
+int chunk_read_fd(int fd, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report)
+{
 	struct stat st;
 	void *map;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EISDIR;
-	}
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -TD_E_NOTREG;
 	if (st.st_size == 0) {
-		close(fd);
 		if (ret_report)
 			*ret_report = (struct chunk_report){ 0 };
 		return -TD_E_CORRUPT;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
 	if (map == MAP_FAILED)
 		return -errno;
 	r = chunk_read_buffer(map, (size_t)st.st_size, v, arg, ret_report);

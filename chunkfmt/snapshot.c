@@ -89,9 +89,20 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 	uint32_t seq = 0;
 	int fd, hl, r = 0;
 
-	fd = openat(dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	{
+		bool is_dir;
+
+		r = tcf_open_input(dirfd, e->name, true, &fd, &is_dir);
+		if (r == -ENOENT || r == -TD_E_NOTREG || (r == 0 && is_dir)) {
+			/* deleted by retention since the scan, or not a chunk */
+			if (r == 0)
+				close(fd);
+			s->skipped++;
+			return 0;
+		}
+		if (r < 0)
+			return r;
+	}
 	size = e->size;
 	if (pread(fd, hdr, TCF_HEADER_LEN, 0) != TCF_HEADER_LEN ||
 		(hl = tcf_parse_header(hdr, TCF_HEADER_LEN, &ci)) < 0 ||
@@ -183,7 +194,18 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		r = -ENOMEM;
 		goto out;
 	}
-	n = tcf_dir_scan(repo, e, SNAP_MAX_CHUNKS);
+	{
+		bool is_dir;
+
+		r = tcf_open_input(AT_FDCWD, repo, false, &dirfd, &is_dir);
+		if (r < 0)
+			goto out;
+		if (!is_dir) {
+			r = -ENOTDIR;
+			goto out;
+		}
+	}
+	n = tcf_dir_scan_fd(dirfd, e, SNAP_MAX_CHUNKS);
 	if (n < 0) {
 		r = n;
 		goto out;
@@ -192,10 +214,9 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		r = -ENODATA;
 		goto out;
 	}
-	dirfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
 	s.out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (dirfd < 0 || s.out < 0) {
+	if (s.out < 0) {
 		r = -errno;
 		goto out;
 	}

@@ -278,6 +278,11 @@ int cmd_report(int argc, char **argv)
 	case -ENODATA:
 		td_msg("report: %s is an empty repository: nothing recorded yet", bad);
 		return TD_EXIT_USAGE;
+	case -TD_E_NOTREG:
+		td_msg("report: %s is not a regular file or directory; give a chunk file, a "
+		       "snapshot or a repository",
+			bad);
+		return TD_EXIT_USAGE;
 	case -TD_E_CORRUPT:
 		td_msg("report: %s is not a tracerd chunk file (no valid chunk header); check the "
 		       "path, or run tracerd verify on it",

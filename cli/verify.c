@@ -5,10 +5,11 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../chunkfmt/chunkfmt.h"
 
@@ -28,11 +29,12 @@ static bool is_part(const char *path)
 	return n >= 5 && !strcmp(path + n - 5, ".part");
 }
 
-static int verify_file(const char *path, bool part, struct vtotal *t)
+/* The file open as fd (borrowed), shown as path. */
+static int verify_file(int fd, const char *path, bool part, struct vtotal *t)
 {
 	struct chunk_report rep;
 	char a[32], b[32];
-	int r = chunk_read_file(path, NULL, NULL, &rep), status = 0;
+	int r = chunk_read_fd(fd, NULL, NULL, &rep), status = 0;
 	bool damaged;
 
 	t->files++;
@@ -101,14 +103,15 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 	return status;
 }
 
-static int verify_dir(const char *path, struct vtotal *t)
+/* The repository open as dirfd (borrowed), shown as path. */
+static int verify_dir(int dirfd, const char *path, struct vtotal *t)
 {
 	struct tcf_dir_entry *e = malloc(VERIFY_MAX_CHUNKS * sizeof(*e));
 	int n, worst = 0;
 
 	if (!e)
 		return 2;
-	n = tcf_dir_scan(path, e, VERIFY_MAX_CHUNKS);
+	n = tcf_dir_scan_fd(dirfd, e, VERIFY_MAX_CHUNKS);
 	if (n == -ENOSPC) {
 		td_msg("%s: more than %d chunk files; verify them in parts", path, VERIFY_MAX_CHUNKS);
 		n = VERIFY_MAX_CHUNKS;
@@ -125,10 +128,22 @@ static int verify_dir(const char *path, struct vtotal *t)
 	}
 	for (int i = 0; i < n; i++) {
 		char full[4096 + 64];
-		int s;
+		bool is_dir;
+		int fd, s;
 
 		snprintf(full, sizeof(full), "%s/%s", path, e[i].name);
-		s = verify_file(full, e[i].part, t);
+		/* by the name the scan saw, never through a link */
+		s = tcf_open_input(dirfd, e[i].name, true, &fd, &is_dir);
+		if (s == 0 && !is_dir) {
+			s = verify_file(fd, full, e[i].part, t);
+			close(fd);
+		} else {
+			if (s == 0)
+				close(fd);
+			printf("%s: cannot read: %s\n", full,
+				td_strerror(s < 0 ? s : -EISDIR));
+			s = 2;
+		}
 		worst = s > worst ? s : worst;
 		if (i && e[i].seq != e[i - 1].seq + 1)
 			printf("  chunk sequence gap before %s (chunks deleted by retention or "
@@ -155,17 +170,25 @@ int cmd_verify(int argc, char **argv)
 		return argc < 2 ? TD_EXIT_USAGE : TD_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		int s;
+		bool is_dir;
+		int fd, s = tcf_open_input(AT_FDCWD, argv[i], false, &fd, &is_dir);
 
-		if (stat(argv[i], &st) < 0) {
-			td_msg("%s: %s; give a chunk file or a repository directory", argv[i],
-				strerror(errno));
+		if (s == -TD_E_NOTREG) {
+			td_msg("%s is not a regular file or directory; give a chunk file or a "
+			       "repository",
+				argv[i]);
 			worst = 2;
 			continue;
 		}
-		s = S_ISDIR(st.st_mode) ? verify_dir(argv[i], &t) :
-					  verify_file(argv[i], is_part(argv[i]), &t);
+		if (s < 0) {
+			td_msg("%s: %s; give a chunk file or a repository directory", argv[i],
+				td_strerror(s));
+			worst = 2;
+			continue;
+		}
+		s = is_dir ? verify_dir(fd, argv[i], &t) :
+			     verify_file(fd, argv[i], is_part(argv[i]), &t);
+		close(fd);
 		worst = s > worst ? s : worst;
 	}
 	if (t.files > 1)

@@ -25,6 +25,7 @@ static const char *const td_messages[] = {
 	[TD_E_FULL - TD_E_BASE] = "buffer full",
 	[TD_E_LOCKED - TD_E_BASE] = "repository is in use by another tracerd",
 	[TD_E_UNSAFE - TD_E_BASE] = "path is a symbolic link or writable by others",
+	[TD_E_NOTREG - TD_E_BASE] = "not a regular file or directory",
 };
 
 const char *td_strerror(int err)

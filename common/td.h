@@ -29,6 +29,7 @@ enum td_error {
 	TD_E_FULL,	/* ring or table full */
 	TD_E_LOCKED,	/* repository in use by another writer */
 	TD_E_UNSAFE,	/* path is a symlink or writable by others */
+	TD_E_NOTREG,	/* neither a regular file nor a directory */
 	TD_E_MAX
 };
 

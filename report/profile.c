@@ -8,6 +8,7 @@
 #include "report-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,13 +568,17 @@ static int on_end(void *arg, struct chunk_reader *r, bool finished)
 
 static int for_each_file(const char *path, int (*fn)(void *, const char *), void *arg)
 {
-	struct stat st;
+	bool is_dir;
+	int fd, r;
 
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode)) {
+	/* a FIFO or a device is refused here, never waited on or opened */
+	r = tcf_open_input(AT_FDCWD, path, false, &fd, &is_dir);
+	if (r < 0)
+		return r;
+	close(fd);
+	if (is_dir) {
 		struct tcf_dir_entry *e = malloc(100000 * sizeof(*e));
-		int n, r = 0;
+		int n;
 
 		if (!e)
 			return -ENOMEM;

@@ -181,6 +181,79 @@ Test(chunk_cli, verify_trailer_cut_or_lying)
 	run_result_free(&r);
 }
 
+/* tracerd CMD ARGS under timeout(1): status and stderr + stdout. */
+static char *run_bounded(const char *args, int *ret_status)
+{
+	char cmd[1024];
+	char *out;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s/tracerd %s 2>&1", TD_BUILD_DIR, args);
+	out = shell_output(cmd, &st);
+	*ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return out;
+}
+
+/* A FIFO is never waited on and a device is never opened or taken for a
+ * directory: verify, report and snapshot say what the path is and what
+ * to give instead.  The same inside a repository: a FIFO or a link with
+ * a chunk's name is not a chunk. */
+Test(chunk_cli, inputs_that_are_not_files)
+{
+	char fifo[128], args[512], inrepo[256];
+	char *out;
+	int st;
+
+	snprintf(fifo, sizeof(fifo), "%s.bad", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(args, sizeof(args), "verify %s", fifo);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 2, "verify FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory; give a chunk file or a "
+			      "repository"),
+		"%s", out);
+	free(out);
+	out = run_bounded("verify /dev/null", &st);
+	cr_expect_eq(st, 2, "%s", out);
+	cr_expect(strstr(out, "/dev/null is not a regular file or directory"), "%s", out);
+	cr_expect_not(strstr(out, "Is a directory"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "report %s", fifo);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 1, "report FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+	out = run_bounded("report /dev/null", &st);
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "snapshot %s -o %s.snap", fifo, dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 1, "snapshot FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+
+	/* in a repository */
+	gen("--chunks 1 --seconds 2 --threads 2 --functions 20 --stacks 20");
+	snprintf(inrepo, sizeof(inrepo), "%s/c0000000007-20260101T000000Z.tcf", dir);
+	cr_assert_eq(rename(fifo, inrepo), 0);
+	snprintf(inrepo, sizeof(inrepo), "%s/c0000000008-20260101T000000Z.tcf", dir);
+	cr_assert_eq(symlink("/dev/zero", inrepo), 0);
+	snprintf(args, sizeof(args), "verify %s", dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "only the real chunk is verified: exit %d: %s", st, out);
+	free(out);
+	snprintf(args, sizeof(args), "report %s -f info", dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "report: exit %d: %s", st, out);
+	free(out);
+	snprintf(args, sizeof(args), "snapshot %s -o %s.snap", dir, dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "snapshot: exit %d: %s", st, out);
+	cr_expect(strstr(out, "1 chunks (0 repaired)"), "%s", out);
+	free(out);
+}
+
 Test(chunk_cli, snapshot_repairs_a_killed_writer)
 {
 	char snap[128];
