@@ -381,11 +381,19 @@ struct repo_opts {
 /* owns: dirfd, lock fd, the active chunk's fd and writer */
 struct repo;
 
-/* Open or create (0750) the repository.  -TD_E_UNSAFE: a symlink or
- * writable by others; -TD_E_LOCKED: another writer (its pid in
- * *ret_owner). */
+/* Open or create (0750) the repository at path.  No symbolic link may be
+ * on the path (-TD_E_SYMLINK; a trailing slash does not make a link
+ * acceptable), the directory must belong to the effective user
+ * (-TD_E_NOTOWNER) and be writable by nobody else (-TD_E_UNSAFE).
+ * -TD_E_LOCKED: another writer (its pid in *ret_owner).  On failure a
+ * directory made here is removed again. */
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner);
+/* Instead of repo_close when nothing was recorded (a failed start): if
+ * repo_open made the directory and it holds nothing but its LOCK, remove
+ * it; a directory that existed before is left as it was.  Frees r
+ * (NULL-safe).  Returns 1 if removed, 0 if not. */
+int repo_discard(struct repo *r);
 /* The active chunk's writer, starting a chunk if none; NULL on error
  * (repo_error says why). */
 struct chunk_writer *repo_writer(struct repo *r);
@@ -405,9 +413,17 @@ const char *repo_path(const struct repo *r);
 
 /* Write the chunks of the repository at repo, in sequence order, into one
  * file out (tracerd snapshot): finished chunks whole, an unfinished one
- * repaired.  Only chunks written in the last since_ns (0: all).
- * -ENODATA: no chunks. */
+ * repaired.  Only chunks written in the last since_ns (0: all).  out
+ * appears only when complete (mode 0640 less the umask), replacing what
+ * was there.  -ENODATA: no chunks. */
 int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes);
+/* The same into the writer's own repository (SIGUSR1): flush the active
+ * chunk, then write snapshots/snapshot-<UTC>.tcf (0640; -1, -2, ... when
+ * that name is taken: never replaces a snapshot), everything relative to
+ * the repository's descriptor, no link followed.  Its path (for people)
+ * in ret_path. */
+int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes);
 
 #endif

@@ -27,7 +27,8 @@ static void usage(FILE *f)
 	      "  -p, --pid PID            process to record (up to 16)\n"
 	      "  -F, --frequency HZ       samples per second per running thread (default 99)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
-	      "  -r, --repo DIR           repository (default ./tracerd-repo)\n"
+	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
+	      "                           of your own, no symbolic link on its path\n"
 	      "      --max-chunk-size SIZE  rotate chunks at SIZE (default 16M)\n"
 	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
 	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
-	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot.\n"
+	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
+	      "DIR/snapshots/.\n"
 	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error.\n",
 		f);
 }
@@ -234,10 +236,20 @@ int cmd_record(int argc, char **argv)
 		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
 			cfg.repo, (int)fail.pid);
 		return TD_EXIT_USAGE;
-	} else if (e == -TD_E_UNSAFE) {
-		td_msg("refusing repository %s: it is a symbolic link or writable by others; give "
-		       "a directory only its owner can write",
-			cfg.repo);
+	} else if (e == -TD_E_SYMLINK && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: a symbolic link is on its path (a write through "
+		       "it could land anywhere); give the real directory, as realpath %s prints it",
+			cfg.repo, cfg.repo);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_NOTOWNER && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: it belongs to another user; give a directory of "
+		       "your own (tracerd runs as uid %d)",
+			cfg.repo, (int)geteuid());
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_UNSAFE && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: its group or others can write it; chmod go-w %s, "
+		       "or give another -r DIR",
+			cfg.repo, cfg.repo);
 		return TD_EXIT_USAGE;
 	} else if (e < 0 && fail.step == REC_FAIL_ATTACH) {
 		return td_explain_attach(fail.pid, e);

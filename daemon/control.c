@@ -174,6 +174,9 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	*ret_rec = r;
 	return 0;
 out_free:
+	/* nothing was recorded: a repository made by this call goes again */
+	repo_discard(r->repo_handle);
+	r->repo_handle = NULL;
 	rec_free(r);
 	return e;
 }

@@ -457,26 +457,17 @@ static void take_snapshot(struct unwinder *uw)
 {
 	struct rec_notice *n = spsc_reserve(&uw->rec->notices);
 	struct rec_notice local;
-	char dir[4096], stamp[32];
-	struct timespec ts;
-	struct tm tm;
 	unsigned repaired;
 
 	if (!n)
 		n = &local;
 	*n = (struct rec_notice){ .kind = REC_NOTICE_SNAPSHOT };
-	if (uw->w)
-		chunk_writer_flush(uw->w);
-	snprintf(dir, sizeof(dir), "%s/snapshots", repo_path(uw->repo));
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(n->path, sizeof(n->path), "%s/snapshot-%s.tcf", dir, stamp);
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-		n->err = -errno;
-	else
-		n->err = repo_snapshot(repo_path(uw->repo), n->path, 0, &n->chunks, &repaired,
-			&n->bytes);
+	/* flushes the chunk, writes REPO/snapshots/ under a new name,
+	 * relative to the repository's descriptor */
+	n->err = repo_snapshot_into(uw->repo, n->path, sizeof(n->path), &n->chunks, &repaired,
+		&n->bytes);
+	if (n->err < 0)
+		snprintf(n->path, sizeof(n->path), "%s/snapshots", repo_path(uw->repo));
 	if (n != &local) {
 		spsc_publish(&uw->rec->notices);
 		rec_wake(uw->rec->main_wake);

@@ -3,6 +3,7 @@
  * capture, kill -9, targets that exit, signals to tracerd, and errors. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -647,6 +648,155 @@ Test(record, sigint_hup_usr1)
 	cr_expect(strstr(slurp(errfile), "snapshot written: "), "%s", slurp(errfile));
 	cr_expect_eq(verify_status(), 0);
 	fx_stop(fx);
+}
+
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *q = hay; (q = strstr(q, needle)); q += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Wait until errfile tells of the n-th snapshot, written or failed. */
+static bool wait_notices(int n)
+{
+	for (int i = 0; i < 1000; i++) {
+		const char *e = slurp(errfile);
+
+		if (occurrences(e, "tracerd: snapshot ") >= n) /* written or failed */
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* The repository cannot be redirected: -r LINK/ (the trailing slash made
+ * lstat follow the link), a link on the way, another user's directory. */
+Test(record, repository_cannot_be_redirected)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], link[128], elsewhere[128], cmd[512];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", link, "-d", "1s", "-q", NULL };
+	struct run_result r;
+	char *ls;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	snprintf(cmd, sizeof(cmd), "%s/to", repo);
+	cr_assert_eq(symlink(elsewhere, cmd), 0);
+	for (int k = 0; k < 3; k++) {
+		snprintf(link, sizeof(link), k == 0 ? "%s/to" : k == 1 ? "%s/to/" : "%s/to/sub", repo);
+		run_tracerd(&r, argv);
+		cr_expect_eq(r.status, 1, "%s: %s", link, r.err);
+		cr_expect(strstr(r.err, "a symbolic link is on its path"), "%s", r.err);
+		run_result_free(&r);
+	}
+	snprintf(cmd, sizeof(cmd), "ls -A %s", elsewhere);
+	ls = shell_output(cmd, NULL);
+	cr_expect_str_eq(ls, "", "nothing was written through the link: %s", ls);
+	free(ls);
+	if (geteuid() == 0) {
+		snprintf(link, sizeof(link), "%s/theirs", repo);
+		cr_assert_eq(mkdir(link, 0750), 0);
+		cr_assert_eq(chown(link, 65534, 65534), 0);
+		run_tracerd(&r, argv);
+		cr_expect_eq(r.status, 1, "%s", r.err);
+		cr_expect(strstr(r.err, "belongs to another user"), "%s", r.err);
+		run_result_free(&r);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", elsewhere);
+	cr_expect_eq(system(cmd), 0);
+	fx_stop(fx);
+}
+
+/* SIGUSR1 writes into REPO/snapshots/ relative to the repository, never
+ * through a link there, and never over an earlier snapshot: names have a
+ * one-second stamp, so snapshots taken in the same second get -1, -2. */
+Test(record, usr1_snapshots_are_never_redirected_or_overwritten)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	char snaps[128], elsewhere[128], cmd[512];
+	struct stat st;
+	char *ls;
+	int files = 0;
+
+	cr_assert_gt(fx, 0);
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	snprintf(snaps, sizeof(snaps), "%s/snapshots", repo);
+	cr_assert_eq(symlink(elsewhere, snaps), 0);
+	kill(t, SIGUSR1);
+	cr_assert(wait_notices(1), "%s", slurp(errfile));
+	cr_expect(strstr(slurp(errfile), "failed: a symbolic link is on the path"), "%s",
+		slurp(errfile));
+	snprintf(cmd, sizeof(cmd), "ls -A %s", elsewhere);
+	ls = shell_output(cmd, NULL);
+	cr_expect_str_eq(ls, "", "nothing was written through the link: %s", ls);
+	free(ls);
+	cr_assert_eq(unlink(snaps), 0);
+	/* three, each after the previous one is done: within a second or two */
+	for (int i = 0; i < 3; i++) {
+		kill(t, SIGUSR1);
+		cr_assert(wait_notices(2 + i), "%s", slurp(errfile));
+	}
+	kill(t, SIGINT);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	cr_expect_eq(occurrences(slurp(errfile), "snapshot written: "), 3, "%s", slurp(errfile));
+	{
+		DIR *d = opendir(snaps);
+		struct dirent *de;
+
+		cr_assert_not_null(d);
+		while ((de = readdir(d))) {
+			char p[512];
+
+			if (de->d_name[0] == '.')
+				continue;
+			files++;
+			snprintf(p, sizeof(p), "%s/%s", snaps, de->d_name);
+			cr_expect_eq(stat(p, &st), 0);
+			cr_expect_eq(st.st_mode & 07777, 0640, "%s: %o", p, st.st_mode & 07777);
+			cr_expect(!strncmp(de->d_name, "snapshot-", 9), "%s", de->d_name);
+		}
+		closedir(d);
+	}
+	cr_expect_eq(files, 3, "three snapshots, three files");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", elsewhere);
+	cr_expect_eq(system(cmd), 0);
+	fx_stop(fx);
+}
+
+/* A start that fails before recording leaves no repository behind when
+ * it made it, and leaves one that was there as it was. */
+Test(record, failed_start_leaves_no_repository)
+{
+	const char *nopid[] = { "tracerd", "--pid", "4194304", "-r", repo, NULL };
+	char keep[128];
+	struct run_result r;
+	struct stat st;
+	FILE *f;
+
+	run_tracerd(&r, nopid);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	run_result_free(&r);
+	cr_expect_neq(stat(repo, &st), 0, "%s was made for nothing and is gone", repo);
+
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	snprintf(keep, sizeof(keep), "%s/notes", repo);
+	f = fopen(keep, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	run_tracerd(&r, nopid);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	run_result_free(&r);
+	cr_expect_eq(stat(keep, &st), 0, "a repository that was there stays");
 }
 
 Test(record, errors)
