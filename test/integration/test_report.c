@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../chunkfmt/chunkfmt.h"
@@ -205,6 +206,51 @@ Test(report, no_samples_in_every_format)
 	}
 	unlink(empty);
 	unlink(out);
+}
+
+/* Reports hold symbol names and command lines: a new -o file is 0640
+ * like the chunks (less the umask), a replaced one keeps its mode; the
+ * same for snapshots. */
+Test(report, output_files_are_0640)
+{
+	char dir[] = "/tmp/tracerd-mode-XXXXXX", out[96], kept[96], snap[96], cmd[512];
+	const char *fresh[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", out, NULL };
+	const char *again[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", kept, NULL };
+	const char *snapshot[] = { "tracerd", "snapshot", dir, "-o", snap, NULL };
+	mode_t old = umask(022);
+	struct run_result r;
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/new.txt", dir);
+	run_tracerd(&r, fresh);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "a new report: %o", st.st_mode & 07777);
+
+	snprintf(kept, sizeof(kept), "%s/kept.txt", dir);
+	close(open(kept, O_WRONLY | O_CREAT, 0600));
+	cr_assert_eq(chmod(kept, 0604), 0);
+	run_tracerd(&r, again);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(kept, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0604, "a replaced report keeps its mode: %o",
+		st.st_mode & 07777);
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s/c0000000000-20260101T000000Z.tcf",
+		GOLD("tcf-v1.0-small.tcf"), dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(snap, sizeof(snap), "%s/snap.tcf", dir);
+	run_tracerd(&r, snapshot);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(snap, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "a snapshot: %o", st.st_mode & 07777);
+	umask(old);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
 }
 
 Test(report, errors)
