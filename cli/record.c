@@ -24,8 +24,9 @@ static void usage(FILE *f)
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
 	      "\n"
-	      "  -p, --pid PID            process to record (up to 16)\n"
-	      "  -F, --frequency HZ       samples per second per running thread (default 99)\n"
+	      "  -p, --pid PID            process to record (up to 16 different ones)\n"
+	      "  -F, --frequency HZ       samples per second per running thread, 1 to 10000\n"
+	      "                           (default 99)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -41,6 +42,23 @@ static void usage(FILE *f)
 	      "DIR/snapshots/.\n"
 	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error.\n",
 		f);
+}
+
+/* -F: a plain number of samples per second, 1 to 10000 (not a size: no
+ * suffixes, no sign). */
+static bool parse_hz(const char *s, unsigned *ret)
+{
+	unsigned long v = 0;
+	size_t n = strspn(s, "0123456789");
+
+	if (n > 0 && n <= 5 && !s[n])
+		v = strtoul(s, NULL, 10);
+	if (v < 1 || v > 10000) {
+		td_msg("-F: '%s' is not a frequency from 1 to 10000 Hz", s);
+		return false;
+	}
+	*ret = (unsigned)v;
+	return true;
 }
 
 static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
@@ -68,19 +86,26 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":p:F:d:r:qh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'p':
+		case 'p': {
+			pid_t pid;
+
+			if (!td_parse_pid("--pid", optarg, &pid))
+				return TD_EXIT_USAGE;
+			for (unsigned i = 0; i < c->npids; i++)
+				if (c->pids[i] == pid) {
+					td_msg("--pid %d given twice", (int)pid);
+					return TD_EXIT_USAGE;
+				}
 			if (c->npids == REC_MAX_PIDS) {
 				td_msg("--pid: at most %d processes", REC_MAX_PIDS);
 				return TD_EXIT_USAGE;
 			}
-			if (!td_parse_pid("--pid", optarg, &c->pids[c->npids]))
-				return TD_EXIT_USAGE;
-			c->npids++;
+			c->pids[c->npids++] = pid;
 			break;
+		}
 		case 'F':
-			if (!td_parse_size("-F", optarg, 1, 10000, &v))
+			if (!parse_hz(optarg, &c->hz))
 				return TD_EXIT_USAGE;
-			c->hz = (unsigned)v;
 			break;
 		case 'd':
 			if (!td_parse_duration("--duration", optarg, &c->duration_ns))

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -817,6 +818,77 @@ Test(record, errors)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "--max-size must be at least twice"), "%s", r.err);
 	run_result_free(&r);
+}
+
+/* -F is a frequency, not a size; a PID given twice is said so. */
+Test(record, option_messages)
+{
+	const char *kilo[] = { "tracerd", "--pid", "4194304", "-F", "1K", NULL };
+	const char *zero[] = { "tracerd", "--pid", "4194304", "-F", "0", NULL };
+	const char *big[] = { "tracerd", "--pid", "4194304", "-F", "10001", NULL };
+	const char *plus[] = { "tracerd", "--pid", "4194304", "-F", "+99", NULL };
+	const char *twice[] = { "tracerd", "-p", "4242", "--pid", "77", "-p", "4242", "-r", repo,
+		NULL };
+	const char *const *bad[] = { kilo, zero, big, plus };
+	struct run_result r;
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[96];
+
+		snprintf(want, sizeof(want),
+			"tracerd: -F: '%s' is not a frequency from 1 to 10000 Hz\n", bad[i][4]);
+		run_tracerd(&r, bad[i]);
+		cr_expect_eq(r.status, 1);
+		cr_expect_str_eq(r.err, want);
+		run_result_free(&r);
+	}
+	run_tracerd(&r, twice);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.err, "tracerd: --pid 4242 given twice\n");
+	run_result_free(&r);
+	cr_expect_neq(stat(repo, &st), 0, "nothing was made");
+}
+
+/* Why an attach is not permitted, when tracerd is already root: a kernel
+ * thread cannot be traced; without CAP_SYS_PTRACE root is not enough;
+ * with it, the kernel's refusal comes from a security policy. */
+Test(record, attach_refusals_say_the_real_cause)
+{
+	const char *kthread[] = { "tracerd", "--pid", "2", "-r", repo, NULL };
+	char cmd[512], exe[64], *out;
+	struct run_result r;
+
+	run_tracerd(&r, kthread);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "cannot attach to 2: it is a kernel thread (kthreadd); kernel "
+				"threads cannot be traced"),
+		"%s", r.err);
+	cr_expect_not(strstr(r.err, "run as root"), "%s", r.err);
+	run_result_free(&r);
+	if (geteuid() != 0)
+		cr_skip_test("the rest is about what stops root");
+	snprintf(cmd, sizeof(cmd),
+		"setpriv --bounding-set -sys_ptrace --inh-caps -sys_ptrace %s --pid 1 -r %s 2>&1",
+		TRACERD, repo);
+	out = shell_output(cmd, NULL);
+	if (strstr(out, "setpriv:")) {
+		cr_log_warn("setpriv cannot drop CAP_SYS_PTRACE here: %s", out);
+	} else {
+		cr_expect(strstr(out, "cannot attach to 1: Operation not permitted; tracerd runs "
+				      "as root but without CAP_SYS_PTRACE"),
+			"%s", out);
+	}
+	free(out);
+	/* root with CAP_SYS_PTRACE: only where the kernel refuses even to
+	 * show PID 1's executable (a policy protects it) */
+	if (readlink("/proc/1/exe", exe, sizeof(exe)) >= 0 || errno != EACCES)
+		cr_skip_test("PID 1 can be traced here: not attaching to init in a test");
+	snprintf(cmd, sizeof(cmd), "%s --pid 1 -r %s 2>&1", TRACERD, repo);
+	out = shell_output(cmd, NULL);
+	cr_expect(strstr(out, "although tracerd runs as root with CAP_SYS_PTRACE"), "%s", out);
+	cr_expect_not(strstr(out, "run as root"), "%s", out);
+	free(out);
 }
 
 Test(record, second_writer_refused)
