@@ -209,9 +209,11 @@ int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret
 	}
 	if (!r)
 		r = td_fsync(s.out);
-	*ret_chunks = s.copied + s.repaired;
-	*ret_repaired = s.repaired;
-	*ret_bytes = s.bytes;
+	if (!r) {
+		*ret_chunks = s.copied + s.repaired;
+		*ret_repaired = s.repaired;
+		*ret_bytes = s.bytes;
+	}
 out:
 	free(e);
 	free(s.buf);
