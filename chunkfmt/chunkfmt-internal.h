@@ -12,6 +12,16 @@
 static const uint8_t tcf_magic[8] = { 0x89, 'T', 'C', 'F', '\r', '\n', 0x1a, '\n' };
 static const uint8_t tcf_end_magic[8] = { 0x89, 'T', 'C', 'E', '\r', '\n', 0x1a, '\n' };
 
+/* Tests: make the repository walk its path one component at a time, as
+ * on kernels without openat2(2). */
+extern bool tcf_repo_no_openat2;
+
+/* Write the chunks of the repository open as repo_dirfd into out_fd (the
+ * work of repo_snapshot; both borrowed), then fsync out_fd.  -ENODATA: no
+ * chunks. */
+int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes);
+
 /* block flags */
 enum { TCF_BLK_HAS_DEFS = 1u << 4, TCF_BLK_FINAL = 1u << 5, TCF_BLK_INDEX = 1u << 6 };
 

@@ -272,6 +272,12 @@ struct chunk_report {
 	uint64_t first_real_ns, last_real_ns;
 	uint64_t unknown_refs;	  /* ids referenced but not defined (lost block) */
 	bool torn_tail;		  /* bytes after the last whole block: crash or live */
+	unsigned trailers_missing; /* unfinished chunks cut at their trailer: the
+				    * final and index blocks are there, the
+				    * trailer is not */
+	unsigned trailers_bad;	  /* trailers with a valid CRC whose length,
+				   * index offset or block count disagree with
+				   * the chunk (the chunk is not finished) */
 	bool newer_reader_needed; /* a must-understand record we do not know */
 	unsigned records_skipped; /* unknown optional records */
 	char first_damage[160];	  /* where and what, for people */
@@ -281,9 +287,22 @@ struct chunk_report {
  * if at least one chunk header was valid, -TD_E_CORRUPT if none. */
 int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report);
-/* Map and read a file. -errno on I/O errors. */
+/* Map and read a file. -errno on I/O errors, -EISDIR for a directory,
+ * -TD_E_NOTREG for anything else that is not a regular file (a FIFO is
+ * never waited on, a device never opened: tcf_open_input). */
 int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report);
+/* The same on an open file (borrowed). */
+int chunk_read_fd(int fd, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report);
+
+/* Open an input (a chunk file, a snapshot, a repository) for reading:
+ * path relative to dirfd (AT_FDCWD), not following a final symbolic link
+ * if nofollow.  Only a regular file or a directory is opened at all: the
+ * type is taken from an O_PATH descriptor first, so a FIFO cannot block
+ * and a device is never opened (-TD_E_NOTREG).  *ret_fd (the caller
+ * closes it) and *ret_dir on success; 0 or -errno. */
+int tcf_open_input(int dirfd, const char *path, bool nofollow, int *ret_fd, bool *ret_dir);
 
 /* ------------------------------------------------------ repository listing */
 
@@ -303,6 +322,9 @@ struct tcf_dir_entry {
  * files of dir, sorted by sequence.  Returns the count, -ENOSPC if there
  * are more than cap, or -errno. */
 int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap);
+/* The same on an open directory (borrowed).  Entries that are not regular
+ * files (symbolic links, FIFOs, devices) are left out. */
+int tcf_dir_scan_fd(int dirfd, struct tcf_dir_entry *entries, unsigned cap);
 /* Is name a chunk file name (c<10 digits>-...tcf[.part])? */
 bool tcf_is_chunk_name(const char *name, uint64_t *ret_seq, bool *ret_part);
 
@@ -325,6 +347,14 @@ struct tcf_block {
 /* Valid block header (sync marker and header CRC) at p? */
 bool tcf_parse_block_header(const uint8_t *p, size_t len, uint64_t sync, struct tcf_block *ret);
 bool tcf_is_trailer(const uint8_t *p, size_t len);
+/* Does a trailer t (tcf_is_trailer) found trailer_off bytes after the start
+ * of its chunk agree with the chunk?  Its chunk_len must be trailer_off +
+ * 32, and its index_offset must name the chunk's INDEX block, which ends
+ * where the trailer begins and is block block_count - 1.  index_hdr: the 40
+ * bytes at index_offset, or NULL when index_offset does not lie between
+ * the header (header_len bytes) and the trailer. */
+bool tcf_trailer_agrees(const uint8_t *t, uint64_t trailer_off, uint64_t header_len,
+	const uint8_t *index_hdr, uint64_t sync);
 uint64_t tcf_chunk_sync(const uint8_t *header);
 /* Encode a synthesized final block (CHUNK_END) + empty INDEX + trailer for
  * a chunk cut at chunk_len bytes with next block_seq; into out (>= 256
@@ -361,11 +391,19 @@ struct repo_opts {
 /* owns: dirfd, lock fd, the active chunk's fd and writer */
 struct repo;
 
-/* Open or create (0750) the repository.  -TD_E_UNSAFE: a symlink or
- * writable by others; -TD_E_LOCKED: another writer (its pid in
- * *ret_owner). */
+/* Open or create (0750) the repository at path.  No symbolic link may be
+ * on the path (-TD_E_SYMLINK; a trailing slash does not make a link
+ * acceptable), the directory must belong to the effective user
+ * (-TD_E_NOTOWNER) and be writable by nobody else (-TD_E_UNSAFE).
+ * -TD_E_LOCKED: another writer (its pid in *ret_owner).  On failure a
+ * directory made here is removed again. */
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner);
+/* Instead of repo_close when nothing was recorded (a failed start): if
+ * repo_open made the directory and it holds nothing but its LOCK, remove
+ * it; a directory that existed before is left as it was.  Frees r
+ * (NULL-safe).  Returns 1 if removed, 0 if not. */
+int repo_discard(struct repo *r);
 /* The active chunk's writer, starting a chunk if none; NULL on error
  * (repo_error says why). */
 struct chunk_writer *repo_writer(struct repo *r);
@@ -385,9 +423,17 @@ const char *repo_path(const struct repo *r);
 
 /* Write the chunks of the repository at repo, in sequence order, into one
  * file out (tracerd snapshot): finished chunks whole, an unfinished one
- * repaired.  Only chunks written in the last since_ns (0: all).
- * -ENODATA: no chunks. */
+ * repaired.  Only chunks written in the last since_ns (0: all).  out
+ * appears only when complete (mode 0640 less the umask), replacing what
+ * was there.  -ENODATA: no chunks. */
 int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes);
+/* The same into the writer's own repository (SIGUSR1): flush the active
+ * chunk, then write snapshots/snapshot-<UTC>.tcf (0640; -1, -2, ... when
+ * that name is taken: never replaces a snapshot), everything relative to
+ * the repository's descriptor, no link followed.  Its path (for people)
+ * in ret_path. */
+int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes);
 
 #endif

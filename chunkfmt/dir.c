@@ -44,14 +44,67 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+int tcf_open_input(int dirfd, const char *path, bool nofollow, int *ret_fd, bool *ret_dir)
+{
+	int nf = nofollow ? O_NOFOLLOW : 0, pfd, fd, r;
+	struct stat st, st2;
+	char proc[64];
+
+	/* O_PATH opens nothing: a FIFO does not block, a device is not touched */
+	pfd = openat(dirfd, path, O_PATH | O_CLOEXEC | nf);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		r = -TD_E_NOTREG;
+		goto out;
+	}
+	/* reopen that very file for reading; without /proc, by its name */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | nf);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+		r = -EAGAIN; /* replaced between the two opens */
+		close(fd);
+		goto out;
+	}
+	*ret_fd = fd;
+	*ret_dir = S_ISDIR(st.st_mode);
+	r = 0;
+out:
+	close(pfd);
+	return r;
+}
+
 int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap)
+{
+	bool is_dir;
+	int fd, r = tcf_open_input(AT_FDCWD, dir, false, &fd, &is_dir);
+
+	if (r < 0)
+		return r;
+	r = is_dir ? tcf_dir_scan_fd(fd, entries, cap) : -ENOTDIR;
+	close(fd);
+	return r;
+}
+
+int tcf_dir_scan_fd(int dirfd, struct tcf_dir_entry *entries, unsigned cap)
 {
 	struct dirent *de;
 	unsigned n = 0;
 	int dfd, r = 0;
 	DIR *d;
 
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* a descriptor of our own: readdir moves its offset */
+	dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	d = fdopendir(dfd);
@@ -66,7 +119,7 @@ int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap)
 		uint8_t h[TCF_HEADER_LEN];
 		struct chunk_info ci;
 		uint64_t seq;
-		bool part;
+		bool part, is_dir;
 		int fd;
 
 		if (!tcf_is_chunk_name(de->d_name, &seq, &part))
@@ -75,10 +128,12 @@ int tcf_dir_scan(const char *dir, struct tcf_dir_entry *entries, unsigned cap)
 			r = -ENOSPC;
 			break;
 		}
-		fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			if (fd >= 0)
-				close(fd);
+		/* only regular files: a symbolic link, a FIFO or a device
+		 * with a chunk's name is not a chunk */
+		if (tcf_open_input(dfd, de->d_name, true, &fd, &is_dir) < 0)
+			continue;
+		if (is_dir || fstat(fd, &st) < 0) {
+			close(fd);
 			continue;
 		}
 		e = &entries[n++];

@@ -123,6 +123,23 @@ bool tcf_is_trailer(const uint8_t *p, size_t len)
 		tcf_rd32(p + 28) == tcf_crc_mask(tcf_crc32c(0, p, 28));
 }
 
+bool tcf_trailer_agrees(const uint8_t *t, uint64_t trailer_off, uint64_t header_len,
+	const uint8_t *index_hdr, uint64_t sync)
+{
+	uint64_t index_off = tcf_rd64(t + 8);
+	struct tcf_block b;
+
+	if (tcf_rd64(t + 16) != trailer_off + TCF_TRAILER_LEN || !index_hdr ||
+		index_off < header_len || index_off > trailer_off ||
+		trailer_off - index_off < TCF_BLOCK_HEADER_LEN)
+		return false;
+	if (!tcf_parse_block_header(index_hdr, TCF_BLOCK_HEADER_LEN, sync, &b) ||
+		!(b.flags & TCF_BLK_INDEX))
+		return false;
+	return index_off + TCF_BLOCK_HEADER_LEN + b.payload_len == trailer_off &&
+		(uint64_t)b.block_seq + 1 == tcf_rd32(t + 24);
+}
+
 void tcf_encode_block_header(uint8_t *h, uint64_t sync, uint32_t block_seq, uint64_t base_clock_ns,
 	uint16_t flags, const uint8_t *payload, size_t n)
 {

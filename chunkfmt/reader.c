@@ -585,7 +585,7 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 		int hl = tcf_parse_header(buf + pos, len - pos, &r.info);
 		uint64_t sync, chunk_start = pos;
 		uint32_t expect = 0;
-		bool finished = false;
+		bool finished = false, final_seen = false, trailer_bad = false;
 
 		if (hl == -EPROTONOSUPPORT) {
 			size_t next;
@@ -622,8 +622,25 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 			size_t next;
 
 			if (tcf_is_trailer(buf + pos, len - pos)) {
+				/* its CRC only says it was written whole: its values
+				 * must also close this chunk */
+				uint64_t toff = pos - chunk_start, io = tcf_rd64(buf + pos + 8);
+				const uint8_t *ih = io >= (uint64_t)hl && io <= toff &&
+							    toff - io >= TCF_BLOCK_HEADER_LEN ?
+							    buf + chunk_start + io :
+							    NULL;
+
+				if (tcf_trailer_agrees(buf + pos, toff, (uint64_t)hl, ih, sync)) {
+					finished = true;
+				} else {
+					trailer_bad = true;
+					rep.trailers_bad++;
+					damage(&r,
+						"damaged trailer (its length, index offset or block "
+						"count disagree with the chunk)",
+						pos);
+				}
 				pos += TCF_TRAILER_LEN;
-				finished = true;
 				break;
 			}
 			if (tcf_parse_block_header(buf + pos, len - pos, sync, &b) &&
@@ -637,6 +654,8 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 				}
 				expect = b.block_seq + 1;
 				rep.blocks++;
+				if (b.flags & (TCF_BLK_FINAL | TCF_BLK_INDEX))
+					final_seen = true;
 				if (!r.must_stop_chunk)
 					decode_block(&r, buf + pos + TCF_BLOCK_HEADER_LEN, b.payload_len,
 						b.base_clock_ns, pos);
@@ -660,7 +679,14 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 			rep.bytes_skipped += next - pos;
 			pos = next;
 		}
-		(void)chunk_start;
+		if (!finished && !trailer_bad && final_seen) {
+			/* a finished chunk's last bytes are missing: the writer
+			 * died between the index block and the trailer, or the
+			 * file was cut */
+			rep.trailers_missing++;
+			damage(&r, "chunk cut at its trailer (final blocks present, no trailer)",
+				pos);
+		}
 		rep.chunks_finished += finished;
 		if (r.v->chunk_end && !r.stop)
 			r.stop = r.v->chunk_end(r.arg, &r, finished);
@@ -675,30 +701,33 @@ int chunk_read_buffer(const uint8_t *buf, size_t len, const struct chunk_visitor
 int chunk_read_file(const char *path, const struct chunk_visitor *v, void *arg,
 	struct chunk_report *ret_report)
 {
+	bool is_dir;
+	int fd, r = tcf_open_input(AT_FDCWD, path, false, &fd, &is_dir);
+
+	if (r < 0)
+		return r;
+	r = is_dir ? -EISDIR : chunk_read_fd(fd, v, arg, ret_report);
+	close(fd);
+	return r;
+}
+
+int chunk_read_fd(int fd, const struct chunk_visitor *v, void *arg,
+	struct chunk_report *ret_report)
+{
 	struct stat st;
 	void *map;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EISDIR;
-	}
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -TD_E_NOTREG;
 	if (st.st_size == 0) {
-		close(fd);
 		if (ret_report)
 			*ret_report = (struct chunk_report){ 0 };
 		return -TD_E_CORRUPT;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
 	if (map == MAP_FAILED)
 		return -errno;
 	r = chunk_read_buffer(map, (size_t)st.st_size, v, arg, ret_report);

@@ -1,27 +1,36 @@
 /* The repository: a directory that holds the chunks of one recording, like
- * a flight recorder.  See daemon.h for its states.
+ * a flight recorder.  See chunkfmt.h for its states.
  *
- * Safety: the directory is 0750 and refused if it is a symlink or writable
- * by others; every file is opened relative to its fd with O_NOFOLLOW; the
- * lock is an flock() on LOCK, so a second writer is refused while the first
- * lives and a crashed writer's lock dies with it.  Durability: a chunk
- * becomes .tcf only after its trailer is fdatasync'ed, and the directory is
- * fsync'ed after every create, rename and delete. */
+ * Safety: the repository is opened once, as a descriptor, from its parent,
+ * and no symbolic link is followed anywhere on its path (openat2 with
+ * RESOLVE_NO_SYMLINKS, or one O_NOFOLLOW step per component on kernels
+ * before 5.6); it must belong to the user we run as and be writable by
+ * nobody else.  Everything inside (LOCK, chunks, snapshots/ and its files)
+ * is created relative to that descriptor with O_NOFOLLOW, and new files
+ * with O_EXCL, so nothing can redirect a write.  The lock is an flock() on
+ * LOCK, so a second writer is refused while the first lives and a crashed
+ * writer's lock dies with it.  A directory that repo_open created is
+ * removed again by repo_discard if nothing was recorded into it.
+ * Durability: a chunk becomes .tcf only after its trailer is fdatasync'ed,
+ * and the directory is fsync'ed after every create, rename and delete. */
 #define _GNU_SOURCE
 #include "chunkfmt-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-
+bool tcf_repo_no_openat2;
 
 #define REPO_MAX_CHUNKS 100000
 
@@ -29,6 +38,9 @@ struct repo {
 	struct repo_opts o;
 	char *path;
 	int dirfd, lockfd;
+	bool created;	/* repo_open made the directory: */
+	int parentfd;	/* then its parent, and */
+	char *name;	/* its name there (for repo_discard) */
 	uint8_t session[16];
 	uint64_t next_seq;
 	struct chunk_writer *w;
@@ -68,6 +80,216 @@ static int scan_next_seq(struct repo *r)
 	return 0;
 }
 
+/* ENOTDIR from an O_DIRECTORY | O_NOFOLLOW open of name: was it a link? */
+static int not_dir_why(int at, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		return -TD_E_SYMLINK;
+	return -ENOTDIR;
+}
+
+/* The directory path (relative to at) without following a symbolic link
+ * anywhere on the way: -TD_E_SYMLINK if one is there. */
+static int open_dir_nolinks(int at, const char *path)
+{
+	static const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	char comp[NAME_MAX + 1];
+	const char *p = path;
+	int fd, e;
+
+	if (!tcf_repo_no_openat2) {
+		struct open_how how = { .flags = flags, .resolve = RESOLVE_NO_SYMLINKS };
+
+		fd = (int)syscall(SYS_openat2, at, path, &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		e = errno;
+		if (e == ELOOP)
+			return -TD_E_SYMLINK; /* a link before the last component */
+		if (e == ENOTDIR)
+			return not_dir_why(at, path);
+		/* ENOSYS: before Linux 5.6; EPERM: a seccomp filter */
+		if (e != ENOSYS && e != EPERM)
+			return -e;
+	}
+	/* one component at a time, none of them a link */
+	fd = openat(at, path[0] == '/' ? "/" : ".", flags);
+	if (fd < 0)
+		return -errno;
+	while (*p) {
+		size_t n;
+		int next;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		next = openat(fd, comp, flags);
+		if (next < 0) {
+			e = errno;
+			e = e == ENOTDIR ? not_dir_why(fd, comp) : e == ELOOP ? -TD_E_SYMLINK : -e;
+			close(fd);
+			return e;
+		}
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* Ours, and nobody else may write it. */
+static int check_owner_mode(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid())
+		return -TD_E_NOTOWNER;
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return -TD_E_UNSAFE;
+	return 0;
+}
+
+/* Open (creating it if missing) the repository directory path into
+ * r->dirfd; r->created, r->parentfd and r->name if it was made here. */
+static int open_repo_dir(struct repo *r, const char *path)
+{
+	char *copy = strdup(path), *slash, *name;
+	const char *parent;
+	size_t n;
+	int pfd = -1, e;
+
+	if (!copy)
+		return -ENOMEM;
+	/* "link/" names what link points to: the name is "link" */
+	for (n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+		copy[n - 1] = '\0';
+	slash = strrchr(copy, '/');
+	if (!slash) {
+		parent = ".";
+		name = copy;
+	} else if (slash[1] == '\0') {
+		parent = "/"; /* the root itself */
+		name = NULL;
+	} else {
+		*slash = '\0';
+		parent = slash == copy ? "/" : copy;
+		name = slash + 1;
+	}
+	if (!*path) {
+		e = -EINVAL;
+		goto out;
+	}
+	pfd = open_dir_nolinks(AT_FDCWD, parent);
+	if (pfd < 0) {
+		e = pfd;
+		goto out;
+	}
+	if (!name) {
+		r->dirfd = pfd;
+		pfd = -1;
+	} else {
+		if (mkdirat(pfd, name, 0750) == 0)
+			r->created = true;
+		else if (errno != EEXIST) {
+			e = -errno;
+			goto out;
+		}
+		r->dirfd = open_dir_nolinks(pfd, name);
+		if (r->dirfd < 0) {
+			e = r->dirfd;
+			goto out;
+		}
+	}
+	e = check_owner_mode(r->dirfd);
+	if (e < 0)
+		goto out;
+	if (r->created) {
+		r->name = strdup(name);
+		if (!r->name) {
+			e = -ENOMEM;
+			goto out;
+		}
+		r->parentfd = pfd;
+		pfd = -1;
+	}
+	e = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(copy);
+	return e;
+}
+
+/* Does the directory hold nothing but LOCK? */
+static bool only_lock_inside(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	bool only = true;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (only && (de = readdir(d)))
+		only = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+			!strcmp(de->d_name, "LOCK");
+	closedir(d);
+	return only;
+}
+
+/* Remove the directory repo_open made if it holds nothing of value:
+ * 1 if removed, 0 if kept. */
+static int remove_if_empty(struct repo *r)
+{
+	struct stat here, there;
+
+	if (!r->created || r->w || r->bytes_done || r->dirfd < 0 || r->parentfd < 0)
+		return 0;
+	/* the name must still be this very directory */
+	if (fstat(r->dirfd, &here) < 0 ||
+		fstatat(r->parentfd, r->name, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+		here.st_dev != there.st_dev || here.st_ino != there.st_ino ||
+		!only_lock_inside(r->dirfd))
+		return 0;
+	if (r->lockfd >= 0)
+		unlinkat(r->dirfd, "LOCK", 0);
+	if (unlinkat(r->parentfd, r->name, AT_REMOVEDIR) < 0)
+		return 0; /* something appeared meanwhile: keep it */
+	td_fsync(r->parentfd);
+	return 1;
+}
+
+static void repo_free(struct repo *r)
+{
+	chunk_writer_free(r->w);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->lockfd >= 0)
+		close(r->lockfd); /* releases the flock */
+	if (r->dirfd >= 0)
+		close(r->dirfd);
+	if (r->parentfd >= 0)
+		close(r->parentfd);
+	free(r->name);
+	free(r->path);
+	free(r);
+}
+
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner)
 {
@@ -76,18 +298,6 @@ int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_
 	char pidbuf[32];
 	int n;
 
-	if (lstat(path, &st) < 0) {
-		if (errno != ENOENT)
-			return -errno;
-		if (mkdir(path, 0750) < 0 && errno != EEXIST)
-			return -errno;
-		if (lstat(path, &st) < 0)
-			return -errno;
-	}
-	if (S_ISLNK(st.st_mode) || (st.st_mode & S_IWOTH))
-		return -TD_E_UNSAFE;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -100,16 +310,23 @@ int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_
 		r->o.max_size = 1ull << 30;
 	if (!r->o.max_age_ns)
 		r->o.max_age_ns = 86400ull * 1000000000u;
-	r->fd = r->lockfd = -1;
+	r->fd = r->lockfd = r->dirfd = r->parentfd = -1;
 	r->path = strdup(path);
-	r->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (!r->path || r->dirfd < 0) {
-		n = r->path ? -errno : -ENOMEM;
+	if (!r->path) {
+		n = -ENOMEM;
 		goto out_free;
 	}
-	r->lockfd = openat(r->dirfd, "LOCK", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	n = open_repo_dir(r, path);
+	if (n < 0)
+		goto out_free;
+	r->lockfd = openat(r->dirfd, "LOCK",
+		O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (r->lockfd < 0) {
-		n = -errno;
+		n = errno == ELOOP ? -TD_E_SYMLINK : -errno;
+		goto out_free;
+	}
+	if (fstat(r->lockfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		n = -TD_E_NOTREG;
 		goto out_free;
 	}
 	if (flock(r->lockfd, LOCK_EX | LOCK_NB) < 0) {
@@ -133,13 +350,23 @@ int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_
 	*ret_repo = r;
 	return 0;
 out_free:
-	if (r->lockfd >= 0)
-		close(r->lockfd);
-	if (r->dirfd >= 0)
-		close(r->dirfd);
-	free(r->path);
-	free(r);
+	/* a directory made here and left empty goes again; a lock another
+	 * writer holds means it was not ours to begin with */
+	if (n != -TD_E_LOCKED)
+		remove_if_empty(r);
+	repo_free(r);
 	return n;
+}
+
+int repo_discard(struct repo *r)
+{
+	int removed;
+
+	if (!r)
+		return 0;
+	removed = remove_if_empty(r);
+	repo_free(r);
+	return removed;
 }
 
 static int begin_chunk(struct repo *r)
@@ -268,7 +495,7 @@ int repo_retain(struct repo *r)
 	e = malloc(REPO_MAX_CHUNKS * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	n = tcf_dir_scan(r->path, e, REPO_MAX_CHUNKS);
+	n = tcf_dir_scan_fd(r->dirfd, e, REPO_MAX_CHUNKS);
 	if (n < 0 && n != -ENOSPC) {
 		free(e);
 		return n;
@@ -307,17 +534,96 @@ int repo_close(struct repo *r, int reason)
 		return 0;
 	if (r->w && !r->err)
 		rr = repo_rotate(r, reason);
-	chunk_writer_free(r->w);
-	if (r->fd >= 0)
-		close(r->fd);
-	if (r->lockfd >= 0)
-		close(r->lockfd); /* releases the flock */
-	if (r->dirfd >= 0)
-		close(r->dirfd);
-	free(r->path);
 	rr = rr < 0 ? rr : r->err;
-	free(r);
+	repo_free(r);
 	return rr;
+}
+
+/* snapshots/ inside the repository, made if missing: a directory of ours
+ * that nobody else may write, reached without following a link. */
+static int open_snapshots_dir(struct repo *r)
+{
+	int fd, e;
+
+	if (mkdirat(r->dirfd, "snapshots", 0750) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(r->dirfd, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOTDIR ? not_dir_why(r->dirfd, "snapshots") : -errno;
+	e = check_owner_mode(fd);
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Give the finished snapshot tmp (in sfd) a name no other snapshot has:
+ * snapshot-STAMP.tcf, else snapshot-STAMP-1.tcf, -2, ...  Never replaces a
+ * file (RENAME_NOREPLACE; link + unlink where the file system lacks it). */
+static int name_snapshot(int sfd, const char *tmp, const char *stamp, char *name, size_t len)
+{
+	for (unsigned k = 0; k < 10000; k++) {
+		if (k)
+			snprintf(name, len, "snapshot-%s-%u.tcf", stamp, k);
+		else
+			snprintf(name, len, "snapshot-%s.tcf", stamp);
+		if (renameat2(sfd, tmp, sfd, name, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno == EINVAL) {
+			if (linkat(sfd, tmp, sfd, name, 0) == 0) {
+				unlinkat(sfd, tmp, 0);
+				return 0;
+			}
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes)
+{
+	char stamp[32], tmp[64], name[96];
+	struct timespec ts;
+	struct tm tm;
+	int sfd, fd, e;
+
+	if (r->w)
+		chunk_writer_flush(r->w); /* what was recorded until now */
+	sfd = open_snapshots_dir(r);
+	if (sfd < 0)
+		return sfd;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(tmp, sizeof(tmp), "snapshot-%s.tcf.tmp", stamp);
+	fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0 && errno == EEXIST) {
+		/* left by a writer that died: the lock is ours now */
+		unlinkat(sfd, tmp, 0);
+		fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	}
+	if (fd < 0) {
+		e = errno == ELOOP ? -TD_E_SYMLINK : -errno;
+		goto out;
+	}
+	e = fchmod(fd, 0640) < 0 ? -errno : 0; /* like the chunks, whatever the umask */
+	if (!e)
+		e = tcf_snapshot_fd(r->dirfd, fd, 0, ret_chunks, ret_repaired, ret_bytes);
+	close(fd);
+	if (!e)
+		e = name_snapshot(sfd, tmp, stamp, name, sizeof(name));
+	if (e < 0) {
+		unlinkat(sfd, tmp, 0);
+		goto out;
+	}
+	e = td_fsync(sfd);
+	snprintf(ret_path, path_len, "%s/snapshots/%s", r->path, name);
+out:
+	close(sfd);
+	return e;
 }
 
 int repo_error(const struct repo *r)

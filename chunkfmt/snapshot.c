@@ -7,8 +7,9 @@
  *
  * Built for memory pressure: one fixed table of entries and one fixed copy
  * buffer, allocated up front; nothing grows with the number or size of the
- * chunks.  The output appears only when complete (written to FILE.tmp,
- * fsync'ed, renamed). */
+ * chunks.  The output appears only when complete (written to a temporary
+ * file of its own, fsync'ed, renamed): over FILE for tracerd snapshot, to
+ * a name no other snapshot has for the daemon's snapshots/ (repo.c). */
 #define _GNU_SOURCE
 #include "chunkfmt.h"
 
@@ -89,9 +90,20 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 	uint32_t seq = 0;
 	int fd, hl, r = 0;
 
-	fd = openat(dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	{
+		bool is_dir;
+
+		r = tcf_open_input(dirfd, e->name, true, &fd, &is_dir);
+		if (r == -ENOENT || r == -TD_E_NOTREG || (r == 0 && is_dir)) {
+			/* deleted by retention since the scan, or not a chunk */
+			if (r == 0)
+				close(fd);
+			s->skipped++;
+			return 0;
+		}
+		if (r < 0)
+			return r;
+	}
 	size = e->size;
 	if (pread(fd, hdr, TCF_HEADER_LEN, 0) != TCF_HEADER_LEN ||
 		(hl = tcf_parse_header(hdr, TCF_HEADER_LEN, &ci)) < 0 ||
@@ -100,20 +112,29 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 		close(fd);
 		return 0; /* not a chunk we can read: leave it out, say so */
 	}
-	/* finished: the trailer closes the file exactly */
+	sync = tcf_chunk_sync(hdr);
+	/* finished: a trailer closes the file exactly, and its index offset
+	 * and block count agree with the chunk */
 	if (size >= (uint64_t)hl + TCF_TRAILER_LEN) {
-		uint8_t t[TCF_TRAILER_LEN];
+		uint8_t t[TCF_TRAILER_LEN], ih[TCF_BLOCK_HEADER_LEN];
+		uint64_t toff = size - TCF_TRAILER_LEN, io;
+		bool ih_ok = false;
 
-		if (pread(fd, t, sizeof(t), (off_t)(size - TCF_TRAILER_LEN)) == TCF_TRAILER_LEN &&
-			tcf_is_trailer(t, sizeof(t)) && tcf_rd64(t + 16) == size) {
+		if (pread(fd, t, sizeof(t), (off_t)toff) == TCF_TRAILER_LEN &&
+			tcf_is_trailer(t, sizeof(t))) {
+			io = tcf_rd64(t + 8);
+			ih_ok = io >= (uint64_t)hl && io <= toff &&
+				toff - io >= TCF_BLOCK_HEADER_LEN &&
+				pread(fd, ih, sizeof(ih), (off_t)io) == (ssize_t)sizeof(ih);
+		}
+		if (ih_ok && tcf_trailer_agrees(t, toff, (uint64_t)hl, ih, sync)) {
 			r = copy_range(s, fd, 0, size);
 			s->copied++;
 			close(fd);
 			return r;
 		}
 	}
-	/* unfinished: walk the whole blocks */
-	sync = tcf_chunk_sync(hdr);
+	/* unfinished (or a trailer that lies): walk the whole blocks */
 	pos = (uint64_t)hl;
 	for (;;) {
 		uint8_t bh[TCF_BLOCK_HEADER_LEN];
@@ -156,17 +177,14 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 	return r;
 }
 
-int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes)
 {
 	struct tcf_dir_entry *e = NULL;
-	struct snap s = { .out = -1 };
-	char tmp[4096 + 8];
+	struct snap s = { .out = out_fd };
 	struct timespec now;
-	int n, dirfd = -1, r = 0;
+	int n, r = 0;
 
-	if (strlen(out) > 4096)
-		return -ENAMETOOLONG;
 	/* everything this needs, up front */
 	e = malloc(SNAP_MAX_CHUNKS * sizeof(*e));
 	s.buf = malloc(SNAP_BUF);
@@ -174,7 +192,7 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		r = -ENOMEM;
 		goto out;
 	}
-	n = tcf_dir_scan(repo, e, SNAP_MAX_CHUNKS);
+	n = tcf_dir_scan_fd(repo_dirfd, e, SNAP_MAX_CHUNKS);
 	if (n < 0) {
 		r = n;
 		goto out;
@@ -183,35 +201,60 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		r = -ENODATA;
 		goto out;
 	}
-	dirfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
-	s.out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (dirfd < 0 || s.out < 0) {
-		r = -errno;
-		goto out;
-	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (int i = 0; i < n && !r; i++) {
 		if (since_ns && (uint64_t)(now.tv_sec - e[i].mtime) * 1000000000u > since_ns)
 			continue;
-		r = snap_chunk(&s, dirfd, &e[i]);
+		r = snap_chunk(&s, repo_dirfd, &e[i]);
 	}
 	if (!r)
 		r = td_fsync(s.out);
-	if (!r)
-		r = td_renameat(AT_FDCWD, tmp, AT_FDCWD, out);
-	if (r < 0)
-		unlink(tmp);
-	*ret_chunks = s.copied + s.repaired;
-	*ret_repaired = s.repaired;
-	*ret_bytes = s.bytes;
+	if (!r) {
+		*ret_chunks = s.copied + s.repaired;
+		*ret_repaired = s.repaired;
+		*ret_bytes = s.bytes;
+	}
 out:
-	if (s.out >= 0)
-		close(s.out);
-	if (dirfd >= 0)
-		close(dirfd);
 	free(e);
 	free(s.buf);
 	return r;
 }
 
+int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
+	unsigned *ret_repaired, uint64_t *ret_bytes)
+{
+	char tmp[4096 + 32];
+	bool is_dir;
+	int dirfd, fd = -1, r;
+
+	if (strlen(out) > 4096)
+		return -ENAMETOOLONG;
+	r = tcf_open_input(AT_FDCWD, repo, false, &dirfd, &is_dir);
+	if (r < 0)
+		return r;
+	if (!is_dir) {
+		close(dirfd);
+		return -ENOTDIR;
+	}
+	/* a temporary file of our own beside out (never one that was there:
+	 * O_EXCL), renamed over out once complete; 0640 less the umask */
+	for (unsigned k = 0; k < 100 && fd < 0; k++) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%u", out, (int)getpid(), k);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		r = -errno;
+		close(dirfd);
+		return r;
+	}
+	r = tcf_snapshot_fd(dirfd, fd, since_ns, ret_chunks, ret_repaired, ret_bytes);
+	close(fd);
+	close(dirfd);
+	if (!r)
+		r = td_renameat(AT_FDCWD, tmp, AT_FDCWD, out);
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/td.h"
 
@@ -43,6 +44,83 @@ int td_bad_option(const char *cmd, int c, char *const *argv)
 	return TD_EXIT_USAGE;
 }
 
+/* Is pid a kernel thread (PF_KTHREAD in the flags of /proc/PID/stat)? */
+static bool is_kernel_thread(pid_t pid, char *name, size_t len)
+{
+	char path[64], buf[512], *p, *open;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;
+	open = strchr(buf, '(');
+	p = strrchr(buf, ')'); /* the name may hold ')' itself */
+	if (!open || !p || p < open)
+		return false;
+	snprintf(name, len, "%.*s", (int)(p - open - 1), open + 1);
+	/* state ppid pgrp session tty_nr tpgid flags */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return flags & 0x00200000; /* PF_KTHREAD */
+}
+
+/* A field of /proc/self/status as a number (base 16 for Cap*), -1 if none. */
+static long long self_status(const char *field, int base)
+{
+	char buf[4096], *p;
+	size_t n = strlen(field);
+
+	if (td_read_text(AT_FDCWD, "/proc/self/status", buf, sizeof(buf)) < 0)
+		return -1;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, field, n) && p[n] == ':')
+			return strtoll(p + n + 1, NULL, base);
+	return -1;
+}
+
+/* EPERM from attaching: what really stops it. */
+static void explain_not_permitted(pid_t pid)
+{
+	long long caps = self_status("CapEff", 16), seccomp = self_status("Seccomp", 10);
+	bool cap = caps >= 0 && (caps & (1ll << 19)); /* CAP_SYS_PTRACE */
+	char name[64], scope[16] = "";
+
+	if (is_kernel_thread(pid, name, sizeof(name))) {
+		td_msg("cannot attach to %d: it is a kernel thread (%s); kernel threads cannot be "
+		       "traced: give the PID of a user-space process",
+			(int)pid, name);
+		return;
+	}
+	td_read_text(AT_FDCWD, "/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope));
+	if (scope[0] == '3') {
+		td_msg("cannot attach to %d: ptrace is disabled for every process: "
+		       "/proc/sys/kernel/yama/ptrace_scope is 3, which only a reboot lowers",
+			(int)pid);
+		return;
+	}
+	if (!cap && geteuid() == 0) {
+		td_msg("cannot attach to %d: Operation not permitted; tracerd runs as root but "
+		       "without CAP_SYS_PTRACE (dropped by a container, a service manager or the "
+		       "capability bounding set: see CapEff in /proc/self/status); grant "
+		       "CAP_SYS_PTRACE",
+			(int)pid);
+		return;
+	}
+	if (!cap) {
+		td_msg("cannot attach to %d: Operation not permitted; run as root or grant "
+		       "CAP_SYS_PTRACE, and check /proc/sys/kernel/yama/ptrace_scope",
+			(int)pid);
+		return;
+	}
+	/* privileged, yet refused: not a question of users or capabilities */
+	td_msg("cannot attach to %d: Operation not permitted, although tracerd runs as %s with "
+	       "CAP_SYS_PTRACE: %sa security module (SELinux, AppArmor, Landlock) or a sandbox "
+	       "around tracerd forbids tracing this process; look for a denial in the kernel "
+	       "log (dmesg)",
+		(int)pid, geteuid() == 0 ? "root" : "a user",
+		seccomp > 0 ? "tracerd runs under a seccomp filter that may refuse ptrace, or " : "");
+}
+
 int td_explain_attach(pid_t pid, int err)
 {
 	struct td_task_info info;
@@ -54,9 +132,7 @@ int td_explain_attach(pid_t pid, int err)
 		break;
 	case EPERM:
 	case EACCES:
-		td_msg("cannot attach to %d: Operation not permitted; run as root or grant "
-		       "CAP_SYS_PTRACE, and check /proc/sys/kernel/yama/ptrace_scope",
-			(int)pid);
+		explain_not_permitted(pid);
 		break;
 	case TD_E_TRACED:
 		if (td_task_info_read(pid, pid, &info) == 0 && info.tracer) {

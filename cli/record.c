@@ -25,15 +25,17 @@ static void usage(FILE *f)
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
 	      "\n"
-	      "  -p, --pid PID            process to record (up to 16)\n"
-	      "  -F, --frequency HZ       samples per second per thread (default 99): of CPU\n"
-	      "                           time in cpu mode, of wall time in wall mode\n"
+	      "  -p, --pid PID            process to record (up to 16 different ones)\n"
+	      "  -F, --frequency HZ       samples per second per thread, 1 to 10000 (default\n"
+	      "                           99): of CPU time in cpu mode, of wall time in wall\n"
+	      "                           mode\n"
 	      "  -m, --mode MODE          cpu (default): where threads use CPU; wall: every\n"
 	      "                           thread at every tick, running or blocked\n"
 	      "      --capture HOW        cpu mode: perf (the kernel samples, no stop), ptrace\n"
 	      "                           (a stop per sample), or auto (perf if permitted)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
-	      "  -r, --repo DIR           repository (default ./tracerd-repo)\n"
+	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
+	      "                           of your own, no symbolic link on its path\n"
 	      "      --max-chunk-size SIZE  rotate chunks at SIZE (default 16M)\n"
 	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
 	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
@@ -42,9 +44,27 @@ static void usage(FILE *f)
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
-	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot.\n"
+	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
+	      "DIR/snapshots/.\n"
 	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error.\n",
 		f);
+}
+
+/* -F: a plain number of samples per second, 1 to 10000 (not a size: no
+ * suffixes, no sign). */
+static bool parse_hz(const char *s, unsigned *ret)
+{
+	unsigned long v = 0;
+	size_t n = strspn(s, "0123456789");
+
+	if (n > 0 && n <= 5 && !s[n])
+		v = strtoul(s, NULL, 10);
+	if (v < 1 || v > 10000) {
+		td_msg("-F: '%s' is not a frequency from 1 to 10000 Hz", s);
+		return false;
+	}
+	*ret = (unsigned)v;
+	return true;
 }
 
 static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
@@ -74,19 +94,26 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":p:F:d:r:m:qh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'p':
+		case 'p': {
+			pid_t pid;
+
+			if (!td_parse_pid("--pid", optarg, &pid))
+				return TD_EXIT_USAGE;
+			for (unsigned i = 0; i < c->npids; i++)
+				if (c->pids[i] == pid) {
+					td_msg("--pid %d given twice", (int)pid);
+					return TD_EXIT_USAGE;
+				}
 			if (c->npids == REC_MAX_PIDS) {
 				td_msg("--pid: at most %d processes", REC_MAX_PIDS);
 				return TD_EXIT_USAGE;
 			}
-			if (!td_parse_pid("--pid", optarg, &c->pids[c->npids]))
-				return TD_EXIT_USAGE;
-			c->npids++;
+			c->pids[c->npids++] = pid;
 			break;
+		}
 		case 'F':
-			if (!td_parse_size("-F", optarg, 1, 10000, &v))
+			if (!parse_hz(optarg, &c->hz))
 				return TD_EXIT_USAGE;
-			c->hz = (unsigned)v;
 			break;
 		case 'd':
 			if (!td_parse_duration("--duration", optarg, &c->duration_ns))
@@ -283,10 +310,20 @@ int cmd_record(int argc, char **argv)
 		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
 			cfg.repo, (int)fail.pid);
 		return TD_EXIT_USAGE;
-	} else if (e == -TD_E_UNSAFE) {
-		td_msg("refusing repository %s: it is a symbolic link or writable by others; give "
-		       "a directory only its owner can write",
-			cfg.repo);
+	} else if (e == -TD_E_SYMLINK && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: a symbolic link is on its path (a write through "
+		       "it could land anywhere); give the real directory, as realpath %s prints it",
+			cfg.repo, cfg.repo);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_NOTOWNER && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: it belongs to another user; give a directory of "
+		       "your own (tracerd runs as uid %d)",
+			cfg.repo, (int)geteuid());
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_UNSAFE && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: its group or others can write it; chmod go-w %s, "
+		       "or give another -r DIR",
+			cfg.repo, cfg.repo);
 		return TD_EXIT_USAGE;
 	} else if (e < 0 && fail.step == REC_FAIL_ATTACH) {
 		return td_explain_attach(fail.pid, e);

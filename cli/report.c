@@ -43,7 +43,8 @@ static void usage(FILE *f)
  * temporary file beside it and renamed over it only when complete, so a
  * full disk or a failed report never leaves a truncated file or destroys
  * the previous one; anything else (a pipe, a device, a symbolic link) is
- * written directly. */
+ * written directly.  A new file is 0640 less the umask; a replaced one
+ * keeps its mode. */
 struct output {
 	const char *path; /* NULL: stdout */
 	char *tmp;	  /* the temporary file, or NULL */
@@ -66,9 +67,11 @@ static int output_open(struct output *o, const char *path)
 		}
 		mode = st.st_mode & 07777; /* the replacement keeps it */
 	} else {
-		mode = umask(0); /* what a plain fopen() would give */
+		/* reports name functions and hold command lines: 0640 like
+		 * the chunks, less what the umask takes away */
+		mode = umask(0);
 		umask(mode);
-		mode = 0666 & ~mode;
+		mode = 0640 & ~mode;
 	}
 	if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
 		o->tmp = NULL;
@@ -277,6 +280,11 @@ int cmd_report(int argc, char **argv)
 		return TD_EXIT_USAGE;
 	case -ENODATA:
 		td_msg("report: %s is an empty repository: nothing recorded yet", bad);
+		return TD_EXIT_USAGE;
+	case -TD_E_NOTREG:
+		td_msg("report: %s is not a regular file or directory; give a chunk file, a "
+		       "snapshot or a repository",
+			bad);
 		return TD_EXIT_USAGE;
 	case -TD_E_CORRUPT:
 		td_msg("report: %s is not a tracerd chunk file (no valid chunk header); check the "

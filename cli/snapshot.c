@@ -72,6 +72,11 @@ int cmd_snapshot(int argc, char **argv)
 		       "is unchanged)",
 			out, td_strerror(r));
 		return TD_EXIT_IO;
+	case -TD_E_NOTREG:
+		td_msg("%s is not a regular file or directory; give the repository directory "
+		       "tracerd records into",
+			repo);
+		return TD_EXIT_USAGE;
 	case -ENOENT:
 	case -ENOTDIR:
 		td_msg("cannot read repository %s: %s; give the directory tracerd records into",

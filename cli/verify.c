@@ -5,10 +5,11 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../chunkfmt/chunkfmt.h"
 
@@ -20,11 +21,20 @@ struct vtotal {
 	int worst;
 };
 
-static int verify_file(const char *path, bool part, struct vtotal *t)
+/* A chunk still being written (or whose writer died) is named .part. */
+static bool is_part(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 5 && !strcmp(path + n - 5, ".part");
+}
+
+/* The file open as fd (borrowed), shown as path. */
+static int verify_file(int fd, const char *path, bool part, struct vtotal *t)
 {
 	struct chunk_report rep;
 	char a[32], b[32];
-	int r = chunk_read_file(path, NULL, NULL, &rep), status = 0;
+	int r = chunk_read_fd(fd, NULL, NULL, &rep), status = 0;
 	bool damaged;
 
 	t->files++;
@@ -36,9 +46,12 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 		printf("%s: cannot read: %s\n", path, td_strerror(r));
 		return 2;
 	}
+	/* Only a .part (a chunk being written, or whose writer died) may end
+	 * unfinished: a .tcf is renamed after its trailer is on disk, and a
+	 * snapshot closes every chunk. */
 	damaged = rep.blocks_bad || rep.seq_gaps || rep.unknown_refs || rep.chunks_skipped ||
 		rep.newer_reader_needed || (rep.bytes_skipped && !rep.torn_tail) ||
-		(rep.torn_tail && !part);
+		rep.trailers_bad || (!part && (rep.torn_tail || rep.chunks_finished < rep.chunks));
 	printf("%s: %u chunk%s (%u finished), %u blocks, %llu samples, %llu bytes", path,
 		rep.chunks, rep.chunks == 1 ? "" : "s", rep.chunks_finished, rep.blocks,
 		(unsigned long long)rep.samples, (unsigned long long)rep.bytes);
@@ -51,10 +64,18 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 		printf("  time %s .. %s (%.1f s)\n", a, b,
 			(rep.last_real_ns - rep.first_real_ns) / 1e9);
 	}
-	if (rep.chunks_finished < rep.chunks)
+	if (rep.trailers_missing)
+		printf("  unfinished chunk: cut at its trailer (the final blocks are there, the "
+		       "trailer is not)%s\n",
+			part ? "; its writer died while finishing it (tracerd snapshot repairs it)" :
+			       "");
+	if (rep.chunks_finished + rep.trailers_bad + rep.trailers_missing < rep.chunks)
 		printf("  unfinished chunk: %s\n",
 			part ? "still being written, or its writer died (tracerd snapshot repairs it)" :
 			       "no trailer (tracerd snapshot repairs it)");
+	if (rep.trailers_bad)
+		printf("  damaged trailer: its length, index offset or block count disagree with "
+		       "the chunk (the blocks were read)\n");
 	if (rep.torn_tail)
 		printf("  torn tail: %llu bytes after the last whole block are ignored\n",
 			(unsigned long long)rep.bytes_skipped);
@@ -82,14 +103,15 @@ static int verify_file(const char *path, bool part, struct vtotal *t)
 	return status;
 }
 
-static int verify_dir(const char *path, struct vtotal *t)
+/* The repository open as dirfd (borrowed), shown as path. */
+static int verify_dir(int dirfd, const char *path, struct vtotal *t)
 {
 	struct tcf_dir_entry *e = malloc(VERIFY_MAX_CHUNKS * sizeof(*e));
 	int n, worst = 0;
 
 	if (!e)
 		return 2;
-	n = tcf_dir_scan(path, e, VERIFY_MAX_CHUNKS);
+	n = tcf_dir_scan_fd(dirfd, e, VERIFY_MAX_CHUNKS);
 	if (n == -ENOSPC) {
 		td_msg("%s: more than %d chunk files; verify them in parts", path, VERIFY_MAX_CHUNKS);
 		n = VERIFY_MAX_CHUNKS;
@@ -106,10 +128,22 @@ static int verify_dir(const char *path, struct vtotal *t)
 	}
 	for (int i = 0; i < n; i++) {
 		char full[4096 + 64];
-		int s;
+		bool is_dir;
+		int fd, s;
 
 		snprintf(full, sizeof(full), "%s/%s", path, e[i].name);
-		s = verify_file(full, e[i].part, t);
+		/* by the name the scan saw, never through a link */
+		s = tcf_open_input(dirfd, e[i].name, true, &fd, &is_dir);
+		if (s == 0 && !is_dir) {
+			s = verify_file(fd, full, e[i].part, t);
+			close(fd);
+		} else {
+			if (s == 0)
+				close(fd);
+			printf("%s: cannot read: %s\n", full,
+				td_strerror(s < 0 ? s : -EISDIR));
+			s = 2;
+		}
 		worst = s > worst ? s : worst;
 		if (i && e[i].seq != e[i - 1].seq + 1)
 			printf("  chunk sequence gap before %s (chunks deleted by retention or "
@@ -136,16 +170,25 @@ int cmd_verify(int argc, char **argv)
 		return argc < 2 ? TD_EXIT_USAGE : TD_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		int s;
+		bool is_dir;
+		int fd, s = tcf_open_input(AT_FDCWD, argv[i], false, &fd, &is_dir);
 
-		if (stat(argv[i], &st) < 0) {
-			td_msg("%s: %s; give a chunk file or a repository directory", argv[i],
-				strerror(errno));
+		if (s == -TD_E_NOTREG) {
+			td_msg("%s is not a regular file or directory; give a chunk file or a "
+			       "repository",
+				argv[i]);
 			worst = 2;
 			continue;
 		}
-		s = S_ISDIR(st.st_mode) ? verify_dir(argv[i], &t) : verify_file(argv[i], false, &t);
+		if (s < 0) {
+			td_msg("%s: %s; give a chunk file or a repository directory", argv[i],
+				td_strerror(s));
+			worst = 2;
+			continue;
+		}
+		s = is_dir ? verify_dir(fd, argv[i], &t) :
+			     verify_file(fd, argv[i], is_part(argv[i]), &t);
+		close(fd);
 		worst = s > worst ? s : worst;
 	}
 	if (t.files > 1)

@@ -24,7 +24,10 @@ static const char *const td_messages[] = {
 	[TD_E_CORRUPT - TD_E_BASE] = "malformed input",
 	[TD_E_FULL - TD_E_BASE] = "buffer full",
 	[TD_E_LOCKED - TD_E_BASE] = "repository is in use by another tracerd",
-	[TD_E_UNSAFE - TD_E_BASE] = "path is a symbolic link or writable by others",
+	[TD_E_UNSAFE - TD_E_BASE] = "directory is writable by its group or by others",
+	[TD_E_NOTREG - TD_E_BASE] = "not a regular file or directory",
+	[TD_E_SYMLINK - TD_E_BASE] = "a symbolic link is on the path",
+	[TD_E_NOTOWNER - TD_E_BASE] = "owned by another user",
 	[TD_E_ATTACHED - TD_E_BASE] = "process is already attached by this tracer",
 };
 

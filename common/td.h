@@ -28,7 +28,10 @@ enum td_error {
 	TD_E_CORRUPT,	/* malformed input */
 	TD_E_FULL,	/* ring or table full */
 	TD_E_LOCKED,	/* repository in use by another writer */
-	TD_E_UNSAFE,	/* path is a symlink or writable by others */
+	TD_E_UNSAFE,	/* directory writable by its group or by others */
+	TD_E_NOTREG,	/* neither a regular file nor a directory */
+	TD_E_SYMLINK,	/* a symbolic link on a path that must have none */
+	TD_E_NOTOWNER,	/* owned by another user than the one we run as */
 	TD_E_ATTACHED,	/* this tracer is attached to that process already */
 	TD_E_MAX
 };

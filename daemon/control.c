@@ -158,7 +158,7 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	 * runs or not (writer_free closes it then). */
 	e = writer_new(sh, repo, &r->writer);
 	if (e < 0) {
-		repo_close(repo, TCF_END_STOP);
+		repo_discard(repo);
 		goto out_free;
 	}
 
@@ -189,6 +189,9 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	*ret_rec = r;
 	return 0;
 out_free:
+	/* nothing was recorded: a repository made by this call goes again */
+	if (r->writer)
+		writer_discard_repo(r->writer);
 	rec_free(r);
 	return e;
 }

@@ -139,6 +139,10 @@ struct writer;
 /* On the control loop's thread, before the writer thread starts.  On
  * success the writer owns repo; on failure the caller still does. */
 int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_writer);
+/* A start that failed before the writer thread ran: discard the
+ * repository instead of closing it (repo_discard), so a directory this
+ * start made and left empty goes again. */
+void writer_discard_repo(struct writer *w);
 /* The thread; arg: the struct writer.  Writes until the sampler is done
  * and the rings are empty, then finishes the chunk and closes the
  * repository; sets writer_done last. */

@@ -564,26 +564,17 @@ static void take_snapshot(struct writer *w)
 {
 	struct rec_notice *n = ring_reserve(&w->sh->notices);
 	struct rec_notice local;
-	char dir[4096], stamp[32];
-	struct timespec ts;
-	struct tm tm;
 	unsigned repaired;
 
 	if (!n)
 		n = &local;
 	*n = (struct rec_notice){ .kind = REC_NOTICE_SNAPSHOT };
-	if (w->cw)
-		chunk_writer_flush(w->cw);
-	snprintf(dir, sizeof(dir), "%s/snapshots", repo_path(w->repo));
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(n->path, sizeof(n->path), "%s/snapshot-%s.tcf", dir, stamp);
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-		n->err = -errno;
-	else
-		n->err = repo_snapshot(repo_path(w->repo), n->path, 0, &n->chunks, &repaired,
-			&n->bytes);
+	/* flushes the chunk, writes REPO/snapshots/ under a new name,
+	 * relative to the repository's descriptor */
+	n->err = repo_snapshot_into(w->repo, n->path, sizeof(n->path), &n->chunks, &repaired,
+		&n->bytes);
+	if (n->err < 0)
+		snprintf(n->path, sizeof(n->path), "%s/snapshots", repo_path(w->repo));
 	if (n != &local) {
 		ring_publish(&w->sh->notices);
 		rec_wake(w->sh->control_wake);
@@ -697,6 +688,12 @@ void *writer_main(void *arg)
 	atomic_store(&sh->writer_done, 1);
 	rec_wake(sh->control_wake);
 	return NULL;
+}
+
+void writer_discard_repo(struct writer *w)
+{
+	repo_discard(w->repo);
+	w->repo = NULL;
 }
 
 void writer_free(struct writer *w)

@@ -696,7 +696,16 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		on_event_stop(t, th, sig);
 		return;
 	case PTRACE_EVENT_CLONE:
-		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(t, (pid_t)msg)) {
+		/* The new thread's own first stop may have come first (it is
+		 * known then), and it may even have run, exited and been
+		 * reaped already: waitpid finds the newest tracee first, so a
+		 * thread that lives for microseconds can be gone before its
+		 * creator's report is read.  Taking that report as a birth
+		 * would count the thread twice and keep a ghost in the table
+		 * that no exit ever removes.  A thread that exited but is not
+		 * reaped yet still exists here; its exit follows. */
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(t, (pid_t)msg) &&
+			!(tgkill(th->pid, (pid_t)msg, 0) < 0 && errno == ESRCH)) {
 			struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .pid = th->pid,
 				.tid = (pid_t)msg };
 

@@ -250,8 +250,9 @@ int rp_html(FILE *out, const struct rp_profile *p)
 		struct td_buf v = { 0 };
 		uint64_t last = 0;
 
-		qsort(tcounts + 2 * tstart[t], tstart[t + 1] - tstart[t], 2 * sizeof(*tcounts),
-			u64_cmp);
+		if (tstart[t + 1] > tstart[t]) /* tcounts may be NULL when empty */
+			rp_sort(tcounts + 2 * tstart[t], tstart[t + 1] - tstart[t],
+				2 * sizeof(*tcounts), u64_cmp);
 		for (size_t i = tstart[t]; i < tstart[t + 1]; i++) {
 			td_buf_put_varint(&v, tcounts[2 * i] - last);
 			td_buf_put_varint(&v, tcounts[2 * i + 1]);

@@ -8,6 +8,7 @@
 #include "report-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,13 +500,17 @@ static int on_end(void *arg, struct chunk_reader *r, bool finished)
 
 static int for_each_file(const char *path, int (*fn)(void *, const char *), void *arg)
 {
-	struct stat st;
+	bool is_dir;
+	int fd, r;
 
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode)) {
+	/* a FIFO or a device is refused here, never waited on or opened */
+	r = tcf_open_input(AT_FDCWD, path, false, &fd, &is_dir);
+	if (r < 0)
+		return r;
+	close(fd);
+	if (is_dir) {
 		struct tcf_dir_entry *e = malloc(100000 * sizeof(*e));
-		int n, r = 0;
+		int n;
 
 		if (!e)
 			return -ENOMEM;
@@ -555,7 +560,9 @@ static int read_one(void *arg, const char *file)
 		if (!ps->L->rep->warning[0])
 			snprintf(ps->L->rep->warning, sizeof(ps->L->rep->warning),
 				"%s: %s%s; what it still holds is used", file,
-				cr.chunks_finished < cr.chunks ? "unfinished chunk" : "damaged",
+				cr.trailers_bad			  ? "damaged trailer" :
+				cr.chunks_finished < cr.chunks ? "unfinished chunk" :
+								  "damaged",
 				cr.first_damage[0] ? (cr.blocks_bad ? " (damaged blocks skipped)" :
 								      "") :
 						     "");
@@ -694,8 +701,8 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	/* the (parent, frame) -> node index only serves loading */
 	td_map_free(&p->node_index);
 	r = build_function_tree(p);
-	if (r == 0 && p->nseq)
-		qsort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
+	if (r == 0)
+		rp_sort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
 	if (r < 0) {
 		rp_free(p);
 		return r;

@@ -5,6 +5,8 @@
 #include "report.h"
 #include "../common/map.h"
 
+#include <stdlib.h>
+
 struct rp_frame {
 	uint32_t func, file, module; /* string ids; 0: unknown */
 	uint32_t line;
@@ -100,5 +102,23 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate
  * (META), else tracerd's default of 99 Hz. */
 uint64_t rp_period_ns(const struct rp_profile *p);
+
+/* Sorting arrays that may be empty.  An empty array is often a NULL
+ * pointer, and qsort(3) must never see one: its pointer arguments are
+ * declared nonnull (the UBSan build aborts on any profile without
+ * samples).  Every sort in report/ goes through these. */
+static inline void rp_sort(void *base, size_t n, size_t size,
+	int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+static inline void rp_sort_r(void *base, size_t n, size_t size,
+	int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	if (n > 1)
+		qsort_r(base, n, size, cmp, arg);
+}
 
 #endif

@@ -117,7 +117,7 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			}
 		}
 	}
-	qsort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
+	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
 	fprintf(out, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
 		by == RP_BY_MODULE ? "module" : by == RP_BY_LINE ? "line" : "function (module)");
@@ -167,7 +167,7 @@ static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsign
 	for (uint32_t c = p->fnodes[id].first_child; c && n < 4096; c = p->fnodes[c].next_sibling)
 		if (p->fnodes[c].total >= min)
 			kids[n++] = c;
-	qsort_r(kids, n, sizeof(*kids), child_cmp, (void *)p);
+	rp_sort_r(kids, n, sizeof(*kids), child_cmp, (void *)p);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rp_node *nd = &p->fnodes[kids[i]];
 		const struct rp_frame *f = &p->frames[nd->frame];
@@ -263,7 +263,7 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 		}
 		lines[n++] = (struct fline){ buf, count };
 	}
-	qsort(lines, n, sizeof(*lines), fline_cmp);
+	rp_sort(lines, n, sizeof(*lines), fline_cmp);
 	/* the same path from several threads' nodes may repeat: merge */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t c = lines[i].count;
@@ -294,8 +294,9 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 
 	if (!t)
 		return -ENOMEM;
-	memcpy(t, p->threads, p->nthreads * sizeof(*t));
-	qsort(t, p->nthreads, sizeof(*t), thread_cmp);
+	if (p->nthreads) /* else p->threads may be NULL: never for memcpy */
+		memcpy(t, p->threads, p->nthreads * sizeof(*t));
+	rp_sort(t, p->nthreads, sizeof(*t), thread_cmp);
 	fprintf(out, "%8s %8s  %-16s %9s %7s  %-20s  %-20s  %s\n", "tid", "pid", "name", "samples",
 		"share", "first", "last", "end");
 	for (size_t i = 0; i < p->nthreads; i++) {

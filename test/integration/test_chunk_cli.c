@@ -99,6 +99,165 @@ Test(chunk_cli, verify_damage_and_unreadable)
 	run_result_free(&r);
 }
 
+/* Copy src to dst, cut to len bytes. */
+static void copy_cut(const char *src, const char *dst, long len)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "head -c %ld '%s' > '%s'", len, src, dst);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* A finished chunk cut exactly where its trailer begins, and one whose
+ * trailer has a valid CRC but values that disagree with the chunk, are
+ * not clean: verify says what is wrong and exits 1; snapshot repairs
+ * them.  A .part cut at its trailer is a writer that died while finishing
+ * the chunk: not damage. */
+Test(chunk_cli, verify_trailer_cut_or_lying)
+{
+	char file[128], cut[160], lie[160], part[160], snap[160];
+	const char *v_cut[] = { "tracerd", "verify", cut, NULL };
+	const char *v_lie[] = { "tracerd", "verify", lie, NULL };
+	const char *v_dir[] = { "tracerd", "verify", dir, NULL };
+	const char *v_snap[] = { "tracerd", "verify", snap, NULL };
+	const char *s_dir[] = { "tracerd", "snapshot", dir, "-o", snap, NULL };
+	struct tcf_dir_entry e[4];
+	struct run_result r;
+	uint8_t t[TCF_TRAILER_LEN];
+	int fd;
+
+	gen("--chunks 1 --seconds 5 --threads 2 --functions 20 --stacks 20");
+	cr_assert_eq(tcf_dir_scan(dir, e, 4), 1);
+	snprintf(file, sizeof(file), "%s/%s", dir, e[0].name);
+	snprintf(cut, sizeof(cut), "%s.bad", dir);
+	snprintf(lie, sizeof(lie), "%s.snap", dir); /* both removed by teardown */
+	copy_cut(file, cut, (long)e[0].size - TCF_TRAILER_LEN);
+	run_tracerd(&r, v_cut);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "0 finished"), "%s", r.out);
+	cr_expect(strstr(r.out, "cut at its trailer"), "%s", r.out);
+	run_result_free(&r);
+
+	/* the trailer says the chunk has one block more than it has */
+	copy_cut(file, lie, (long)e[0].size);
+	fd = open(lie, O_RDWR);
+	cr_assert_eq(pread(fd, t, sizeof(t), (off_t)(e[0].size - TCF_TRAILER_LEN)),
+		(ssize_t)sizeof(t));
+	t[24]++;
+	t[28] = t[29] = t[30] = t[31] = 0;
+	{
+		uint32_t c = tcf_crc_mask(tcf_crc32c(0, t, 28));
+
+		for (int i = 0; i < 4; i++)
+			t[28 + i] = (uint8_t)(c >> (8 * i));
+	}
+	cr_assert(tcf_is_trailer(t, sizeof(t)));
+	cr_assert_eq(pwrite(fd, t, sizeof(t), (off_t)(e[0].size - TCF_TRAILER_LEN)),
+		(ssize_t)sizeof(t));
+	close(fd);
+	run_tracerd(&r, v_lie);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "damaged trailer"), "%s", r.out);
+	run_result_free(&r);
+
+	/* in the repository: the lying .tcf is damage, and snapshot does not
+	 * copy its trailer as if it were good */
+	cr_assert_eq(rename(lie, file), 0);
+	run_tracerd(&r, v_dir);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	run_result_free(&r);
+	snprintf(snap, sizeof(snap), "%s.snap", dir);
+	run_tracerd(&r, s_dir);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "1 chunks (1 repaired)"), "%s", r.out);
+	run_result_free(&r);
+	run_tracerd(&r, v_snap);
+	cr_expect_eq(r.status, 0, "the repaired snapshot is clean: %s", r.out);
+	run_result_free(&r);
+
+	/* the same cut in a .part: the writer died finishing it */
+	snprintf(part, sizeof(part), "%s.part", file);
+	cr_assert_eq(rename(cut, part), 0);
+	cr_assert_eq(unlink(file), 0);
+	run_tracerd(&r, v_dir);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "cut at its trailer"), "%s", r.out);
+	run_result_free(&r);
+}
+
+/* tracerd CMD ARGS under timeout(1): status and stderr + stdout. */
+static char *run_bounded(const char *args, int *ret_status)
+{
+	char cmd[1024];
+	char *out;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s/tracerd %s 2>&1", TD_BUILD_DIR, args);
+	out = shell_output(cmd, &st);
+	*ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return out;
+}
+
+/* A FIFO is never waited on and a device is never opened or taken for a
+ * directory: verify, report and snapshot say what the path is and what
+ * to give instead.  The same inside a repository: a FIFO or a link with
+ * a chunk's name is not a chunk. */
+Test(chunk_cli, inputs_that_are_not_files)
+{
+	char fifo[128], args[512], inrepo[256];
+	char *out;
+	int st;
+
+	snprintf(fifo, sizeof(fifo), "%s.bad", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(args, sizeof(args), "verify %s", fifo);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 2, "verify FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory; give a chunk file or a "
+			      "repository"),
+		"%s", out);
+	free(out);
+	out = run_bounded("verify /dev/null", &st);
+	cr_expect_eq(st, 2, "%s", out);
+	cr_expect(strstr(out, "/dev/null is not a regular file or directory"), "%s", out);
+	cr_expect_not(strstr(out, "Is a directory"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "report %s", fifo);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 1, "report FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+	out = run_bounded("report /dev/null", &st);
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "snapshot %s -o %s.snap", fifo, dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 1, "snapshot FIFO: exit %d: %s", st, out);
+	cr_expect(strstr(out, "is not a regular file or directory"), "%s", out);
+	free(out);
+
+	/* in a repository */
+	gen("--chunks 1 --seconds 2 --threads 2 --functions 20 --stacks 20");
+	snprintf(inrepo, sizeof(inrepo), "%s/c0000000007-20260101T000000Z.tcf", dir);
+	cr_assert_eq(rename(fifo, inrepo), 0);
+	snprintf(inrepo, sizeof(inrepo), "%s/c0000000008-20260101T000000Z.tcf", dir);
+	cr_assert_eq(symlink("/dev/zero", inrepo), 0);
+	snprintf(args, sizeof(args), "verify %s", dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "only the real chunk is verified: exit %d: %s", st, out);
+	free(out);
+	snprintf(args, sizeof(args), "report %s -f info", dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "report: exit %d: %s", st, out);
+	free(out);
+	snprintf(args, sizeof(args), "snapshot %s -o %s.snap", dir, dir);
+	out = run_bounded(args, &st);
+	cr_expect_eq(st, 0, "snapshot: exit %d: %s", st, out);
+	cr_expect(strstr(out, "1 chunks (0 repaired)"), "%s", out);
+	free(out);
+}
+
 Test(chunk_cli, snapshot_repairs_a_killed_writer)
 {
 	char snap[128];

@@ -3,6 +3,8 @@
  * capture, kill -9, targets that exit, signals to tracerd, and errors. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -140,6 +142,7 @@ struct found {
 	uint64_t leaf_a, leaf_b, before, after, after_with_exec_seen, plugin, main_spin;
 	uint64_t reach_main, cut, renames;
 	uint64_t whole_after, cut_after; /* after the first stack that reached main */
+	uint64_t started_twice; /* THREAD_START events for a tid already started */
 	char renamed_to[32];
 	bool exec_seen;
 	int crash_signo;
@@ -217,11 +220,22 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 	return 0;
 }
 
+/* tids whose THREAD_START scan_repo has seen (pid_max is at most 2^22) */
+static uint8_t started[(1u << 22) / 8];
+
 static int f_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
 {
 	struct found *f = arg;
 
 	if (e->type == CHUNK_EV_THREAD) {
+		struct chunk_thread t;
+
+		if (e->kind == TCF_THREAD_START && chunk_reader_thread(r, e->thread_id, &t) &&
+			t.tid < (1u << 22)) {
+			if (started[t.tid / 8] & (1u << (t.tid % 8)))
+				f->started_twice++;
+			started[t.tid / 8] |= (uint8_t)(1u << (t.tid % 8));
+		}
 		f->thread_start += e->kind == TCF_THREAD_START;
 		f->thread_exit += e->kind == TCF_THREAD_EXIT;
 		if (e->kind == TCF_THREAD_RENAME) {
@@ -279,6 +293,7 @@ static struct found scan_repo_now(int *ret_files)
 	struct tcf_dir_entry e[64];
 	int n = tcf_dir_scan(repo, e, 64);
 
+	memset(started, 0, sizeof(started));
 	for (int i = 0; i < n && i < 64; i++) {
 		char p[256];
 		struct chunk_report rep;
@@ -450,6 +465,52 @@ Test(record, thread_churn)
 	cr_expect_gt(f.thread_start, 200, "births recorded: %llu",
 		(unsigned long long)f.thread_start);
 	cr_expect_gt(f.thread_exit, 200, "exits recorded: %llu", (unsigned long long)f.thread_exit);
+	cr_expect_eq(verify_status(), 0);
+}
+
+static bool churned_fast(const struct found *f)
+{
+	return f->thread_start >= 200;
+}
+
+/* Every thread is born once: a thread that started, ran and was reaped
+ * before its creator's clone report was handled must not be reported
+ * born again (counted twice in "threads seen", and left behind as a
+ * ghost that never exits).  The fixture's threads exit as soon as they
+ * start, which makes that order common. */
+Test(record, each_thread_counted_once)
+{
+	pid_t fx, t;
+	int in, out, st;
+	char buf[128] = "";
+	size_t got = 0;
+	long created;
+	unsigned long long seen;
+	struct found f;
+	const char *sum;
+
+	fx = spawn(FX("fx_churn"), "0", &in, &out);
+	t = tracerd_start(fx, "--duration=10m", NULL, NULL); /* until the target exits */
+	cr_expect(repo_until(churned_fast), "threads churned while recorded");
+	close(in); /* end of file: the fixture stops making threads and exits */
+	for (ssize_t k; (k = read(out, buf + got, sizeof(buf) - 1 - got)) > 0;)
+		got += (size_t)k;
+	buf[got] = '\0';
+	close(out);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	cr_assert_eq(waitpid(fx, &st, 0), fx);
+	cr_assert(strstr(buf, "done "), "%s", buf);
+	created = atol(strstr(buf, "done ") + 5);
+	sum = strstr(slurp(errfile), "threads      ");
+	cr_assert_not_null(sum, "%s", slurp(errfile));
+	seen = strtoull(sum + 13, NULL, 10);
+	f = scan_repo();
+	cr_expect_eq(f.started_twice, 0, "%llu threads reported born twice",
+		(unsigned long long)f.started_twice);
+	/* tracerd attached after the first threads: it can see fewer, never
+	 * more than the program made (plus its main thread) */
+	cr_expect_leq(seen, (unsigned long long)created + 1, "%llu threads seen of %ld made + 1",
+		seen, created);
 	cr_expect_eq(verify_status(), 0);
 }
 
@@ -763,6 +824,155 @@ Test(record, sigint_hup_usr1)
 	fx_stop(fx);
 }
 
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *q = hay; (q = strstr(q, needle)); q += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Wait until errfile tells of the n-th snapshot, written or failed. */
+static bool wait_notices(int n)
+{
+	for (int i = 0; i < 1000; i++) {
+		const char *e = slurp(errfile);
+
+		if (occurrences(e, "tracerd: snapshot ") >= n) /* written or failed */
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* The repository cannot be redirected: -r LINK/ (the trailing slash made
+ * lstat follow the link), a link on the way, another user's directory. */
+Test(record, repository_cannot_be_redirected)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], link[128], elsewhere[128], cmd[512];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", link, "-d", "1s", "-q", NULL };
+	struct run_result r;
+	char *ls;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	snprintf(cmd, sizeof(cmd), "%s/to", repo);
+	cr_assert_eq(symlink(elsewhere, cmd), 0);
+	for (int k = 0; k < 3; k++) {
+		snprintf(link, sizeof(link), k == 0 ? "%s/to" : k == 1 ? "%s/to/" : "%s/to/sub", repo);
+		run_tracerd(&r, argv);
+		cr_expect_eq(r.status, 1, "%s: %s", link, r.err);
+		cr_expect(strstr(r.err, "a symbolic link is on its path"), "%s", r.err);
+		run_result_free(&r);
+	}
+	snprintf(cmd, sizeof(cmd), "ls -A %s", elsewhere);
+	ls = shell_output(cmd, NULL);
+	cr_expect_str_eq(ls, "", "nothing was written through the link: %s", ls);
+	free(ls);
+	if (geteuid() == 0) {
+		snprintf(link, sizeof(link), "%s/theirs", repo);
+		cr_assert_eq(mkdir(link, 0750), 0);
+		cr_assert_eq(chown(link, 65534, 65534), 0);
+		run_tracerd(&r, argv);
+		cr_expect_eq(r.status, 1, "%s", r.err);
+		cr_expect(strstr(r.err, "belongs to another user"), "%s", r.err);
+		run_result_free(&r);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", elsewhere);
+	cr_expect_eq(system(cmd), 0);
+	fx_stop(fx);
+}
+
+/* SIGUSR1 writes into REPO/snapshots/ relative to the repository, never
+ * through a link there, and never over an earlier snapshot: names have a
+ * one-second stamp, so snapshots taken in the same second get -1, -2. */
+Test(record, usr1_snapshots_are_never_redirected_or_overwritten)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
+	char snaps[128], elsewhere[128], cmd[512];
+	struct stat st;
+	char *ls;
+	int files = 0;
+
+	cr_assert_gt(fx, 0);
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	snprintf(snaps, sizeof(snaps), "%s/snapshots", repo);
+	cr_assert_eq(symlink(elsewhere, snaps), 0);
+	kill(t, SIGUSR1);
+	cr_assert(wait_notices(1), "%s", slurp(errfile));
+	cr_expect(strstr(slurp(errfile), "failed: a symbolic link is on the path"), "%s",
+		slurp(errfile));
+	snprintf(cmd, sizeof(cmd), "ls -A %s", elsewhere);
+	ls = shell_output(cmd, NULL);
+	cr_expect_str_eq(ls, "", "nothing was written through the link: %s", ls);
+	free(ls);
+	cr_assert_eq(unlink(snaps), 0);
+	/* three, each after the previous one is done: within a second or two */
+	for (int i = 0; i < 3; i++) {
+		kill(t, SIGUSR1);
+		cr_assert(wait_notices(2 + i), "%s", slurp(errfile));
+	}
+	kill(t, SIGINT);
+	cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+	cr_expect_eq(occurrences(slurp(errfile), "snapshot written: "), 3, "%s", slurp(errfile));
+	{
+		DIR *d = opendir(snaps);
+		struct dirent *de;
+
+		cr_assert_not_null(d);
+		while ((de = readdir(d))) {
+			char p[512];
+
+			if (de->d_name[0] == '.')
+				continue;
+			files++;
+			snprintf(p, sizeof(p), "%s/%s", snaps, de->d_name);
+			cr_expect_eq(stat(p, &st), 0);
+			cr_expect_eq(st.st_mode & 07777, 0640, "%s: %o", p, st.st_mode & 07777);
+			cr_expect(!strncmp(de->d_name, "snapshot-", 9), "%s", de->d_name);
+		}
+		closedir(d);
+	}
+	cr_expect_eq(files, 3, "three snapshots, three files");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", elsewhere);
+	cr_expect_eq(system(cmd), 0);
+	fx_stop(fx);
+}
+
+/* A start that fails before recording leaves no repository behind when
+ * it made it, and leaves one that was there as it was. */
+Test(record, failed_start_leaves_no_repository)
+{
+	const char *nopid[] = { "tracerd", "--pid", "4194304", "-r", repo, NULL };
+	char keep[128];
+	struct run_result r;
+	struct stat st;
+	FILE *f;
+
+	run_tracerd(&r, nopid);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	run_result_free(&r);
+	cr_expect_neq(stat(repo, &st), 0, "%s was made for nothing and is gone", repo);
+
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	snprintf(keep, sizeof(keep), "%s/notes", repo);
+	f = fopen(keep, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	run_tracerd(&r, nopid);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	run_result_free(&r);
+	cr_expect_eq(stat(keep, &st), 0, "a repository that was there stays");
+}
+
 Test(record, errors)
 {
 	const char *nopid[] = { "tracerd", "--pid", "4194304", "-r", repo, NULL };
@@ -798,6 +1008,77 @@ Test(record, errors)
 			"the first attach is undone: running, not traced");
 		fx_stop(fx);
 	}
+}
+
+/* -F is a frequency, not a size; a PID given twice is said so. */
+Test(record, option_messages)
+{
+	const char *kilo[] = { "tracerd", "--pid", "4194304", "-F", "1K", NULL };
+	const char *zero[] = { "tracerd", "--pid", "4194304", "-F", "0", NULL };
+	const char *big[] = { "tracerd", "--pid", "4194304", "-F", "10001", NULL };
+	const char *plus[] = { "tracerd", "--pid", "4194304", "-F", "+99", NULL };
+	const char *twice[] = { "tracerd", "-p", "4242", "--pid", "77", "-p", "4242", "-r", repo,
+		NULL };
+	const char *const *bad[] = { kilo, zero, big, plus };
+	struct run_result r;
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[96];
+
+		snprintf(want, sizeof(want),
+			"tracerd: -F: '%s' is not a frequency from 1 to 10000 Hz\n", bad[i][4]);
+		run_tracerd(&r, bad[i]);
+		cr_expect_eq(r.status, 1);
+		cr_expect_str_eq(r.err, want);
+		run_result_free(&r);
+	}
+	run_tracerd(&r, twice);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.err, "tracerd: --pid 4242 given twice\n");
+	run_result_free(&r);
+	cr_expect_neq(stat(repo, &st), 0, "nothing was made");
+}
+
+/* Why an attach is not permitted, when tracerd is already root: a kernel
+ * thread cannot be traced; without CAP_SYS_PTRACE root is not enough;
+ * with it, the kernel's refusal comes from a security policy. */
+Test(record, attach_refusals_say_the_real_cause)
+{
+	const char *kthread[] = { "tracerd", "--pid", "2", "-r", repo, NULL };
+	char cmd[512], exe[64], *out;
+	struct run_result r;
+
+	run_tracerd(&r, kthread);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "cannot attach to 2: it is a kernel thread (kthreadd); kernel "
+				"threads cannot be traced"),
+		"%s", r.err);
+	cr_expect_not(strstr(r.err, "run as root"), "%s", r.err);
+	run_result_free(&r);
+	if (geteuid() != 0)
+		cr_skip_test("the rest is about what stops root");
+	snprintf(cmd, sizeof(cmd),
+		"setpriv --bounding-set -sys_ptrace --inh-caps -sys_ptrace %s --pid 1 -r %s 2>&1",
+		TRACERD, repo);
+	out = shell_output(cmd, NULL);
+	if (strstr(out, "setpriv:")) {
+		cr_log_warn("setpriv cannot drop CAP_SYS_PTRACE here: %s", out);
+	} else {
+		cr_expect(strstr(out, "cannot attach to 1: Operation not permitted; tracerd runs "
+				      "as root but without CAP_SYS_PTRACE"),
+			"%s", out);
+	}
+	free(out);
+	/* root with CAP_SYS_PTRACE: only where the kernel refuses even to
+	 * show PID 1's executable (a policy protects it) */
+	if (readlink("/proc/1/exe", exe, sizeof(exe)) >= 0 || errno != EACCES)
+		cr_skip_test("PID 1 can be traced here: not attaching to init in a test");
+	snprintf(cmd, sizeof(cmd), "%s --pid 1 -r %s 2>&1", TRACERD, repo);
+	out = shell_output(cmd, NULL);
+	cr_expect(strstr(out, "although tracerd runs as root with CAP_SYS_PTRACE"), "%s", out);
+	cr_expect_not(strstr(out, "run as root"), "%s", out);
+	free(out);
 }
 
 Test(record, second_writer_refused)

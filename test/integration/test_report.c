@@ -4,11 +4,13 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../chunkfmt/chunkfmt.h"
@@ -141,6 +143,114 @@ Test(report, invariants_and_filters)
 		cr_expect(n > 400 && n < 900, "last 2 s: %llu samples", n);
 	}
 	run_result_free(&r);
+}
+
+/* A finished chunk that holds a thread and no sample at all. */
+static void write_chunk_without_samples(const char *path)
+{
+	struct chunk_writer_opts o = { .chunk_seq = 0, .target_pid = 4242 };
+	struct chunk_writer *w;
+	uint32_t th;
+
+	o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	cr_assert_geq(o.fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	th = chunk_writer_thread(w, 4242, 4242, "idle");
+	cr_assert_gt(th, 0);
+	cr_assert_eq(chunk_writer_thread_event(w, td_now_ns(), th, TCF_THREAD_START, 0), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	close(o.fd);
+}
+
+/* Every format on a profile with no samples: a chunk that holds none, and
+ * filters that keep none.  The empty arrays this sorts and copies must
+ * never reach qsort() or memcpy() as NULL (the UBSan build aborts). */
+Test(report, no_samples_in_every_format)
+{
+	static const char *const formats[] = { "top", "tree", "folded", "threads", "info",
+		"pprof", "speedscope", "html" };
+	char empty[] = "/tmp/tracerd-nosamples-XXXXXX", in[64], out[96];
+	const char *argv[] = { "tracerd", "report", in, "-f", NULL, "-o", out, NULL, NULL, NULL };
+	struct run_result r;
+	int fd = mkstemp(empty);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(out, sizeof(out), "%s.out", empty);
+	for (int k = 0; k < 2; k++) {
+		if (k == 0) {
+			write_chunk_without_samples(empty);
+			snprintf(in, sizeof(in), "%s", empty);
+		} else {
+			/* samples in the file, none kept */
+			snprintf(in, sizeof(in), "%s", GOLD("tcf-v1.0-small.tcf"));
+			argv[7] = "--tid";
+			argv[8] = "1";
+		}
+		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+			char *text;
+
+			argv[4] = formats[i];
+			run_tracerd(&r, argv);
+			cr_expect_eq(r.status, 0, "%s %s: exit %d: %s", in, formats[i], r.status,
+				r.err);
+			run_result_free(&r);
+			text = read_all(out);
+			if (!strcmp(formats[i], "top"))
+				cr_expect(!strncmp(text, "0 samples", 9), "%s", text);
+			else if (strcmp(formats[i], "folded"))
+				cr_expect_gt(strlen(text), 0, "%s: some output", formats[i]);
+			free(text);
+		}
+	}
+	unlink(empty);
+	unlink(out);
+}
+
+/* Reports hold symbol names and command lines: a new -o file is 0640
+ * like the chunks (less the umask), a replaced one keeps its mode; the
+ * same for snapshots. */
+Test(report, output_files_are_0640)
+{
+	char dir[] = "/tmp/tracerd-mode-XXXXXX", out[96], kept[96], snap[96], cmd[512];
+	const char *fresh[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", out, NULL };
+	const char *again[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", kept, NULL };
+	const char *snapshot[] = { "tracerd", "snapshot", dir, "-o", snap, NULL };
+	mode_t old = umask(022);
+	struct run_result r;
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/new.txt", dir);
+	run_tracerd(&r, fresh);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "a new report: %o", st.st_mode & 07777);
+
+	snprintf(kept, sizeof(kept), "%s/kept.txt", dir);
+	close(open(kept, O_WRONLY | O_CREAT, 0600));
+	cr_assert_eq(chmod(kept, 0604), 0);
+	run_tracerd(&r, again);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(kept, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0604, "a replaced report keeps its mode: %o",
+		st.st_mode & 07777);
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s/c0000000000-20260101T000000Z.tcf",
+		GOLD("tcf-v1.0-small.tcf"), dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(snap, sizeof(snap), "%s/snap.tcf", dir);
+	run_tracerd(&r, snapshot);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(snap, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "a snapshot: %o", st.st_mode & 07777);
+	umask(old);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
 }
 
 Test(report, errors)

@@ -602,3 +602,105 @@ Test(chunkfmt, many_threads_all_rows_decode)
 	free(buf);
 	close(fd);
 }
+
+/* Rewrite a field of the trailer at t and make its CRC valid again: a
+ * trailer that passes its checksum but lies. */
+static void trailer_set(uint8_t *t, unsigned off, uint64_t v, unsigned width)
+{
+	if (width == 8)
+		tcf_le64(t + off, v);
+	else
+		tcf_le32(t + off, (uint32_t)v);
+	tcf_le32(t + 28, tcf_crc_mask(tcf_crc32c(0, t, 28)));
+	cr_assert(tcf_is_trailer(t, TCF_TRAILER_LEN));
+}
+
+/* A chunk cut exactly where its trailer begins (after the final and
+ * index blocks) is unfinished, and said to be cut at the trailer: no
+ * torn bytes, no damaged block, just no trailer. */
+Test(chunkfmt, cut_exactly_at_the_trailer)
+{
+	static struct layout L;
+	struct chunk_report rep;
+	uint8_t *two;
+
+	build(&L, 1, 300, 256, 24);
+	chunk_read_buffer(L.buf, L.len, NULL, NULL, &rep);
+	cr_assert_eq(rep.chunks_finished, 1, "the whole chunk is finished");
+	cr_expect_eq(rep.trailers_missing + rep.trailers_bad, 0);
+	cr_expect_eq(rep.first_damage[0], '\0', "%s", rep.first_damage);
+
+	chunk_read_buffer(L.buf, L.len - TCF_TRAILER_LEN, NULL, NULL, &rep);
+	cr_expect_eq(rep.chunks, 1);
+	cr_expect_eq(rep.chunks_finished, 0, "no trailer: unfinished");
+	cr_expect_eq(rep.trailers_missing, 1, "the final blocks are there, the trailer is not");
+	cr_expect_eq(rep.blocks_bad, 0);
+	cr_expect_not(rep.torn_tail);
+	cr_expect(strstr(rep.first_damage, "trailer"), "%s", rep.first_damage);
+	cr_expect_eq(rep.samples, 300, "every sample is still read");
+
+	/* the same in the middle of a file: the next chunk follows at once */
+	two = malloc(2 * L.len);
+	memcpy(two, L.buf, L.len - TCF_TRAILER_LEN);
+	memcpy(two + L.len - TCF_TRAILER_LEN, L.buf, L.len);
+	chunk_read_buffer(two, 2 * L.len - TCF_TRAILER_LEN, NULL, NULL, &rep);
+	cr_expect_eq(rep.chunks, 2);
+	cr_expect_eq(rep.chunks_finished, 1);
+	cr_expect_eq(rep.trailers_missing, 1);
+	cr_expect_eq(rep.samples, 600);
+	free(two);
+
+	/* a chunk cut before its final block is unfinished too, but it was
+	 * not cut at a trailer: a live or crashed writer leaves that */
+	chunk_read_buffer(L.buf, L.end[L.nb - 3], NULL, NULL, &rep);
+	cr_expect_eq(rep.chunks_finished, 0);
+	cr_expect_eq(rep.trailers_missing, 0);
+	free(L.buf);
+}
+
+/* A trailer whose checksum is right but whose values are impossible
+ * (length, index offset or block count that disagree with the chunk)
+ * does not finish the chunk: it is a damaged trailer. */
+Test(chunkfmt, trailer_that_disagrees_with_the_chunk)
+{
+	static struct layout L;
+	struct {
+		const char *what;
+		unsigned off, width;
+		int64_t delta;
+	} lies[] = {
+		{ "chunk_len one more", 16, 8, 1 },
+		{ "chunk_len one less", 16, 8, -1 },
+		{ "chunk_len zero", 16, 8, 0 },
+		{ "index offset at the final block", 8, 8, 0 },
+		{ "index offset past the end", 8, 8, 1 << 20 },
+		{ "index offset zero", 8, 8, 0 },
+		{ "block_count one more", 24, 4, 1 },
+		{ "block_count one less", 24, 4, -1 },
+	};
+
+	build(&L, 1, 300, 256, 24);
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		uint8_t *t = L.buf + L.len - TCF_TRAILER_LEN, save[TCF_TRAILER_LEN];
+		struct chunk_report rep;
+		uint64_t v;
+
+		memcpy(save, t, sizeof(save));
+		v = lies[i].width == 8 ? tcf_rd64(t + lies[i].off) : tcf_rd32(t + lies[i].off);
+		if (!strcmp(lies[i].what, "chunk_len zero") || !strcmp(lies[i].what, "index offset zero"))
+			v = 0;
+		else if (!strcmp(lies[i].what, "index offset at the final block"))
+			v = L.end[L.nb - 3]; /* where the final (CHUNK_END) block starts */
+		else
+			v += (uint64_t)lies[i].delta;
+		trailer_set(t, lies[i].off, v, lies[i].width);
+		chunk_read_buffer(L.buf, L.len, NULL, NULL, &rep);
+		cr_expect_eq(rep.chunks_finished, 0, "%s: not finished", lies[i].what);
+		cr_expect_eq(rep.trailers_bad, 1, "%s: a damaged trailer", lies[i].what);
+		cr_expect(strstr(rep.first_damage, "trailer"), "%s: %s", lies[i].what,
+			rep.first_damage);
+		cr_expect_eq(rep.samples, 300, "%s: the blocks are still read", lies[i].what);
+		memcpy(t, save, sizeof(save));
+	}
+	free(L.buf);
+}

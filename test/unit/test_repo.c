@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../chunkfmt/chunkfmt.h"
+#include "../../chunkfmt/chunkfmt-internal.h"
 
 #include "../tools/synth.h"
 
@@ -138,22 +138,154 @@ Test(repo, create_lock_permissions)
 	rmrepo();
 }
 
-Test(repo, unsafe_paths_refused)
+/* Nothing may redirect the repository: no symbolic link anywhere on its
+ * path (with or without a trailing slash, at the end or in the middle),
+ * a directory of another user, or one its group or others can write. */
+static void unsafe_paths(bool no_openat2)
 {
 	struct repo_opts o = { 0 };
 	struct repo *r;
-	char link[96];
+	char link[96], path[160], elsewhere[96];
+	struct stat st;
 
+	tcf_repo_no_openat2 = no_openat2;
 	mkrepo();
 	cr_assert_eq(mkdir(dir, 0777), 0);
 	cr_assert_eq(chmod(dir, 0777), 0);
 	cr_expect_eq(repo_open(dir, &o, &r, NULL), -TD_E_UNSAFE, "writable by others");
+	cr_assert_eq(chmod(dir, 0770), 0);
+	cr_expect_eq(repo_open(dir, &o, &r, NULL), -TD_E_UNSAFE, "writable by its group");
 	cr_assert_eq(chmod(dir, 0750), 0);
-	snprintf(link, sizeof(link), "%s.link", dir);
-	cr_assert_eq(symlink(dir, link), 0);
-	cr_expect_eq(repo_open(link, &o, &r, NULL), -TD_E_UNSAFE, "a symlink");
-	unlink(link);
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(dir, 65534, 65534), 0);
+		cr_expect_eq(repo_open(dir, &o, &r, NULL), -TD_E_NOTOWNER, "another user's");
+		cr_assert_eq(chown(dir, 0, 0), 0);
+	} else {
+		cr_expect_eq(repo_open("/usr", &o, &r, NULL), -TD_E_NOTOWNER, "root's /usr");
+	}
+
+	/* links: the target must stay untouched */
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", dir);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(symlink(elsewhere, link), 0);
+	cr_expect_eq(repo_open(link, &o, &r, NULL), -TD_E_SYMLINK, "a symlink");
+	snprintf(path, sizeof(path), "%s/", link);
+	cr_expect_eq(repo_open(path, &o, &r, NULL), -TD_E_SYMLINK, "a symlink with a slash");
+	snprintf(path, sizeof(path), "%s//", link);
+	cr_expect_eq(repo_open(path, &o, &r, NULL), -TD_E_SYMLINK, "and two");
+	snprintf(path, sizeof(path), "%s/sub", link);
+	cr_expect_eq(repo_open(path, &o, &r, NULL), -TD_E_SYMLINK, "a symlink on the way");
+	snprintf(path, sizeof(path), "%s/sub", elsewhere);
+	cr_expect_neq(stat(path, &st), 0, "nothing was made through the link");
+	snprintf(path, sizeof(path), "%s/LOCK", elsewhere);
+	cr_expect_neq(stat(path, &st), 0, "nothing was written through the link");
+
+	/* a plain path with a trailing slash is fine */
+	snprintf(path, sizeof(path), "%s/real/", dir);
+	cr_expect_eq(repo_open(path, &o, &r, NULL), 0);
+	repo_close(r, TCF_END_STOP);
+	snprintf(path, sizeof(path), "rm -rf %s", elsewhere);
+	cr_expect_eq(system(path), 0);
 	rmrepo();
+	tcf_repo_no_openat2 = false;
+}
+
+Test(repo, unsafe_paths_refused)
+{
+	unsafe_paths(false);
+}
+
+Test(repo, unsafe_paths_refused_without_openat2)
+{
+	unsafe_paths(true);
+}
+
+/* A snapshots/ link inside the repository is not followed; two
+ * snapshots in the same second are two files; snapshots are 0640 like
+ * the chunks, whatever the umask. */
+Test(repo, snapshots_into_the_repository)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r;
+	char path[4200], first[4200], elsewhere[96], link[160];
+	unsigned chunks, repaired;
+	uint64_t bytes;
+	struct stat st;
+	mode_t old = umask(0);
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 100, 1), 0);
+
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", dir);
+	cr_assert_eq(mkdir(elsewhere, 0750), 0);
+	snprintf(link, sizeof(link), "%s/snapshots", dir);
+	cr_assert_eq(symlink(elsewhere, link), 0);
+	cr_expect_eq(repo_snapshot_into(r, path, sizeof(path), &chunks, &repaired, &bytes),
+		-TD_E_SYMLINK);
+	cr_expect_eq(rmdir(elsewhere), 0, "nothing was written through the link");
+	cr_assert_eq(unlink(link), 0);
+
+	cr_assert_eq(repo_snapshot_into(r, first, sizeof(first), &chunks, &repaired, &bytes), 0);
+	cr_expect_eq(chunks, 1);
+	cr_expect_eq(repaired, 1, "the active chunk is repaired in the copy");
+	cr_assert_eq(repo_snapshot_into(r, path, sizeof(path), &chunks, &repaired, &bytes), 0);
+	cr_expect_str_neq(path, first, "a second snapshot never replaces the first");
+	for (int i = 0; i < 2; i++) {
+		const char *p = i ? path : first;
+		struct chunk_report rep;
+
+		cr_assert_eq(stat(p, &st), 0, "%s", p);
+		cr_expect_eq(st.st_mode & 07777, 0640, "%s: %o", p, st.st_mode & 07777);
+		cr_assert_eq(chunk_read_file(p, NULL, NULL, &rep), 0);
+		cr_expect_eq(rep.samples, 100);
+		cr_expect_eq(rep.chunks_finished, 1);
+	}
+	cr_expect(strstr(first, "/snapshots/snapshot-"), "%s", first);
+	{
+		char third[4200];
+
+		cr_assert_eq(repo_snapshot_into(r, third, sizeof(third), &chunks, &repaired, &bytes),
+			0);
+		cr_expect_str_neq(third, path);
+		cr_expect_str_neq(third, first);
+	}
+	snprintf(link, sizeof(link), "%s/snapshots", dir);
+	cr_assert_eq(stat(link, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0750);
+	umask(old);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+/* A repository made by a start that then failed goes again; one that
+ * existed, or holds a chunk, stays as it was. */
+Test(repo, discard_what_was_made_for_nothing)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r;
+	struct stat st;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_expect_eq(repo_discard(r), 1);
+	cr_expect_neq(stat(dir, &st), 0, "made here, nothing in it: removed");
+
+	cr_assert_eq(mkdir(dir, 0750), 0);
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_expect_eq(repo_discard(r), 0);
+	cr_expect_eq(stat(dir, &st), 0, "it was there before: kept");
+	rmrepo();
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 10, 1), 0);
+	chunk_writer_flush(repo_writer(r));
+	cr_expect_eq(repo_discard(r), 0);
+	cr_expect_eq(stat(dir, &st), 0, "it holds a chunk: kept");
+	rmrepo();
+	cr_expect_eq(repo_discard(NULL), 0);
 }
 
 Test(repo, rotation_by_size_many_per_second)
