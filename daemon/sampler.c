@@ -376,8 +376,12 @@ static unsigned choose(struct sampler *s)
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct pt_blocked b;
-		int r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
+		int r;
 		bool ran;
+
+		if (st->perf)
+			continue; /* the kernel samples it */
+		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 
 		maybe_grow(s, st);
 		if (r < 0)
@@ -642,7 +646,7 @@ void *sampler_main(void *arg)
 		.trace_exec = true, .detach_by_exit = true };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
-	uint64_t start, next;
+	uint64_t start, next, round_at;
 	int tfd = -1, e;
 
 	if (!s) {
@@ -704,7 +708,7 @@ void *sampler_main(void *arg)
 	atomic_store(&sh->attach_state, 1);
 	rec_wake(sh->control_wake);
 
-	start = next = td_now_ns();
+	start = next = round_at = td_now_ns();
 	while (!stopping(sh)) {
 		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
 			{ sh->sampler_wake, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
@@ -717,6 +721,8 @@ void *sampler_main(void *arg)
 		now = td_now_ns();
 		if (next < now)
 			next = now + (s->perf ? 10000000u : next_period(s) / 2); /* no burst */
+		if (s->perf && round_at < next)
+			next = round_at;
 		its.it_value.tv_sec = (time_t)(next / 1000000000u);
 		its.it_value.tv_nsec = (long)(next % 1000000000u);
 		timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -746,7 +752,9 @@ void *sampler_main(void *arg)
 		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
 			break;
 		atomic_fetch_add(&sh->ticks, 1);
-		if (!s->perf) {
+		/* with perf, a round only for the threads the kernel does not
+		 * sample, on their own random ticks */
+		if (!s->perf || td_now_ns() >= round_at) {
 			struct pt_round_stats st;
 			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
 			/* a round waits at most one tick for its stops */
@@ -760,6 +768,11 @@ void *sampler_main(void *arg)
 			}
 			apply_pending(s);
 			handle_crash(s);
+			if (s->perf) {
+				round_at += next_period(s);
+				if (round_at < td_now_ns())
+					round_at = td_now_ns() + next_period(s) / 2;
+			}
 		}
 		/* the writer polls every 50 ms; wake it early only when the
 		 * ring fills */

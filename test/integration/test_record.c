@@ -994,15 +994,19 @@ Test(record, errors)
 	{
 		pid_t fx = fx_start(FX("fx_chain"), NULL);
 		char p[32];
-		const char *twice[] = { "tracerd", "--pid", p, "--pid", p, "-r", repo, NULL };
+		/* the second PID is a kernel thread, which nobody may trace */
+		const char *kthread[] = { "tracerd", "--pid", p, "--pid", "2", "-r", repo, NULL };
 		struct td_task_info info;
+		struct stat st;
 
 		cr_assert_gt(fx, 0);
 		snprintf(p, sizeof(p), "%d", (int)fx);
-		run_tracerd(&r, twice);
+		run_tracerd(&r, kthread);
 		cr_expect_eq(r.status, 2, "%s", r.err);
-		cr_expect(strstr(r.err, "cannot attach to") && strstr(r.err, "twice"), "%s", r.err);
+		cr_expect(strstr(r.err, "cannot attach to 2") && strstr(r.err, "kernel thread"), "%s",
+			r.err);
 		run_result_free(&r);
+		cr_expect_neq(stat(repo, &st), 0, "a repository made for nothing goes again");
 		cr_expect(td_task_info_read(fx, fx, &info) == 0 && info.tracer == 0 &&
 				  info.state != 't',
 			"the first attach is undone: running, not traced");
