@@ -54,6 +54,9 @@
 		(1ull << PERF_REG_X86_R15))
 #define PERF_NREGS 20
 
+/* events rearmed at the end of a drain; more are rearmed at once */
+#define PT_PERF_MAX_PEND 256
+
 struct perf_thread {
 	pid_t tid; /* 0: free */
 	pid_t pid;
@@ -70,6 +73,9 @@ struct pt_perf {
 	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
 	struct perf_thread *th; /* open addressing by tid, cap slots */
 	int *fds;		/* cap x ncpus event fds, -1 if none */
+	uint64_t *due;		/* per event: the count of its next sample (rearm) */
+	uint32_t pend[PT_PERF_MAX_PEND]; /* fds index of events that overflowed in this drain */
+	unsigned npend;
 	unsigned cap, count;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	uint64_t rng;
@@ -99,6 +105,7 @@ static struct perf_thread *thread_find(const struct pt_perf *p, pid_t tid, unsig
 	return NULL;
 }
 
+
 static uint64_t next_period(struct pt_perf *p)
 {
 	uint64_t m = p->cfg.period_ns;
@@ -115,7 +122,9 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = p->cfg.period_ns;
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+	/* READ: the event's count at the sample, to carry the CPU time run
+	 * since then into the next period (take_sample) */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
 		PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = p->cfg.stack_bytes;
@@ -124,6 +133,9 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->exclude_kernel = p->user_only;
 	a->exclude_hv = 1;
 	a->disabled = 1;
+	/* wake the reader at each sample: the sooner it rearms the event,
+	 * the closer its samples keep to their schedule (rearm) */
+	a->wakeup_events = 1;
 }
 
 int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
@@ -157,9 +169,10 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
 	p->th = calloc(p->cap, sizeof(*p->th));
 	p->fds = malloc((size_t)p->cap * p->ncpus * sizeof(*p->fds));
+	p->due = calloc((size_t)p->cap * p->ncpus, sizeof(*p->due));
 	p->scratch = malloc(65536);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!p->owner || !p->ring || !p->th || !p->fds || !p->scratch || p->epfd < 0) {
+	if (!p->owner || !p->ring || !p->th || !p->fds || !p->due || !p->scratch || p->epfd < 0) {
 		r = p->epfd < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -259,6 +272,7 @@ void pt_perf_free(struct pt_perf *p)
 	free(p->ring);
 	free(p->th);
 	free(p->fds);
+	free(p->due);
 	free(p->scratch);
 	free(p);
 }
@@ -283,6 +297,7 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid)
 		if (p->owner[c] < 0)
 			continue;
 		a.sample_period = next_period(p);
+		p->due[(size_t)i * p->ncpus + c] = a.sample_period;
 		n = perf_open(&a, tid, (int)c, -1);
 		if (n < 0) {
 			r = -errno;
@@ -348,17 +363,65 @@ int pt_perf_fd(const struct pt_perf *p)
 	return p->epfd;
 }
 
-/* A sample record: ip, pid, tid, time, abi, regs[PERF_NREGS] (when abi is
+/* Sampling on schedule.  Each event has a due count (CPU ns of its
+ * thread on its CPU): the next sample is wanted when the count reaches
+ * it, and each sample taken moves it on by a period drawn at random.
+ * The kernel cannot be told "fire at count N": PERF_EVENT_IOC_PERIOD
+ * restarts the period from nothing (the CPU time run since the last
+ * overflow is dropped: samples came a drain's delay late, 76 a second of
+ * CPU time where 99 were asked), and the new period stays in force until
+ * the next ioctl, which comes only at the next drain.  So after a drain
+ * each event that overflowed gets the period that ends at its due count
+ * (at least an eighth of the mean, to bound the overflows a short period
+ * makes before the next drain), and an overflow before the due count is
+ * not a sample (take_sample skips it).  The rate is then the asked one,
+ * and a sample is late by at most that floor. */
+static void rearm(struct pt_perf *p, uint32_t j)
+{
+	uint64_t floor = p->cfg.period_ns / 2, now, next = floor;
+
+	if (read(p->fds[j], &now, sizeof(now)) == (ssize_t)sizeof(now) && p->due[j] > now)
+		next = TD_MAX(floor, p->due[j] - now);
+	ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &next);
+}
+
+/* Event j overflowed: the count a sample must reach (take_sample), then
+ * rearmed after the drain. */
+static void rearm_later(struct pt_perf *p, uint32_t j)
+{
+	for (unsigned i = 0; i < p->npend; i++)
+		if (p->pend[i] == j)
+			return;
+	if (p->npend == PT_PERF_MAX_PEND)
+		rearm(p, j);
+	else
+		p->pend[p->npend++] = j;
+}
+
+/* Is an overflow of event j at count a sample?  Moves the schedule on. */
+static bool on_schedule(struct pt_perf *p, uint32_t j, uint64_t count)
+{
+	if (count < p->due[j])
+		return false;
+	p->due[j] += next_period(p);
+	/* far behind (the sampler could not drain): start afresh rather
+	 * than take a burst of samples to catch up */
+	if (p->due[j] + 4 * p->cfg.period_ns < count)
+		p->due[j] = count + next_period(p);
+	return true;
+}
+
+/* A sample record: ip, pid, tid, time, count (READ), abi, regs[PERF_NREGS] (when abi is
  * not NONE), size, data[size], dyn_size (when size is not 0). */
 static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, size_t len,
 	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
-	uint64_t ip, time, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
+	uint64_t ip, time, count, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
 	uint32_t pid, tid, window = 0;
 	struct td_sample *s;
 	const uint8_t *stack = NULL;
-	unsigned i;
+	unsigned i, k;
 
 #define TAKE(v)                                     \
 	do {                                        \
@@ -371,6 +434,7 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	TAKE(pid);
 	TAKE(tid);
 	TAKE(time);
+	TAKE(count);
 	TAKE(abi);
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
 		for (i = 0; i < PERF_NREGS; i++)
@@ -385,6 +449,15 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	}
 #undef TAKE
 	(void)ip;
+	if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
+		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
+
+		rearm_later(p, j);
+		if (!on_schedule(p, j, count)) {
+			st->early++;
+			return;
+		}
+	}
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
 		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
 		return;
@@ -436,13 +509,6 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	if (ops->slot_put)
 		ops->slot_put(arg, s);
 	st->samples++;
-	{
-		unsigned k;
-		uint64_t next = next_period(p);
-
-		if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0)
-			ioctl(p->fds[(size_t)k * p->ncpus + cpu], PERF_EVENT_IOC_PERIOD, &next);
-	}
 	return;
 bad:
 	st->malformed++;
@@ -503,6 +569,10 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
+	for (unsigned i = 0; i < p->npend; i++)
+		if (p->fds[p->pend[i]] >= 0)
+			rearm(p, p->pend[i]);
+	p->npend = 0;
 	if (ret_stats)
 		*ret_stats = st;
 	return (int)st.samples;

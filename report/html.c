@@ -108,7 +108,8 @@ static const char page_script[] =
 	"D.threads.forEach((t,i)=>sel.add(new Option(t.name+' ('+t.tid+')',i)));\n"
 	"sel.addEventListener('change',()=>{load(sel.value<0?ALL:[+sel.value]);"
 	"root=0;render();});\n"
-	"$('range').textContent=D.first+' .. '+D.last+', '+D.samples+' samples';\n"
+	"$('range').textContent=D.first+' .. '+D.last+', '+D.samples+' samples, mode '+D.mode;\n"
+	"$('range').title=D.meaning;\n"
 	"load(ALL);\n"
 	"const h=new URLSearchParams(location.hash.slice(1));\n"
 	"if(h.get('thread')!==null){const i=D.threads.findIndex(t=>t.name===h.get('thread'));"
@@ -271,8 +272,12 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	}
 	td_fmt_utc(p->first_ns, a, sizeof(a));
 	td_fmt_utc(p->last_ns, b, sizeof(b));
-	fprintf(out, "],\n\"first\":\"%s\",\"last\":\"%s\",\"samples\":%llu}", a, b,
+	fprintf(out, "],\n\"first\":\"%s\",\"last\":\"%s\",\"samples\":%llu,\"mode\":", a, b,
 		(unsigned long long)p->samples);
+	td_json_string(out, rp_mode_name(p), TD_JSON_IN_SCRIPT);
+	fputs(",\"meaning\":", out);
+	td_json_string(out, rp_mode_meaning(p), TD_JSON_IN_SCRIPT);
+	fputc('}', out);
 	fputs(page_script, out);
 	r = ferror(out) ? -EIO : 0;
 out:

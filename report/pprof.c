@@ -99,7 +99,10 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	struct td_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
 	uint64_t period = rp_period_ns(p);
 	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
-		s_state = 0, state_sid[8] = { 0 };
+		s_state = 0, state_sid[8] = { 0 }, s_comment = 0;
+	/* the time a sample stands for: CPU time, or wall-clock time */
+	const char *time_type = p->modes == RP_MODE_WALL ? "wall" : "cpu";
+	char comment[256];
 	uint64_t next_fn = 1, next_loc = 1, next_map = 1, key, count;
 	unsigned char *gzbuf = NULL;
 	int r = 0;
@@ -108,10 +111,11 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	if (!st.sid)
 		return -ENOMEM;
 	pb_str(&prof, 6, ""); /* string_table[0] */
-	/* sample types: samples/count, cpu/nanoseconds; period cpu/ns */
+	/* sample types: samples/count, cpu (or wall)/nanoseconds; period the
+	 * same */
 	for (int i = 0; i < 2; i++) {
 		m.len = 0;
-		pb_uint(&m, 1, (uint64_t)(i ? pstr_lit(&st, "cpu", &s_cpu) :
+		pb_uint(&m, 1, (uint64_t)(i ? pstr_lit(&st, time_type, &s_cpu) :
 					     pstr_lit(&st, "samples", &s_samples)));
 		pb_uint(&m, 2, (uint64_t)(i ? pstr_lit(&st, "nanoseconds", &s_ns) :
 					     pstr_lit(&st, "count", &s_count)));
@@ -247,10 +251,14 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	pb_uint(&prof, 9, p->first_ns);
 	pb_uint(&prof, 10, p->last_ns > p->first_ns ? p->last_ns - p->first_ns : 0);
 	m.len = 0;
-	pb_uint(&m, 1, (uint64_t)pstr_lit(&st, "cpu", &s_cpu));
+	pb_uint(&m, 1, (uint64_t)pstr_lit(&st, time_type, &s_cpu));
 	pb_uint(&m, 2, (uint64_t)pstr_lit(&st, "nanoseconds", &s_ns));
 	pb_msg(&prof, 11, &m);
 	pb_uint(&prof, 12, period);
+	/* comment: the mode and what a sample means (pprof -comments) */
+	snprintf(comment, sizeof(comment), "tracerd mode %s: %s", rp_mode_name(p),
+		rp_mode_meaning(p));
+	pb_uint(&prof, 13, (uint64_t)pstr_lit(&st, comment, &s_comment));
 	pb_uint(&prof, 14, (uint64_t)pstr_lit(&st, "samples", &s_samples));
 	if (prof.failed || r < 0) {
 		r = r < 0 ? r : -ENOMEM;

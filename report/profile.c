@@ -158,6 +158,36 @@ uint64_t rp_period_ns(const struct rp_profile *p)
 	return (uint64_t)(1e9 / (hz > 0 ? hz : 99));
 }
 
+const char *rp_mode_name(const struct rp_profile *p)
+{
+	switch (p->modes) {
+	case RP_MODE_CPU:
+		return "cpu";
+	case RP_MODE_WALL:
+		return "wall";
+	case RP_MODE_CPU | RP_MODE_WALL:
+		return "cpu+wall";
+	}
+	return "unknown";
+}
+
+const char *rp_mode_meaning(const struct rp_profile *p)
+{
+	switch (p->modes) {
+	case RP_MODE_CPU:
+		return "a sample is a thread seen using CPU; percentages are shares of "
+		       "the CPU time the threads used";
+	case RP_MODE_WALL:
+		return "a sample is a thread at a tick, running or blocked; percentages "
+		       "are shares of the threads' wall-clock time";
+	case RP_MODE_CPU | RP_MODE_WALL:
+		return "cpu and wall recordings are mixed here: their percentages add "
+		       "unlike things; report each recording alone";
+	}
+	return "recorded before tracerd had modes: samples of the threads that ran, "
+	       "and of threads found in a system call";
+}
+
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 {
 	uint64_t i;
@@ -385,6 +415,7 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	node = resolve_stack(L, r, s->stack_id);
 	p->nodes[node].count++;
 	p->samples++;
+	p->state_samples[s->state & 7]++;
 	t->samples++;
 	if (!t->first_ns || real < t->first_ns)
 		t->first_ns = real;
@@ -468,6 +499,12 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 	case CHUNK_EV_META:
 		if (!strcmp(e->key, "sampling.hz"))
 			p->meta_hz = intern(p, e->value);
+		else if (!strcmp(e->key, "sampling.mode"))
+			p->modes |= !strcmp(e->value, "wall") ? RP_MODE_WALL :
+				    !strcmp(e->value, "cpu")  ? RP_MODE_CPU :
+								0;
+		else if (!strcmp(e->key, "sampling.capture"))
+			p->meta_capture = intern(p, e->value);
 		else if (!strcmp(e->key, "host"))
 			p->meta_host = intern(p, e->value);
 		else if (!strcmp(e->key, "tracerd.version"))

@@ -86,7 +86,9 @@ struct rp_profile {
 	uint64_t first_ns, last_ns;
 	uint64_t execs;
 	/* META kept as "key=value" strings, last one wins per key */
-	uint32_t meta_hz, meta_host, meta_version;
+	uint32_t meta_hz, meta_host, meta_version, meta_capture;
+	unsigned modes; /* RP_MODE_* bits of every sampling.mode read */
+	uint64_t state_samples[8]; /* samples kept, by TCF_STATE_* */
 	uint32_t cmdlines[16];
 	uint32_t cmdline_pids[16];
 	unsigned ncmdlines;
@@ -102,6 +104,19 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate
  * (META), else tracerd's default of 99 Hz. */
 uint64_t rp_period_ns(const struct rp_profile *p);
+
+/* What the recording's samples mean, from its sampling.mode META: one
+ * mode, both (chunks of cpu and of wall recordings given together), or
+ * none (recorded before tracerd had modes). */
+#define RP_MODE_CPU 1u
+#define RP_MODE_WALL 2u
+/* The mode as a word: "cpu", "wall", "cpu+wall" or "unknown". */
+const char *rp_mode_name(const struct rp_profile *p);
+/* One sentence saying what a sample and a percentage mean. */
+const char *rp_mode_meaning(const struct rp_profile *p);
+/* The header of the text formats: the mode with its meaning, and in wall
+ * mode where the threads' time went by state. */
+void rp_mode_header(FILE *out, const struct rp_profile *p);
 
 /* Sorting arrays that may be empty.  An empty array is often a NULL
  * pointer, and qsort(3) must never see one: its pointer arguments are

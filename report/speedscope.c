@@ -84,10 +84,12 @@ int rp_speedscope(FILE *out, const struct rp_profile *p)
 		return -ENOMEM;
 	for (size_t i = 0; i <= p->nfnodes; i++)
 		s.idx[i] = -1;
-	fputs("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
-	      " \"exporter\": \"tracerd " TD_VERSION "\", \"name\": \"tracerd recording\",\n"
-	      " \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [",
-		out);
+	/* the name says the mode: speedscope shows it in its title bar */
+	fprintf(out,
+		"{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
+		" \"exporter\": \"tracerd " TD_VERSION "\", \"name\": \"tracerd %s profile\",\n"
+		" \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [",
+		rp_mode_name(p));
 	/* frames in first-use order */
 	for (size_t i = 0; i < p->nseq; i++)
 		for (uint32_t n = p->fnode_of[p->seq[i].node]; n && s.idx[n] < 0;

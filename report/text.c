@@ -118,6 +118,7 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 		}
 	}
 	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
+	rp_mode_header(out, p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
 	fprintf(out, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
 		by == RP_BY_MODULE ? "module" : by == RP_BY_LINE ? "line" : "function (module)");
@@ -184,6 +185,7 @@ int rp_tree(FILE *out, const struct rp_profile *p, double min_percent)
 {
 	uint64_t min = (uint64_t)(min_percent / 100.0 * (double)p->samples);
 
+	rp_mode_header(out, p);
 	fprintf(out, "%llu samples; total%% and self%% per call path, below %.2f%% pruned\n\n",
 		(unsigned long long)p->samples, min_percent);
 	tree_node(out, p, 0, 0, min ? min : 1);
@@ -296,6 +298,7 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 		return -ENOMEM;
 	if (p->nthreads) /* else p->threads may be NULL: never for memcpy */
 		memcpy(t, p->threads, p->nthreads * sizeof(*t));
+	rp_mode_header(out, p);
 	rp_sort(t, p->nthreads, sizeof(*t), thread_cmp);
 	fprintf(out, "%8s %8s  %-16s %9s %7s  %-20s  %-20s  %s\n", "tid", "pid", "name", "samples",
 		"share", "first", "last", "end");
@@ -337,6 +340,26 @@ static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	}
 }
 
+void rp_mode_header(FILE *out, const struct rp_profile *p)
+{
+	static const char *const names[] = { "on-cpu", "runnable", "sleeping", "disk",
+		"stopped" };
+	bool first = true;
+
+	fprintf(out, "mode: %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
+	if (!(p->modes & RP_MODE_WALL) || !p->samples)
+		return;
+	fputs("time:", out);
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(names); i++) {
+		if (!p->state_samples[i])
+			continue;
+		fprintf(out, "%s %.1f%% %s", first ? "" : ",", pct(p->state_samples[i], p->samples),
+			names[i]);
+		first = false;
+	}
+	fputs(" (--state to keep one)\n", out);
+}
+
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep)
 {
 	static const char *const lost[] = { "ring full", "unwind failed", "throttled",
@@ -354,8 +377,14 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 		fprintf(out, "host:      %s\n", rp_str(p, p->meta_host));
 	for (unsigned i = 0; i < p->ncmdlines; i++)
 		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_str(p, p->cmdlines[i]));
+	fprintf(out, "mode:      %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
 	if (p->meta_hz)
-		fprintf(out, "sampling:  %s Hz per running thread\n", rp_str(p, p->meta_hz));
+		fprintf(out, "sampling:  %s Hz per thread%s\n", rp_str(p, p->meta_hz),
+			p->modes == RP_MODE_WALL ? ", of wall-clock time" :
+			p->modes == RP_MODE_CPU	 ? ", of CPU time" :
+						   "");
+	if (p->meta_capture)
+		fprintf(out, "capture:   %s\n", rp_str(p, p->meta_capture));
 	fprintf(out, "samples:   %llu (of %llu read)\n", (unsigned long long)p->samples,
 		(unsigned long long)rep->samples_read);
 	fprintf(out, "threads:   %zu\n", p->nthreads);
