@@ -140,8 +140,9 @@ static void check(const char *cmd, const char *page, const char *man_only)
 
 Test(docs, report_help_and_man_page_agree)
 {
-	/* perf report's --stdio --no-children are cited, not ours */
-	check("report", "tracerd-report.1", " --stdio --no-children ");
+	/* perf report's --stdio --no-children and record's --mode are
+	 * cited, not report's */
+	check("report", "tracerd-report.1", " --stdio --no-children --mode ");
 }
 
 Test(docs, record_dump_snapshot_verify_in_tracerd_8)

@@ -740,6 +740,98 @@ Test(record, crash_captured_before_the_process_dies)
 	}
 }
 
+static bool samples_600(const struct found *f)
+{
+	return f->samples >= 600;
+}
+
+/* tracerd report -f FORMAT of the repository, into r (which the caller
+ * frees). */
+static void report_of(struct run_result *r, const char *format)
+{
+	const char *argv[] = { "tracerd", "report", repo, "-f", format, "--limit", "0", NULL };
+
+	run_tracerd(r, argv);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+}
+
+/* The samples and share of thread name in a threads report; false if
+ * it is not listed. */
+static bool thread_share(const char *out, const char *name, unsigned long *ret_n, double *ret_pct)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), " %s ", name);
+	p = strstr(out, key);
+	return p && sscanf(p + strlen(key), "%lu %lf%%", ret_n, ret_pct) == 2;
+}
+
+/* The two modes against what fx_threads does: of its eleven threads one
+ * spins and ten block (in pthread_join, a condition variable, a futex,
+ * nanosleep, epoll, read, poll, select, recv, accept).  cpu mode: every
+ * sample is the spinner's, on CPU.  wall mode: every thread at every tick,
+ * so each has an eleventh of the samples, and ten elevenths are blocked.
+ * Both say so at the head of the report. */
+Test(record, modes_mean_what_they_say)
+{
+	static const char *const names[] = { "fx_threads", "fx-condvar", "fx-futex",
+		"fx-nanosleep", "fx-epoll", "fx-read", "fx-poll", "fx-select", "fx-recv",
+		"fx-accept", "fx-spin" };
+	const unsigned nthreads = 11;
+	pid_t fx = fx_start(FX("fx_threads"), NULL), t;
+	struct run_result r;
+	unsigned long n;
+	double pct;
+	struct stat st;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	report_of(&r, "threads");
+	cr_expect(!strncmp(r.out, "mode: cpu (", 11), "%.200s", r.out);
+	cr_expect(thread_share(r.out, "fx-spin", &n, &pct) && pct >= 99.0,
+		"cpu mode: the spinner has every sample\n%s", r.out);
+	for (size_t i = 0; i + 1 < TD_ARRAY_SIZE(names); i++)
+		cr_expect(!thread_share(r.out, names[i], &n, &pct),
+			"cpu mode: %s blocks and has no sample\n%s", names[i], r.out);
+	run_result_free(&r);
+
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", repo); /* the second recording alone */
+		cr_assert_eq(system(cmd), 0);
+		cr_assert_neq(stat(repo, &st), 0);
+	}
+	t = tracerd_start(fx, "--mode=wall", NULL, NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	report_of(&r, "threads");
+	cr_expect(!strncmp(r.out, "mode: wall (", 12), "%.200s", r.out);
+	/* a tick takes every thread; a blocked thread is lost only to a torn
+	 * copy (it ran while copied), the spinner to a stop that timed out */
+	for (size_t i = 0; i < TD_ARRAY_SIZE(names); i++) {
+		cr_expect(thread_share(r.out, names[i], &n, &pct) && pct > 100.0 / nthreads * 0.8 &&
+				  pct < 100.0 / nthreads * 1.2,
+			"wall mode: %s has an eleventh of the samples\n%s", names[i], r.out);
+	}
+	run_result_free(&r);
+	report_of(&r, "top");
+	{
+		const char *tm = strstr(r.out, "\ntime: ");
+		double oncpu = 0, sleeping = 0;
+
+		cr_assert_not_null(tm, "%.300s", r.out);
+		sscanf(tm, "\ntime: %lf%% on-cpu, %lf%% sleeping", &oncpu, &sleeping);
+		cr_expect(sleeping > 100.0 * (nthreads - 1) / nthreads - 5, "%.300s", r.out);
+		cr_expect(oncpu < 100.0 / nthreads + 5, "%.300s", r.out);
+	}
+	run_result_free(&r);
+	fx_stop(fx);
+}
+
 Test(record, kill_9_leaves_the_target_running)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
