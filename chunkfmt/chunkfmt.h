@@ -1,5 +1,11 @@
-/* tracerd chunk format (TCF v1): writer and reader.  Specified record by
- * record in tracerd-chunk(5); the design and its reasons are there too.
+/* tracerd chunk format (TCF v1): writer and reader, and the repository
+ * (rotation, retention, snapshots, emergency concatenation).  Specified
+ * record by record in tracerd-chunk(5); the design and its reasons are
+ * there too.
+ *
+ * chunkfmt/ owns every file name and every byte on disk; nothing else
+ * opens a chunk.  It never touches a target, never sees stack bytes, and
+ * never prints to people.
  *
  *   chunk := HEADER(112) BLOCK* [TRAILER(32)]   (trailer iff finished)
  *   file  := chunk+                              (concatenation is valid)

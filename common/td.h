@@ -1,6 +1,11 @@
 /* tracerd: definitions shared by every stage (error codes, clocks, small
  * /proc helpers).  Library code returns 0/positive on success and -errno or
- * -TD_E_* on failure; only daemon/ turns an error into words for people. */
+ * -TD_E_* on failure; only cli/ turns an error into words for people.
+ *
+ * common/ owns the pieces every stage uses once: the sample record
+ * (sample.h), the byte buffer and varints (buf.h), the hash map (map.h),
+ * the JSON string writer, the /proc readers.  It never includes another
+ * folder of tracerd and knows nothing of any stage. */
 #ifndef TD_COMMON_H
 #define TD_COMMON_H
 

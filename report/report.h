@@ -2,6 +2,10 @@
  * merge them into one profile (ids are per chunk: everything is remapped
  * by content), and write what people read.
  *
+ * It owns the profile and the output formats.  It never touches a target
+ * or unwinds (chunks are symbolized when recorded), never writes a chunk,
+ * and reads chunk bytes only through chunkfmt/.
+ *
  * The profile keeps a merged prefix tree of frames (each inline level is a
  * frame of its own, as dump prints them) with sample counts at the nodes,
  * per-thread statistics, and the events worth reporting (crashes with

@@ -18,7 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../ptrace/ptrace.h"
+#include "../common/sample.h"
+#include "../common/td.h"
 
 #define SYM_MAX_FRAMES 512 /* bound on physical frames of one stack */
 

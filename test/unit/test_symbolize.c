@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../ptrace/ptrace.h"
 #include "../../symbolize/symbolize-internal.h"
 #include "../helpers.h"
 

@@ -1,0 +1,54 @@
+/* tracerd common: the flat sample record, the one thing every stage of
+ * the pipeline hands on (sampler -> ring -> writer -> symbolize).
+ *
+ * It owns nothing and does nothing: a header that ptrace/ fills, daemon/
+ * carries through its ring, and symbolize/ reads.  It never holds a
+ * pointer, so it crosses a ring, a pipe or a file unchanged; it is never
+ * written to disk (chunks store frames, not stack bytes). */
+#ifndef TD_COMMON_SAMPLE_H
+#define TD_COMMON_SAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/user.h>
+
+/* td_sample.flags */
+enum {
+	TD_SAMPLE_GROUP_STOPPED = 1u << 0, /* target was in a job-control stop */
+	TD_SAMPLE_IN_SYSCALL = 1u << 1,	   /* stopped inside a system call */
+	TD_SAMPLE_STACK_PROCMEM = 1u << 2, /* stack read via /proc/PID/mem */
+	TD_SAMPLE_STACK_FAILED = 1u << 3,  /* no stack bytes could be read */
+	TD_SAMPLE_HELD = 1u << 4,	   /* taken in a held signal stop (crash) */
+	TD_SAMPLE_PERF = 1u << 5,	   /* taken by the kernel (pt_perf), no stop */
+	TD_SAMPLE_IN_KERNEL = 1u << 6,	   /* PERF: the thread was in the kernel */
+	TD_SAMPLE_NOSTOP = 1u << 7,	   /* blocked, copied without a stop: only
+					    * rsp and rip are known */
+	TD_SAMPLE_REPEAT = 1u << 8,	   /* NOSTOP, unchanged since the thread's
+					    * last copy: no stack, repeat its last */
+	TD_SAMPLE_DISK = 1u << 9,	   /* NOSTOP: in uninterruptible sleep (D) */
+};
+
+/* One captured thread: registers and a copy of [stack_addr, +stack_len).
+ * Flat and pointer-free: the stack bytes follow the header in the same
+ * buffer, whose capacity the owner of the buffer knows. */
+struct td_sample {
+	int32_t pid;
+	int32_t tid;
+	uint64_t time_ns;    /* CLOCK_MONOTONIC at capture */
+	uint64_t stopped_ns; /* upper bound of the time we kept it stopped
+			      * (0: held for a crash, TD_SAMPLE_HELD) */
+	uint32_t flags;	     /* TD_SAMPLE_* */
+	uint32_t stack_len;  /* valid bytes in stack[] */
+	uint64_t stack_addr; /* target address of stack[0] (the SP) */
+	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
+	struct user_regs_struct regs;
+	uint8_t stack[];
+};
+
+/* Bytes a sample with a window of 'window' stack bytes occupies. */
+static inline size_t td_sample_size(uint32_t window)
+{
+	return (sizeof(struct td_sample) + window + 15) & ~(size_t)15;
+}
+
+#endif
