@@ -31,8 +31,9 @@ static void usage(FILE *f)
 	      "                           mode\n"
 	      "  -m, --mode MODE          cpu (default): where threads use CPU; wall: every\n"
 	      "                           thread at every tick, running or blocked\n"
-	      "      --capture HOW        cpu mode: perf (the kernel samples, no stop), ptrace\n"
-	      "                           (a stop per sample), or auto (perf if permitted)\n"
+	      "      --capture HOW        running threads: perf (the kernel samples, no stop),\n"
+	      "                           ptrace (a stop per sample), or auto (perf if\n"
+	      "                           permitted)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -239,9 +240,15 @@ static void summary(const struct rec_stats *s, const char *repo, bool wall, uint
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
-	if (wall)
+	if (wall && s->capture == REC_CAPTURE_PERF)
+		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
+			   "of CPU time (perf_event), blocked and runnable ones at every tick; no "
+			   "thread stopped\n");
+	else if (wall)
 		fprintf(f, "  mode         wall: every thread at every tick; blocked threads "
-			   "copied without a stop\n");
+			   "copied without a stop, running ones stopped%s%s\n",
+			s->perf_err ? "; perf_event_open: " : "",
+			s->perf_err ? td_strerror(s->perf_err) : "");
 	else if (s->capture == REC_CAPTURE_PERF)
 		fprintf(f, "  mode         cpu: the kernel sampled each thread per period of CPU "
 			   "time (perf_event); no thread stopped\n");

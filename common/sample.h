@@ -26,6 +26,8 @@ enum {
 	TD_SAMPLE_REPEAT = 1u << 8,	   /* NOSTOP, unchanged since the thread's
 					    * last copy: no stack, repeat its last */
 	TD_SAMPLE_DISK = 1u << 9,	   /* NOSTOP: in uninterruptible sleep (D) */
+	TD_SAMPLE_RUNNABLE = 1u << 10,	   /* REPEAT: time the thread waited for a
+					    * CPU (wall mode with perf) */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).

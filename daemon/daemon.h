@@ -28,7 +28,8 @@
  *         running or blocked, with its state. */
 enum rec_mode { REC_MODE_CPU, REC_MODE_WALL };
 
-/* How running threads are captured in cpu mode. */
+/* How running threads are captured (both modes; blocked ones are read
+ * from /proc without a stop). */
 enum rec_capture {
 	REC_CAPTURE_AUTO,   /* perf when permitted, else ptrace */
 	REC_CAPTURE_PERF,   /* the kernel samples (perf_event task-clock); no stop */
@@ -60,7 +61,7 @@ struct rec_stats {
 	uint64_t lost_kernel; /* the kernel's perf ring was full */
 	uint64_t skipped;     /* ticks a thread was left out after missed stops */
 	uint64_t threads_seen, threads_live;
-	enum rec_capture capture; /* what cpu mode used: PERF or PTRACE */
+	enum rec_capture capture; /* what was used: PERF or PTRACE */
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */

@@ -82,6 +82,9 @@ struct sthread {
 	bool last_disk;
 	struct pt_blocked last;
 	uint64_t run_ns, run_count;
+	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
+	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
+	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
 	uint32_t window;
 };
 
@@ -95,11 +98,12 @@ struct sampler {
 	unsigned n;
 	struct td_map idx; /* tid -> index into th; fixed: never allocates */
 	struct targets targets;
-	struct pt_perf *perf; /* cpu mode with perf capture, else NULL */
+	struct pt_perf *perf; /* perf capture, else NULL */
 	pid_t *chosen;
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
 	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
 	uint64_t rng;
+	uint64_t wall_tick_ns; /* wall mode: the last tick */
 	uint32_t crash_id; /* of the last crash */
 };
 
@@ -431,30 +435,94 @@ static void publish_repeat(struct sampler *s, struct sthread *st)
 	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
 }
 
+/* Wall mode with perf: a sample for the time a thread waited for a CPU,
+ * which neither perf (it did not run) nor a blocked copy (it was not
+ * blocked) sees.  schedstat's wait time is credited at each tick and spent
+ * a period at a time; the stack is the thread's last one (where it was
+ * preempted, or the call it was woken in), so the writer repeats it. */
+static void runnable_ticks(struct sampler *s, struct sthread *st, uint64_t wait_ns)
+{
+	uint64_t period = 1000000000u / s->cfg->hz;
+
+	if (st->state == ST_NEW || wait_ns < st->wait_ns) {
+		st->wait_ns = wait_ns; /* first look: credit from here */
+		st->state = ST_SETTLE;
+		return;
+	}
+	st->wait_credit += wait_ns - st->wait_ns;
+	st->wait_ns = wait_ns;
+	/* schedstat adds a wait when it ends: credit up to a second of it at
+	 * once (more is a thread that was stopped or frozen, not runnable) */
+	st->wait_credit = TD_MIN(st->wait_credit, 1000000000u + period);
+	for (; st->wait_credit >= period; st->wait_credit -= period) {
+		struct td_sample *smp = ring_reserve(&s->sh->samples);
+
+		if (!smp) {
+			atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
+			continue;
+		}
+		memset(&smp->regs, 0, sizeof(smp->regs));
+		smp->pid = st->pid;
+		smp->tid = st->tid;
+		smp->time_ns = td_now_ns();
+		smp->stopped_ns = 0;
+		smp->flags = TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | TD_SAMPLE_RUNNABLE;
+		smp->stack_addr = 0;
+		smp->stack_end = 0;
+		smp->stack_len = 0;
+		ring_publish(&s->sh->samples);
+		atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+	}
+}
+
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
- * stop (or repeated); running ones are returned for the round. */
+ * stop (or repeated); running ones are returned for the round, unless the
+ * kernel samples them (perf): then only their time waiting for a CPU is
+ * sampled here. */
 static unsigned wall_tick(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
+	uint64_t now = td_now_ns(), period = 1000000000u / s->cfg->hz;
+	/* With perf, running time is sampled per period of CPU time and
+	 * runnable time per period of wait: blocked time too is sampled per
+	 * period of the time since the last tick, not once a tick, so that
+	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
+	uint64_t dt = s->wall_tick_ns ? now - s->wall_tick_ns : period;
 	unsigned k = 0;
 
+	s->wall_tick_ns = now;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct td_sample *smp;
 		struct pt_blocked b;
+		unsigned extra = 0; /* samples beyond the first */
 		int r;
 
 		maybe_grow(s, st);
 		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 		if (r < 0)
 			continue;
+		if (st->perf)
+			runnable_ticks(s, st, b.wait_ns);
 		if (r == 0) {
 			st->have_last = false;
-			s->chosen[k++] = st->tid;
+			if (!st->perf)
+				s->chosen[k++] = st->tid;
 			continue;
 		}
+		if (st->perf) {
+			/* a tick a second late (this thread was held up) is
+			 * not made up */
+			st->block_credit = TD_MIN(st->block_credit + dt, 1000000000u + period);
+			extra = (unsigned)(st->block_credit / period);
+			st->block_credit -= extra * period;
+			if (!extra--)
+				continue; /* no whole period blocked yet */
+		}
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			publish_repeat(s, st);
+			do
+				publish_repeat(s, st);
+			while (extra--);
 			continue;
 		}
 		st->have_last = false;
@@ -478,6 +546,8 @@ static unsigned wall_tick(struct sampler *s)
 		st->have_last = true;
 		ring_publish(&sh->samples);
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		while (extra--)
+			publish_repeat(s, st); /* more periods blocked since the last tick */
 	}
 	return k;
 }
@@ -677,7 +747,7 @@ void *sampler_main(void *arg)
 		goto out_fail;
 	}
 	sh->capture = REC_CAPTURE_PTRACE;
-	if (s->cfg->mode == REC_MODE_CPU && s->cfg->capture != REC_CAPTURE_PTRACE) {
+	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
 			.max_threads = 4096, .seed = td_now_ns() };

@@ -113,7 +113,9 @@ static void chunk_meta(struct writer *w)
 	snprintf(buf, sizeof(buf), "%u", cfg->hz);
 	chunk_writer_meta(w->cw, "sampling.hz", buf);
 	chunk_writer_meta(w->cw, "sampling.mode", cfg->mode == REC_MODE_WALL ? "wall" : "cpu");
-	if (cfg->mode == REC_MODE_WALL) {
+	if (cfg->mode == REC_MODE_WALL && w->sh->capture == REC_CAPTURE_PERF) {
+		chunk_writer_meta(w->cw, "sampling.capture", "proc+perf");
+	} else if (cfg->mode == REC_MODE_WALL) {
 		chunk_writer_meta(w->cw, "sampling.capture", "proc+ptrace");
 	} else if (w->sh->capture == REC_CAPTURE_PERF) {
 		chunk_writer_meta(w->cw, "sampling.capture", "perf");
@@ -474,7 +476,10 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (w->u.end == SYM_END_WINDOW)
 		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
-	if (s->flags & TD_SAMPLE_NOSTOP)
+	/* the stack a repeat uses: a blocked thread's, and in wall mode a
+	 * running one's (its time waiting for a CPU repeats it) */
+	if ((s->flags & TD_SAMPLE_NOSTOP) ||
+		((s->flags & TD_SAMPLE_PERF) && w->cfg->mode == REC_MODE_WALL))
 		save_unwound(w, s->tid);
 	return stack_of_unwound(w, se->s, s->pid);
 }
@@ -483,6 +488,8 @@ static enum tcf_state state_of(const struct td_sample *s)
 {
 	if (s->flags & TD_SAMPLE_GROUP_STOPPED)
 		return TCF_STATE_STOPPED;
+	if (s->flags & TD_SAMPLE_RUNNABLE)
+		return TCF_STATE_RUNNABLE;
 	if (s->flags & TD_SAMPLE_DISK)
 		return TCF_STATE_DISK;
 	/* blocked in a system call, copied without a stop; a thread a stop

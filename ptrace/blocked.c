@@ -76,7 +76,7 @@ int pt_blocked_probe(int syscall_fd, int schedstat_fd, struct pt_blocked *ret)
 	if (r < 0)
 		return r;
 	b.run_ns = strtoull(buf, &p, 10);
-	strtoull(p, &p, 10);
+	b.wait_ns = strtoull(p, &p, 10);
 	b.run_count = strtoull(p, NULL, 10);
 	r = pread_text(syscall_fd, buf, sizeof(buf));
 	if (r < 0)

@@ -245,6 +245,7 @@ int pt_syscall_parse(const char *line, struct pt_syscall *ret);
 struct pt_blocked {
 	struct pt_syscall sc;
 	uint64_t run_ns, run_count; /* schedstat: CPU time, times scheduled */
+	uint64_t wait_ns;	    /* schedstat: time waiting for a CPU (runnable) */
 };
 
 /* Read a thread's state.  1: blocked (ret->sc holds the call), 0: running

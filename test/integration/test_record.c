@@ -783,7 +783,6 @@ Test(record, modes_mean_what_they_say)
 	struct run_result r;
 	unsigned long n;
 	double pct;
-	struct stat st;
 
 	cr_assert_gt(fx, 0);
 	t = tracerd_start(fx, NULL, NULL, NULL);
@@ -798,37 +797,213 @@ Test(record, modes_mean_what_they_say)
 			"cpu mode: %s blocks and has no sample\n%s", names[i], r.out);
 	run_result_free(&r);
 
+	/* wall mode, running threads sampled by the kernel, then stopped */
+	for (int c = 0; c < 2; c++) {
+		const char *capture = c ? "--capture=ptrace" : "--capture=perf";
+		char cmd[128];
+		const char *tm;
+		double sleeping = -1;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", repo); /* each recording alone */
+		cr_assert_eq(system(cmd), 0);
+		t = tracerd_start(fx, "--mode=wall", capture, NULL);
+		cr_expect(repo_until(samples_600));
+		cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+		report_of(&r, "threads");
+		cr_expect(!strncmp(r.out, "mode: wall (", 12), "%.200s", r.out);
+		/* every thread, all the time: a blocked thread is lost only to a
+		 * torn copy (it ran while copied), the spinner (ptrace) to a
+		 * stop that timed out */
+		for (size_t i = 0; i < TD_ARRAY_SIZE(names); i++)
+			cr_expect(thread_share(r.out, names[i], &n, &pct) &&
+					  pct > 100.0 / nthreads * 0.8 && pct < 100.0 / nthreads * 1.2,
+				"wall mode %s: %s has an eleventh of the samples\n%s", capture,
+				names[i], r.out);
+		run_result_free(&r);
+		report_of(&r, "top");
+		/* "time: A% on-cpu[, B% runnable], C% sleeping" */
+		tm = strstr(r.out, "% sleeping");
+		cr_assert_not_null(tm, "%.300s", r.out);
+		while (tm > r.out && tm[-1] != ' ')
+			tm--;
+		sscanf(tm, "%lf", &sleeping);
+		cr_expect(sleeping > 100.0 * (nthreads - 1) / nthreads - 5,
+			"wall mode %s: ten of eleven threads sleep\n%.300s", capture, r.out);
+		run_result_free(&r);
+	}
+	fx_stop(fx);
+}
+
+/* ---- what waiting threads see: fx_parked and fx_evloop count their waits
+ * (test/fixtures/fx_waits.h) and report them on SIGUSR2 */
+struct wait_counts {
+	unsigned long waits, eintr, early, timeouts, errors;
+	unsigned long long wait_ns, busy_ns;
+};
+
+/* Ask fixture fx (its stdout is out) for its counts; text gets the whole
+ * report.  false if it did not answer. */
+static bool ask_counts(pid_t fx, int out, char *text, size_t len)
+{
+	size_t got = 0;
+
+	kill(fx, SIGUSR2);
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		struct pollfd pfd = { out, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= len)
+			return false;
+		n = read(out, text + got, len - 1 - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	return true;
+}
+
+static bool counts_of(const char *text, const char *name, struct wait_counts *c)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "T %s ", name);
+	p = strstr(text, key);
+	return p && sscanf(p + strlen(key),
+			    "waits %lu eintr %lu early %lu timeouts %lu errors %lu wait_ns %llu "
+			    "busy_ns %llu",
+			    &c->waits, &c->eintr, &c->early, &c->timeouts, &c->errors,
+			    &c->wait_ns, &c->busy_ns) == 7;
+}
+
+/* Every counted wait of the report: no EINTR, no early return, no error. */
+static void expect_untouched(const char *text, const char *what)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, "T ")); p += 2) {
+		char name[32];
+		struct wait_counts c;
+
+		if (sscanf(p, "T %31s", name) != 1 || !counts_of(p, name, &c))
+			continue;
+		n++;
+		cr_expect(c.eintr == 0 && c.early == 0 && c.errors == 0,
+			"%s: %s saw %lu EINTR, %lu early returns, %lu errors in %lu waits", what,
+			name, c.eintr, c.early, c.errors, c.waits);
+	}
+	cr_expect_gt(n, 0, "%s: no counts in\n%s", what, text);
+}
+
+/* The share (self% or total%, column 0 or 1) of the first top row whose
+ * function is fn, in a report of tid alone; -1 if none. */
+static double share_of(pid_t tid, const char *fn, int column)
+{
+	char t[32], key[96];
+	const char *argv[] = { "tracerd", "report", repo, "--tid", t, "--limit", "0", NULL };
+	struct run_result r;
+	double v[2] = { -1, -1 };
+	const char *p;
+
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	snprintf(key, sizeof(key), "  %s (", fn);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	p = strstr(r.out, key);
+	if (p) {
+		while (p > r.out && p[-1] != '\n')
+			p--;
+		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
+	}
+	run_result_free(&r);
+	return v[column];
+}
+
+/* Parked threads (read, poll, epoll_wait, sigtimedwait, clock_nanosleep,
+ * a condition wait, and the reporter's sigwaitinfo) recorded in both
+ * modes at 99 and 999 Hz: not one EINTR or early return.  Each recording
+ * lasts 2 s: what is checked is what happens while recorded. */
+Test(record, parked_threads_see_no_eintr, .timeout = 240)
+{
+	static const char *const modes[] = { "--mode=cpu", "--mode=wall" };
+	static const char *const rates[] = { "--frequency=99", "--frequency=999" };
+	char text[4096];
+	int in, out;
+	pid_t fx = spawn(FX("fx_parked"), NULL, &in, &out), t;
+
+	for (int m = 0; m < 2; m++)
+		for (int h = 0; h < 2; h++) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "%s %s", modes[m], rates[h]);
+			t = tracerd_start(fx, modes[m], rates[h], "--duration=2s");
+			/* the duration is the test: how long the waits are watched */
+			cr_expect_eq(tracerd_wait(t), 0, "%s", slurp(errfile));
+			cr_assert(ask_counts(fx, out, text, sizeof(text)), "%s: no report", what);
+			expect_untouched(text, what);
+		}
+	close(in);
+	close(out);
+	fx_stop(fx);
+}
+
+static bool samples_1500(const struct found *f)
+{
+	return f->samples >= 1500;
+}
+
+/* An event loop half busy on a 10 ms timerfd.  cpu mode: its CPU time is
+ * in loop_busy, not in epoll_wait.  wall mode: epoll_wait's share of its
+ * samples is the share of its time the loop spent in epoll_wait by its
+ * own clock (less than half on a loaded machine, whose wake-ups come
+ * late).  Neither mode makes epoll_wait return early or with EINTR. */
+Test(record, event_loop_agrees_with_its_own_clock, .timeout = 240)
+{
+	char text[4096];
+	int in, out;
+	pid_t fx = spawn(FX("fx_evloop"), NULL, &in, &out), t, loop;
+	struct wait_counts c0, c1;
+	double own, busy, waiting;
+
+	loop = task_by_name(fx, "fx-loop");
+	cr_assert_gt(loop, 0);
+	t = tracerd_start(fx, "-F", "499", NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	busy = share_of(loop, "loop_busy", 1);
+	waiting = share_of(loop, "epoll_wait", 1);
+	cr_expect_geq(busy, 90.0, "cpu mode: loop_busy has %.1f%% of the loop's CPU time", busy);
+	cr_expect_leq(waiting, 3.0, "cpu mode: epoll_wait has %.1f%% of the loop's CPU time",
+		waiting);
+	cr_assert(ask_counts(fx, out, text, sizeof(text)));
+	expect_untouched(text, "cpu mode");
+
 	{
 		char cmd[128];
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", repo); /* the second recording alone */
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
 		cr_assert_eq(system(cmd), 0);
-		cr_assert_neq(stat(repo, &st), 0);
 	}
-	t = tracerd_start(fx, "--mode=wall", NULL, NULL);
-	cr_expect(repo_until(samples_600));
+	t = tracerd_start(fx, "--mode=wall", "-F", "499");
+	cr_expect(repo_until(has_samples));
+	cr_assert(ask_counts(fx, out, text, sizeof(text)) && counts_of(text, "fx-loop", &c0));
+	cr_expect(repo_until(samples_1500));
+	cr_assert(ask_counts(fx, out, text, sizeof(text)) && counts_of(text, "fx-loop", &c1));
 	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	report_of(&r, "threads");
-	cr_expect(!strncmp(r.out, "mode: wall (", 12), "%.200s", r.out);
-	/* a tick takes every thread; a blocked thread is lost only to a torn
-	 * copy (it ran while copied), the spinner to a stop that timed out */
-	for (size_t i = 0; i < TD_ARRAY_SIZE(names); i++) {
-		cr_expect(thread_share(r.out, names[i], &n, &pct) && pct > 100.0 / nthreads * 0.8 &&
-				  pct < 100.0 / nthreads * 1.2,
-			"wall mode: %s has an eleventh of the samples\n%s", names[i], r.out);
-	}
-	run_result_free(&r);
-	report_of(&r, "top");
-	{
-		const char *tm = strstr(r.out, "\ntime: ");
-		double oncpu = 0, sleeping = 0;
-
-		cr_assert_not_null(tm, "%.300s", r.out);
-		sscanf(tm, "\ntime: %lf%% on-cpu, %lf%% sleeping", &oncpu, &sleeping);
-		cr_expect(sleeping > 100.0 * (nthreads - 1) / nthreads - 5, "%.300s", r.out);
-		cr_expect(oncpu < 100.0 / nthreads + 5, "%.300s", r.out);
-	}
-	run_result_free(&r);
+	expect_untouched(text, "wall mode");
+	own = 100.0 * (double)(c1.wait_ns - c0.wait_ns) /
+		(double)(c1.wait_ns - c0.wait_ns + c1.busy_ns - c0.busy_ns);
+	waiting = share_of(loop, "epoll_wait", 1);
+	cr_expect(waiting > own - 5 && waiting < own + 5,
+		"wall mode: epoll_wait has %.1f%% of the loop's samples, %.1f%% of its time by "
+		"its own clock",
+		waiting, own);
+	cr_log_info("event loop, wall: epoll_wait %.1f%% sampled, %.1f%% by its clock", waiting,
+		own);
+	close(in);
+	close(out);
 	fx_stop(fx);
 }
 
