@@ -206,6 +206,7 @@ bench:
 	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
 	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
+	$(Q)sh test/bench/bench_modes.sh $(TRACERD) $(FX)
 
 # The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

@@ -381,7 +381,9 @@ static struct saved *saved_of(struct writer *w, pid_t tid, bool create)
 	uint32_t k = map_get(&w->last, (uint64_t)(uint32_t)tid);
 	struct saved *sv;
 
-	if (k)
+	/* the map keeps a tid's slot after its exit freed it, and the slot
+	 * may hold another thread since */
+	if (k && w->saved[k - 1].tid == tid)
 		return &w->saved[k - 1];
 	if (!create)
 		return NULL;
@@ -453,7 +455,8 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);
 
-		if (sv && sv->tid) {
+		/* (a slot freed by an exit may hold another thread now) */
+		if (sv && sv->tid == s->tid) {
 			memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
 			memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
 			w->u.n = sv->n;
@@ -505,6 +508,15 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 
 	if (!current_chunk(w))
 		return;
+	/* time a thread waited for a CPU before any stack of it was seen:
+	 * where it was is unknown, and a frame saying so would only clutter
+	 * the start of a recording */
+	if (s->flags & TD_SAMPLE_RUNNABLE) {
+		struct saved *sv = saved_of(w, s->tid, false);
+
+		if (!sv || sv->tid != s->tid)
+			return;
+	}
 	stack = stack_of(w, s);
 	tid = thread_id(w, s->pid, s->tid);
 	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)

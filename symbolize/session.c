@@ -535,12 +535,14 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 /* Functions where a thread's stack begins: nothing above them is a
  * caller.  glibc marks its own with CFI (the return address undefined);
  * Go's runtime does not, and a sample that stops in one of these may
- * unwind into garbage past it. */
+ * unwind into garbage past it.  runtime.mcall and runtime.morestack
+ * switch to the thread's g0 stack: what is above them there is not their
+ * caller (Go's own tracebacks stop at them too). */
 static bool is_entry_symbol(const char *name)
 {
 	static const char *const entries[] = { "_start", "__clone3", "__clone", "clone3", "clone",
 		"runtime.goexit", "runtime.mstart", "runtime.clone", "runtime.rt0_go",
-		"runtime.newosproc0" };
+		"runtime.newosproc0", "runtime.mcall", "runtime.morestack" };
 	size_t len;
 
 	if (!name)

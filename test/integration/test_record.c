@@ -829,6 +829,9 @@ Test(record, modes_mean_what_they_say)
 		sscanf(tm, "%lf", &sleeping);
 		cr_expect(sleeping > 100.0 * (nthreads - 1) / nthreads - 5,
 			"wall mode %s: ten of eleven threads sleep\n%.300s", capture, r.out);
+		/* every stack reaches its entry (_start, clone3) */
+		cr_expect(!strstr(r.out, "[stack cut"), "wall mode %s: a stack was cut\n%s",
+			capture, r.out);
 		run_result_free(&r);
 	}
 	fx_stop(fx);
@@ -1005,6 +1008,50 @@ Test(record, event_loop_agrees_with_its_own_clock, .timeout = 240)
 	close(in);
 	close(out);
 	fx_stop(fx);
+}
+
+/* A Go program's stacks end at their entry: goroutines at runtime.goexit,
+ * the scheduler on each thread's g0 stack at runtime.mcall or
+ * runtime.mstart (the runtime marks none of them in its CFI, and what lies
+ * above mcall on g0 is not its caller).  Skipped without a Go toolchain. */
+Test(record, go_stacks_reach_their_entry, .timeout = 300)
+{
+	char bin[128], cmd[512];
+	pid_t fx, t;
+	struct run_result r;
+	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	int status;
+	char *out;
+
+	out = shell_output("command -v go", &status);
+	free(out);
+	if (status != 0)
+		cr_skip_test("no Go toolchain (go) on this machine");
+	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
+	snprintf(cmd, sizeof(cmd),
+		"cd test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
+		"go build -o %s . 2>&1",
+		bin);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "go build: %s", out);
+	free(out);
+	fx = fx_start(bin, NULL);
+	cr_assert_gt(fx, 0);
+	for (int m = 0; m < 2; m++) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+		cr_assert_eq(system(cmd), 0);
+		t = tracerd_start(fx, m ? "--mode=wall" : "--mode=cpu", NULL, NULL);
+		cr_expect(repo_until(samples_600));
+		cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+		run_tracerd(&r, argv);
+		cr_expect_eq(r.status, 0, "%s", r.err);
+		cr_expect(strstr(r.out, "runtime.goexit"), "%.400s", r.out);
+		cr_expect(!strstr(r.out, "[stack cut") && !strstr(r.out, "[unknown]"),
+			"%s mode: a Go stack did not reach its entry:\n%s", m ? "wall" : "cpu", r.out);
+		run_result_free(&r);
+	}
+	fx_stop(fx);
+	unlink(bin);
 }
 
 Test(record, kill_9_leaves_the_target_running)

@@ -1,0 +1,134 @@
+#!/bin/sh
+# What the two modes read, next to independent truths:
+#  - cpu mode against `perf record -e task-clock` on the same fixture, run
+#    for run (fx_spin: a spin with a cheap system call every 25 us;
+#    fx_split: 70/30 in 10 ms cycles of CPU time; fx_evloop: an event loop
+#    half busy on a timerfd): each function's share of the samples;
+#  - the 70/30 split over five runs, at 99 Hz;
+#  - wall mode against the event loop's own clock (its time in epoll_wait);
+#  - EINTR and early returns of parked waits (fx_parked) and of the event
+#    loop, in both modes at 99 and 999 Hz (must be 0);
+#  - wall mode's cost on 1000 parked threads plus a spinning one
+#    (fx_threads 1000): the daemon's CPU, and the spinner's CPU against a
+#    run without tracerd.
+#   bench_modes.sh TRACERD FIXTURE_DIR [SECONDS]
+set -eu
+tracerd=$1 fx=$2 secs=${3:-5}
+tmp=$(mktemp -d /tmp/tracerd-bench-modes-XXXXXX)
+pids=
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2> /dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# start FIXTURE [ARG]: runs it with its stdout in $tmp/out; sets $pid
+start() {
+	rm -f "$tmp/out"
+	"$fx/$1" ${2:+"$2"} > "$tmp/out" 2> /dev/null &
+	pid=$!
+	pids="$pids $pid"
+	until grep -q ready "$tmp/out" 2> /dev/null; do sleep 0.01; done
+}
+stop() { kill -9 "$pid" 2> /dev/null || true; wait "$pid" 2> /dev/null || true; }
+
+# share FUNCTION < report: its self% in `tracerd report` top, or perf's
+# `--no-children` output (both print "NN.NN%" first and the symbol after)
+tshare() { awk -v f="$1" '$0 ~ "  " f " \\(" { sub("%", "", $1); print $1; exit }'; }
+pshare() { awk -v f="$1" '$0 ~ "\\] " f "$" { sub("%", "", $1); print $1; exit }'; }
+
+echo "cpu mode against perf record -e task-clock, ${secs}s each, shares of all samples:"
+printf '  %-10s %-16s %8s %8s\n' fixture function tracerd perf
+for spec in "fx_spin fx_spin_user" "fx_split split_a split_b" "fx_evloop loop_busy epoll_wait"; do
+	set -- $spec
+	f=$1
+	shift
+	start "$f"
+	rm -rf "$tmp/repo"
+	"$tracerd" --pid "$pid" -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
+	"$tracerd" report "$tmp/repo" --limit 0 > "$tmp/t.txt"
+	perf record -q -e task-clock -F 99 -p "$pid" -o "$tmp/perf.data" -- sleep "$secs" \
+		> /dev/null 2>&1 || true
+	perf report -i "$tmp/perf.data" --stdio --no-children -s sym 2> /dev/null |
+		grep -v '^#' > "$tmp/p.txt" || true
+	stop
+	for fn in "$@"; do
+		printf '  %-10s %-16s %7s%% %7s%%\n' "$f" "$fn" "$(tshare "$fn" < "$tmp/t.txt")" \
+			"$(pshare "$fn" < "$tmp/p.txt")"
+	done
+done
+
+echo "the 70/30 split (fx_split, cpu mode, 99 Hz, ${secs}s), split_a's share of split_a+b, five runs:"
+start fx_split
+line=
+for i in 1 2 3 4 5; do
+	rm -rf "$tmp/repo"
+	"$tracerd" --pid "$pid" -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
+	"$tracerd" report "$tmp/repo" --limit 0 > "$tmp/t.txt"
+	a=$(tshare split_a < "$tmp/t.txt") b=$(tshare split_b < "$tmp/t.txt")
+	line="$line $(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { printf "%.1f", a + b ? 100 * a / (a + b) : 0 }')"
+done
+stop
+echo "  split_a:$line (truth 70.0)"
+
+# counts PID: the fixture's SIGUSR2 report into $tmp/c.txt
+counts() {
+	n=$(grep -c '^end' "$tmp/out" || true)
+	kill -USR2 "$1"
+	until [ "$(grep -c '^end' "$tmp/out" || true)" -gt "$n" ]; do sleep 0.01; done
+	awk -v n="$n" '/^end/ { k++; next } k == n && /^T / { print }' "$tmp/out" > "$tmp/c.txt"
+}
+# sum of a column (eintr $6, early $8, wait_ns $14, busy_ns $16) over the lines
+col() { awk -v c="$1" '{ s += $c } END { print s + 0 }' "$tmp/c.txt"; }
+
+echo "wall mode against the event loop's own clock (fx_evloop, ${secs}s), epoll_wait's share:"
+for hz in 99 999; do
+	start fx_evloop
+	rm -rf "$tmp/repo"
+	"$tracerd" --pid "$pid" -r "$tmp/repo" -q -d "${secs}s" --mode wall -F "$hz" 2> "$tmp/sum" &
+	t=$!
+	until [ "$(awk '/^TracerPid/ {print $2}' /proc/$pid/status)" != 0 ]; do sleep 0.01; done
+	counts "$pid"
+	w0=$(col 14) b0=$(col 16)
+	wait "$t" || true
+	counts "$pid"
+	w1=$(col 14) b1=$(col 16)
+	stop
+	loop=$("$tracerd" report "$tmp/repo" -f threads | awk '/ fx-loop /{ print $1 }')
+	got=$("$tracerd" report "$tmp/repo" --tid "$loop" --limit 0 | tshare epoll_wait)
+	echo "  -F $hz: sampled ${got}%, by its clock $(awk -v w=$((w1 - w0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.1f", 100 * w / (w + b) }')%"
+done
+
+echo "EINTR and early returns while recorded ${secs}s (all waits of the fixture):"
+for f in fx_parked fx_evloop; do
+	for mode in cpu wall; do
+		for hz in 99 999; do
+			start "$f"
+			counts "$pid"
+			e0=$(col 6) r0=$(col 8)
+			rm -rf "$tmp/repo"
+			"$tracerd" --pid "$pid" -r "$tmp/repo" -q -d "${secs}s" --mode "$mode" \
+				-F "$hz" 2> "$tmp/sum" || true
+			counts "$pid"
+			stop
+			echo "  $f --mode $mode -F $hz: $(($(col 6) - e0)) EINTR, $(($(col 8) - r0)) early"
+		done
+	done
+done
+
+echo "wall mode on 1000 parked threads and a spinner (fx_threads 1000, 99 Hz, ${secs}s):"
+spin_cpu() { awk '{ print $1 }' "/proc/$1/task/$2/schedstat"; }
+start fx_threads 1000
+spinner=$(for t in /proc/$pid/task/*; do
+	[ "$(cat "$t/comm")" = fx-spin ] && basename "$t"; done)
+c0=$(spin_cpu "$pid" "$spinner")
+sleep "$secs"
+c1=$(spin_cpu "$pid" "$spinner")
+rm -rf "$tmp/repo"
+"$tracerd" --pid "$pid" -r "$tmp/repo" -d "${secs}s" --mode wall 2> "$tmp/sum" || true
+c2=$(spin_cpu "$pid" "$spinner")
+stop
+grep -E 'samples|daemon CPU' "$tmp/sum" | sed 's/^ */  /'
+awk -v a=$((c1 - c0)) -v b=$((c2 - c1)) 'BEGIN {
+	printf "  the spinner ran %.2f s of %s s alone, %.2f s while recorded (%.3f of alone)\n",
+		a / 1e9, '"$secs"', b / 1e9, b / a }'
