@@ -39,6 +39,11 @@ enum rec_event_kind {
 	REC_EV_PROCESS_EXIT,
 	REC_EV_CRASH,	   /* followed by the stacks of the process's threads */
 	REC_EV_CRASH_DONE, /* every stack of the crash is in the samples ring */
+	REC_EV_REPEAT,	   /* a sample without stack bytes (TD_SAMPLE_REPEAT,
+			    * flags in status): the thread's last stack again.
+			    * Here, not in the samples ring, because its slots
+			    * are sized for a stack: a wall-mode tick over 1000
+			    * parked threads filled that ring in one go. */
 };
 
 struct rec_event {

@@ -409,30 +409,27 @@ static unsigned choose(struct sampler *s)
 	return k;
 }
 
-/* Publish a sample of a blocked thread that is exactly as it was at its
- * last copy: no copy, no unwind (the writer repeats its last stack). */
-static void publish_repeat(struct sampler *s, struct sthread *st)
+/* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
+ * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT). */
+static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags)
 {
-	struct td_sample *smp = ring_reserve(&s->sh->samples);
+	struct rec_event *e = ring_reserve(&s->sh->events);
 
-	if (!smp) {
+	if (!e) {
 		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
 		return;
 	}
-	memset(&smp->regs, 0, sizeof(smp->regs));
-	smp->pid = st->pid;
-	smp->tid = st->tid;
-	smp->time_ns = td_now_ns();
-	smp->stopped_ns = 0;
-	smp->flags = TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | TD_SAMPLE_IN_SYSCALL |
-		(st->last_disk ? TD_SAMPLE_DISK : 0);
-	smp->regs.rsp = st->last.sc.sp;
-	smp->regs.rip = st->last.sc.pc;
-	smp->stack_addr = st->last.sc.sp;
-	smp->stack_end = 0;
-	smp->stack_len = 0;
-	ring_publish(&s->sh->samples);
+	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
+		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
+		.time_ns = td_now_ns() };
+	ring_publish(&s->sh->events);
 	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+}
+
+/* A blocked thread's repeat: asleep in its call, or in disk sleep. */
+static uint32_t blocked_flags(const struct sthread *st)
+{
+	return TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0);
 }
 
 /* Wall mode with perf: a sample for the time a thread waited for a CPU,
@@ -454,25 +451,8 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, uint64_t wait_
 	/* schedstat adds a wait when it ends: credit up to a second of it at
 	 * once (more is a thread that was stopped or frozen, not runnable) */
 	st->wait_credit = TD_MIN(st->wait_credit, 1000000000u + period);
-	for (; st->wait_credit >= period; st->wait_credit -= period) {
-		struct td_sample *smp = ring_reserve(&s->sh->samples);
-
-		if (!smp) {
-			atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
-			continue;
-		}
-		memset(&smp->regs, 0, sizeof(smp->regs));
-		smp->pid = st->pid;
-		smp->tid = st->tid;
-		smp->time_ns = td_now_ns();
-		smp->stopped_ns = 0;
-		smp->flags = TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | TD_SAMPLE_RUNNABLE;
-		smp->stack_addr = 0;
-		smp->stack_end = 0;
-		smp->stack_len = 0;
-		ring_publish(&s->sh->samples);
-		atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
-	}
+	for (; st->wait_credit >= period; st->wait_credit -= period)
+		publish_repeat(s, st, TD_SAMPLE_RUNNABLE);
 }
 
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
@@ -521,7 +501,7 @@ static unsigned wall_tick(struct sampler *s)
 		}
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
 			do
-				publish_repeat(s, st);
+				publish_repeat(s, st, blocked_flags(st));
 			while (extra--);
 			continue;
 		}
@@ -547,7 +527,8 @@ static unsigned wall_tick(struct sampler *s)
 		ring_publish(&sh->samples);
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		while (extra--)
-			publish_repeat(s, st); /* more periods blocked since the last tick */
+			/* more periods blocked since the last tick */
+			publish_repeat(s, st, blocked_flags(st));
 	}
 	return k;
 }

@@ -549,6 +549,14 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	case REC_EV_CRASH:
 		w->crash = *e;
 		break;
+	case REC_EV_REPEAT: {
+		/* a sample without stack bytes: the header is all there is */
+		struct td_sample smp = { .pid = e->pid, .tid = e->tid, .time_ns = e->time_ns,
+			.flags = (uint32_t)e->status };
+
+		do_sample(w, &smp);
+		break;
+	}
 	case REC_EV_CRASH_DONE: {
 		/* the crash's stacks were published before this event */
 		void *p;

@@ -32,12 +32,13 @@ start() {
 }
 stop() { kill -9 "$pid" 2> /dev/null || true; wait "$pid" 2> /dev/null || true; }
 
-# share FUNCTION < report: its self% in `tracerd report` top, or perf's
-# `--no-children` output (both print "NN.NN%" first and the symbol after)
-tshare() { awk -v f="$1" '$0 ~ "  " f " \\(" { sub("%", "", $1); print $1; exit }'; }
+# share FUNCTION < report: its total% (the samples with it on the stack) in
+# `tracerd report` top, or in perf's `--children` output (its first column)
+tshare() { awk -v f="$1" '$0 ~ "  " f " \\(" { sub("%", "", $2); print $2; exit }'; }
 pshare() { awk -v f="$1" '$0 ~ "\\] " f "$" { sub("%", "", $1); print $1; exit }'; }
 
-echo "cpu mode against perf record -e task-clock, ${secs}s each, shares of all samples:"
+echo "cpu mode against perf record -e task-clock --call-graph dwarf, ${secs}s each,"
+echo "each function's total share (samples with it on the stack):"
 printf '  %-10s %-16s %8s %8s\n' fixture function tracerd perf
 for spec in "fx_spin fx_spin_user" "fx_split split_a split_b" "fx_evloop loop_busy epoll_wait"; do
 	set -- $spec
@@ -47,14 +48,14 @@ for spec in "fx_spin fx_spin_user" "fx_split split_a split_b" "fx_evloop loop_bu
 	rm -rf "$tmp/repo"
 	"$tracerd" --pid "$pid" -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
 	"$tracerd" report "$tmp/repo" --limit 0 > "$tmp/t.txt"
-	perf record -q -e task-clock -F 99 -p "$pid" -o "$tmp/perf.data" -- sleep "$secs" \
-		> /dev/null 2>&1 || true
-	perf report -i "$tmp/perf.data" --stdio --no-children -s sym 2> /dev/null |
+	perf record -q -e task-clock -F 99 --call-graph dwarf -p "$pid" -o "$tmp/perf.data" \
+		-- sleep "$secs" > /dev/null 2>&1 || true
+	perf report -i "$tmp/perf.data" --stdio --children -g none -s sym 2> /dev/null |
 		grep -v '^#' > "$tmp/p.txt" || true
 	stop
 	for fn in "$@"; do
-		printf '  %-10s %-16s %7s%% %7s%%\n' "$f" "$fn" "$(tshare "$fn" < "$tmp/t.txt")" \
-			"$(pshare "$fn" < "$tmp/p.txt")"
+		a=$(tshare "$fn" < "$tmp/t.txt") b=$(pshare "$fn" < "$tmp/p.txt")
+		printf '  %-10s %-16s %7s%% %7s%%\n' "$f" "$fn" "${a:-0.00}" "${b:-0.00}"
 	done
 done
 
@@ -79,7 +80,7 @@ counts() {
 	awk -v n="$n" '/^end/ { k++; next } k == n && /^T / { print }' "$tmp/out" > "$tmp/c.txt"
 }
 # sum of a column (eintr $6, early $8, wait_ns $14, busy_ns $16) over the lines
-col() { awk -v c="$1" '{ s += $c } END { print s + 0 }' "$tmp/c.txt"; }
+col() { awk -v c="$1" '{ s += $c } END { printf "%.0f\n", s }' "$tmp/c.txt"; }
 
 echo "wall mode against the event loop's own clock (fx_evloop, ${secs}s), epoll_wait's share:"
 for hz in 99 999; do
@@ -96,7 +97,7 @@ for hz in 99 999; do
 	stop
 	loop=$("$tracerd" report "$tmp/repo" -f threads | awk '/ fx-loop /{ print $1 }')
 	got=$("$tracerd" report "$tmp/repo" --tid "$loop" --limit 0 | tshare epoll_wait)
-	echo "  -F $hz: sampled ${got}%, by its clock $(awk -v w=$((w1 - w0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.1f", 100 * w / (w + b) }')%"
+	echo "  -F $hz: sampled ${got}%, by its clock $(awk -v w="$((w1 - w0))" -v b="$((b1 - b0))" 'BEGIN { printf "%.1f", 100 * w / (w + b) }')%"
 done
 
 echo "EINTR and early returns while recorded ${secs}s (all waits of the fixture):"
@@ -119,8 +120,7 @@ done
 echo "wall mode on 1000 parked threads and a spinner (fx_threads 1000, 99 Hz, ${secs}s):"
 spin_cpu() { awk '{ print $1 }' "/proc/$1/task/$2/schedstat"; }
 start fx_threads 1000
-spinner=$(for t in /proc/$pid/task/*; do
-	[ "$(cat "$t/comm")" = fx-spin ] && basename "$t"; done)
+spinner=$(grep -l '^fx-spin$' /proc/$pid/task/*/comm | cut -d/ -f5)
 c0=$(spin_cpu "$pid" "$spinner")
 sleep "$secs"
 c1=$(spin_cpu "$pid" "$spinner")
@@ -129,6 +129,6 @@ rm -rf "$tmp/repo"
 c2=$(spin_cpu "$pid" "$spinner")
 stop
 grep -E 'samples|daemon CPU' "$tmp/sum" | sed 's/^ */  /'
-awk -v a=$((c1 - c0)) -v b=$((c2 - c1)) 'BEGIN {
+awk -v a="$((c1 - c0))" -v b="$((c2 - c1))" -v s="$secs" 'BEGIN {
 	printf "  the spinner ran %.2f s of %s s alone, %.2f s while recorded (%.3f of alone)\n",
-		a / 1e9, '"$secs"', b / 1e9, b / a }'
+		a / 1e9, s, b / 1e9, b / a }'
