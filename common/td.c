@@ -79,6 +79,23 @@ int td_read_text(int dirfd, const char *path, char *buf, size_t len)
 	return (int)off;
 }
 
+/* Read a stat file (/proc/PID/stat or a task's) into buf; *ret_state
+ * points at field 3, the state.  comm (field 2) may hold spaces and
+ * parentheses: the state follows the last ')'. */
+static int read_stat(const char *path, char *buf, size_t len, char **ret_state)
+{
+	int r = td_read_text(AT_FDCWD, path, buf, len);
+	char *p;
+
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -TD_E_CORRUPT;
+	*ret_state = p + 2;
+	return 0;
+}
+
 int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info)
 {
 	struct td_task_info info = { .state = '?' };
@@ -86,13 +103,10 @@ int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info)
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	r = td_read_text(AT_FDCWD, path, buf, sizeof(buf));
+	r = read_stat(path, buf, sizeof(buf), &p);
 	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	/* comm may hold spaces and parentheses: the state follows the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return -TD_E_CORRUPT;
+		return r;
+	p -= 2; /* the last ')' */
 	info.state = p[2];
 	info.ppid = (pid_t)strtol(p + 4, NULL, 10);
 	{
@@ -147,15 +161,10 @@ int td_proc_id_read(pid_t pid, struct td_proc_id *ret_id)
 	if (pid <= 0)
 		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	r = td_read_text(AT_FDCWD, path, buf, sizeof(buf));
+	r = read_stat(path, buf, sizeof(buf), &p);
 	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	/* comm may hold spaces and parentheses: field 3 (state) follows the
-	 * last ')'; starttime is field 22, 19 fields further on. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return -TD_E_CORRUPT;
-	p += 2;
+		return r;
+	/* starttime is field 22, 19 fields after the state */
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (!p)

@@ -947,6 +947,22 @@ Test(record, parked_threads_see_no_eintr, .timeout = 240)
 			cr_assert(ask_counts(fx, out, text, sizeof(text)), "%s: no report", what);
 			expect_untouched(text, what);
 		}
+	/* wall mode saw each thread in its wait: the wall recordings hold
+	 * every sample of the repository (cpu mode took none of them) */
+	{
+		static const char *const waits[][2] = { { "fx-read", "read_inner" },
+			{ "fx-poll", "poll_inner" }, { "fx-epoll", "epoll_inner" },
+			{ "fx-sigwait", "sigwait_inner" }, { "fx-sleep", "sleep_inner" },
+			{ "fx-cond", "cond_inner" } };
+
+		for (size_t i = 0; i < TD_ARRAY_SIZE(waits); i++) {
+			pid_t tid = task_by_name(fx, waits[i][0]);
+			double pct = tid > 0 ? share_of(tid, waits[i][1], 1) : -1;
+
+			cr_expect_geq(pct, 99.0, "%s: %.1f%% of its samples in %s", waits[i][0], pct,
+				waits[i][1]);
+		}
+	}
 	close(in);
 	close(out);
 	fx_stop(fx);
