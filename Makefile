@@ -48,7 +48,7 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
-	daemon/writer.c \
+	daemon/waits.c daemon/writer.c \
 	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
@@ -69,7 +69,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
-	$(FX)/fx_evloop $(FX)/fx_parked
+	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
 
@@ -110,7 +110,7 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
 $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
-$(FX)/fx_zleader: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_zleader $(FX)/fx_locks: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<

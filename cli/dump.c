@@ -99,6 +99,102 @@ static const char *state_words(char state)
 	return NULL;
 }
 
+static const char *name_of(const struct dump_result *r, pid_t tid)
+{
+	for (unsigned i = 0; i < r->nthreads; i++)
+		if (r->threads[i].tid == tid)
+			return r->threads[i].name;
+	return "?";
+}
+
+/* "waiting for mutex 0x... held by 4815 (dl-b)" and the like; "" when the
+ * thread waits for nothing we can name. */
+static void wait_words(const struct dump_result *r, const struct td_wait *w, char *buf,
+	size_t len)
+{
+	const char *call = td_syscall_name(w->nr);
+	char held[64] = "";
+
+	if (w->owner)
+		snprintf(held, sizeof(held), " held by %d (%s)", (int)w->owner,
+			name_of(r, w->owner));
+	switch (w->kind) {
+	case TD_WAIT_MUTEX:
+		snprintf(buf, len, "waiting for mutex 0x%" PRIx64 "%s", w->object, held);
+		break;
+	case TD_WAIT_RWLOCK:
+		snprintf(buf, len, "waiting for rwlock 0x%" PRIx64 "%s%s", w->object,
+			w->owner ? " (write)" : "", held);
+		break;
+	case TD_WAIT_CONDVAR:
+		snprintf(buf, len, "waiting on condition variable 0x%" PRIx64, w->object);
+		break;
+	case TD_WAIT_SEMAPHORE:
+		snprintf(buf, len, "waiting on semaphore 0x%" PRIx64, w->object);
+		break;
+	case TD_WAIT_JOIN:
+		if (w->owner)
+			snprintf(buf, len, "waiting to join thread %d (%s)", (int)w->owner,
+				name_of(r, w->owner));
+		else
+			snprintf(buf, len, "waiting to join a thread (futex 0x%" PRIx64 ")",
+				w->object);
+		break;
+	case TD_WAIT_FUTEX:
+		snprintf(buf, len, "waiting on futex 0x%" PRIx64, w->object);
+		break;
+	case TD_WAIT_FD:
+		if (w->object == (uint64_t)-1)
+			snprintf(buf, len, "waiting in %s on a set of descriptors",
+				call ? call : "a system call");
+		else
+			snprintf(buf, len, "waiting in %s on fd %d%s%s%s", call ? call : "a system call",
+				(int)w->object, w->what[0] ? " (" : "", w->what, w->what[0] ? ")" : "");
+		break;
+	case TD_WAIT_SLEEP:
+		snprintf(buf, len, "sleeping in %s", call ? call : "a system call");
+		break;
+	case TD_WAIT_SIGNAL:
+		snprintf(buf, len, "waiting for a signal in %s", call ? call : "a system call");
+		break;
+	case TD_WAIT_DISK:
+		snprintf(buf, len, "in uninterruptible (disk) sleep%s%s", call ? " in " : "",
+			call ? call : "");
+		break;
+	case TD_WAIT_OTHER:
+		if (w->what[0])
+			snprintf(buf, len, "blocked in %s", w->what);
+		else
+			snprintf(buf, len, "blocked in system call %ld", w->nr);
+		break;
+	default:
+		buf[0] = '\0';
+	}
+}
+
+static void print_wait_json(const struct td_wait *w)
+{
+	if (w->kind == TD_WAIT_NONE)
+		return;
+	printf(", \"wait\": {\"kind\": \"%s\"", td_wait_kind_name(w->kind));
+	if (w->kind == TD_WAIT_FD)
+		printf(", \"fd\": %d", w->object == (uint64_t)-1 ? -1 : (int)w->object);
+	else if (w->kind != TD_WAIT_SLEEP && w->kind != TD_WAIT_SIGNAL &&
+		 w->kind != TD_WAIT_DISK && w->kind != TD_WAIT_OTHER)
+		printf(", \"object\": \"0x%" PRIx64 "\"", w->object);
+	if (w->owner)
+		printf(", \"owner_tid\": %d", (int)w->owner);
+	if (td_syscall_name(w->nr)) {
+		fputs(", \"syscall\": ", stdout);
+		td_json_string(stdout, td_syscall_name(w->nr), 0);
+	}
+	if (w->what[0] && w->kind == TD_WAIT_FD) {
+		fputs(", \"target\": ", stdout);
+		td_json_string(stdout, w->what, 0);
+	}
+	putchar('}');
+}
+
 static void print_thread(const struct dump_result *r, const struct dump_thread *th, bool json,
 	bool verbose, bool first)
 {
@@ -132,6 +228,8 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 			fputs("\n  -- thread exited before it could be captured\n", stdout);
 		return;
 	}
+	if (json)
+		print_wait_json(&th->wait);
 	if (json) {
 		printf(", \"stopped_ns\": %" PRIu64 ", \"end\": ", th->stopped_ns);
 		td_json_string(stdout, sym_end_name(th->end), 0);
@@ -140,10 +238,15 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 				th->stack_bytes);
 		fputs(", \"frames\": [", stdout);
 	} else {
+		char waits[160];
+
 		if (verbose)
 			printf("  stopped %.1f us, %u stack bytes copied", th->stopped_ns / 1000.0,
 				th->stack_bytes);
 		putchar('\n');
+		wait_words(r, &th->wait, waits, sizeof(waits));
+		if (waits[0])
+			printf("  %s\n", waits);
 	}
 	for (unsigned i = 0; i < th->nframes; i++) {
 		const struct dump_frame *f = &r->frames[th->first_frame + i];
@@ -167,14 +270,69 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 	putchar('\n');
 }
 
-static void print_result(const struct dump_result *r, bool json, bool verbose)
+/* Deadlocks first, as jstack reports Java's: each cycle, thread by thread,
+ * in the order of who waits for whom. */
+static void print_deadlocks(const struct dump_result *r, bool json)
 {
 	if (json)
-		printf("{\"pid\": %d, \"threads\": [", (int)r->pid);
-	for (unsigned i = 0; i < r->nthreads; i++)
-		print_thread(r, &r->threads[i], json, verbose, i == 0);
+		fputs(", \"deadlocks\": [", stdout);
+	else
+		printf("Found %u deadlock%s.\n", r->deadlocks, r->deadlocks == 1 ? "" : "s");
+	for (unsigned c = 1; c <= r->deadlocks; c++) {
+		unsigned first = 0, i;
+
+		while (r->threads[first].deadlock != c)
+			first++;
+		if (json)
+			printf("%s[", c > 1 ? ", " : "");
+		else
+			printf("\ndeadlock %u:\n", c);
+		i = first;
+		do {
+			const struct dump_thread *th = &r->threads[i];
+			char words[160];
+
+			if (json) {
+				printf("%s%d", i == first ? "" : ", ", (int)th->tid);
+			} else {
+				wait_words(r, &th->wait, words, sizeof(words));
+				printf("  thread %d (%s) %s\n", (int)th->tid, th->name, words);
+			}
+			for (i = 0; r->threads[i].tid != th->wait.owner; i++)
+				;
+		} while (i != first);
+		if (json)
+			putchar(']');
+	}
 	if (json)
+		putchar(']');
+	else
+		putchar('\n');
+}
+
+static void print_result(const struct dump_result *r, bool json, bool verbose)
+{
+	bool first = true;
+
+	if (json) {
+		printf("{\"pid\": %d", (int)r->pid);
+		if (r->deadlocks)
+			print_deadlocks(r, true);
+		fputs(", \"threads\": [", stdout);
+		for (unsigned i = 0; i < r->nthreads; i++)
+			print_thread(r, &r->threads[i], true, verbose, i == 0);
 		fputs("\n]}\n", stdout);
+	} else {
+		if (r->deadlocks)
+			print_deadlocks(r, false);
+		/* the deadlocked threads' stacks first */
+		for (unsigned pass = 0; pass < 2; pass++)
+			for (unsigned i = 0; i < r->nthreads; i++)
+				if ((r->threads[i].deadlock == 0) == (pass == 1)) {
+					print_thread(r, &r->threads[i], false, verbose, first);
+					first = false;
+				}
+	}
 	if (verbose && !json) {
 		printf("\n%u threads, %u captured, %u gone, %u did not stop in time; "
 		       "%u modules, %u with ELF, %u with DWARF used\n",

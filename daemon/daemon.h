@@ -113,6 +113,48 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret_stats);
  * chunk and free.  NULL-safe. */
 void rec_free(struct recorder *r);
 
+/* ==== what a blocked thread waits for (daemon/waits.c) =====================
+ * From outside and without a stop: the thread's system call and arguments,
+ * the memory they point at (glibc 2.36's object layouts), its stack's
+ * function names, /proc/PID/fd. */
+enum td_wait_kind {
+	TD_WAIT_NONE,	   /* not blocked in a system call */
+	TD_WAIT_MUTEX,	   /* pthread_mutex_t (normal, PI, robust) */
+	TD_WAIT_RWLOCK,	   /* pthread_rwlock_t */
+	TD_WAIT_CONDVAR,   /* pthread_cond_t */
+	TD_WAIT_SEMAPHORE, /* sem_t */
+	TD_WAIT_JOIN,	   /* pthread_join of another thread */
+	TD_WAIT_FUTEX,	   /* a futex of no known kind */
+	TD_WAIT_FD,	   /* read, write, recv, accept, poll, epoll... on a descriptor */
+	TD_WAIT_SLEEP,	   /* nanosleep, clock_nanosleep */
+	TD_WAIT_SIGNAL,	   /* pause, sigsuspend, sigtimedwait */
+	TD_WAIT_DISK,	   /* uninterruptible sleep (state D) */
+	TD_WAIT_OTHER,	   /* another system call (what: its name) */
+};
+
+struct td_wait {
+	enum td_wait_kind kind;
+	long nr;	 /* the system call, -1 if none */
+	uint64_t object; /* the object's address (mutex, rwlock, condvar, sem_t:
+			  * its start; join, futex: the futex word); FD: the
+			  * descriptor, (uint64_t)-1 for a set */
+	pid_t owner;	 /* the thread that holds it (mutex, rwlock writer,
+			  * join: the joined thread), 0 if none or unknown */
+	char what[48];	 /* FD: what the descriptor is (socket:[N], pipe:[N], a
+			  * path); OTHER: the call's name */
+};
+
+/* "mutex", "rwlock", ... (tracerd-report(1) and dump --json use them) */
+const char *td_wait_kind_name(enum td_wait_kind k);
+/* The name of system call nr, NULL if not one of the blocking calls known. */
+const char *td_syscall_name(long nr);
+/* Classify thread tid of pid, blocked in system call nr (-1: none) with
+ * args, in /proc state 'state', its stack's function names funcs (leaf
+ * first, NULL for unknown).  Reads the target's memory and /proc/PID/fd;
+ * stops nothing. */
+void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], char state,
+	const char *const *funcs, unsigned nfuncs, struct td_wait *ret);
+
 /* ==== tracerd dump as a library (daemon/dump.c) ============================
  * One capture round over the threads of a process, then unwinding and
  * symbolization into a flat result.  cli/dump.c prints it. */
@@ -163,6 +205,10 @@ struct dump_thread {
 	unsigned live_reads;  /* reads outside the stack copy */
 	char detail[96];      /* libdwfl's words on the end, if any */
 	unsigned first_frame, nframes; /* into dump_result.frames */
+	struct td_wait wait;  /* what it waits for, if blocked in a system call */
+	/* in a deadlock: its cycle's number (1, 2, ...), else 0; the threads
+	 * of a cycle each wait for an object the next one holds */
+	unsigned deadlock;
 };
 
 /* owns: threads, frames, strings (flat arrays; threads sorted by tid) */
@@ -177,6 +223,7 @@ struct dump_result {
 	unsigned requested, captured, gone, timeout; /* the capture round */
 	unsigned modules, with_elf, with_dwarf;	     /* sym_session_modules */
 	bool process_exited; /* during the dump: the threads are what was captured */
+	unsigned deadlocks;  /* cycles found (dump_thread.deadlock) */
 	uint64_t attach_ns, modules_ns, capture_ns, symbolize_ns;
 };
 

@@ -184,6 +184,65 @@ static int add_frame(struct dump *d, const struct sym_frame *f)
 }
 
 /* Unwind and symbolize every captured copy (the threads run again). */
+/* What a thread stopped in a system call waits for: the call and its
+ * arguments are in its registers (orig_rax; rdi, rsi, rdx, r10, r8, r9),
+ * the functions on its stack tell glibc's objects apart. */
+static void classify(struct dump *d, const struct dthread *th, struct dump_thread *out)
+{
+	const struct user_regs_struct *g = &th->sample->regs;
+	const uint64_t args[6] = { g->rdi, g->rsi, g->rdx, g->r10, g->r8, g->r9 };
+	const char *funcs[16];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < out->nframes && n < TD_ARRAY_SIZE(funcs); i++)
+		funcs[n++] = dump_string(d->res, d->res->frames[out->first_frame + i].function);
+	td_wait_classify(d->pid, th->tid,
+		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
+		out->state, funcs, n, &out->wait);
+}
+
+/* Deadlocks: cycles of threads each waiting for an object (a mutex, a
+ * rwlock's writer, a join) that the next one holds.  Marks each cycle's
+ * threads with its number. */
+static void find_deadlocks(struct dump_result *r)
+{
+	unsigned *seen = calloc(r->nthreads ? r->nthreads : 1, sizeof(*seen));
+
+	if (!seen)
+		return;
+	for (unsigned start = 0; start < r->nthreads; start++) {
+		unsigned i = start;
+
+		/* follow owners, marking this walk with start + 1 */
+		while (!seen[i]) {
+			pid_t owner = r->threads[i].wait.owner;
+			unsigned j;
+
+			seen[i] = start + 1;
+			for (j = 0; owner && j < r->nthreads && r->threads[j].tid != owner; j++)
+				;
+			if (!owner || j == r->nthreads)
+				break;
+			i = j;
+			if (seen[i] == start + 1 && !r->threads[i].deadlock) {
+				/* back on this walk: i is on a cycle */
+				unsigned k = i;
+
+				r->deadlocks++;
+				do {
+					pid_t o = r->threads[k].wait.owner;
+
+					r->threads[k].deadlock = r->deadlocks;
+					for (k = 0; r->threads[k].tid != o; k++)
+						;
+				} while (k != i);
+				break;
+			}
+		}
+	}
+	free(seen);
+}
+
 static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 {
 	struct sym_unwound *u = malloc(sizeof(*u));
@@ -217,6 +276,7 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 				r = add_frame(d, &frames[j]);
 		}
 		out->nframes = d->res->nframes - out->first_frame;
+		classify(d, th, out);
 	}
 out:
 	free(u);
@@ -374,6 +434,7 @@ int dump_run(const struct dump_options *o, struct dump_result **ret_result,
 	r = symbolize_all(&d, ss, o->inlines);
 	if (r < 0)
 		goto out;
+	find_deadlocks(d.res);
 	sym_session_modules(ss, &d.res->modules, &d.res->with_elf, &d.res->with_dwarf);
 	d.res->symbolize_ns = td_now_ns() - t1;
 	d.res->requested = stats.requested;

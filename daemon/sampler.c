@@ -85,6 +85,10 @@ struct sthread {
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
+	uint64_t block_runs;   /* wall mode: run_count when last seen blocked */
+	bool seen_blocked;     /* block_runs is set */
+	uint64_t woken_credit; /* wall mode with perf: woken-waiting ns not yet sampled */
+	uint64_t woken_sampled; /* wall mode with perf: woken ns sampled, not yet in wait_ns */
 	uint32_t window;
 };
 
@@ -432,24 +436,43 @@ static uint32_t blocked_flags(const struct sthread *st)
 	return TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0);
 }
 
-/* Wall mode with perf: a sample for the time a thread waited for a CPU,
+/* Wall mode with perf: samples for the time a thread waited for a CPU,
  * which neither perf (it did not run) nor a blocked copy (it was not
- * blocked) sees.  schedstat's wait time is credited at each tick and spent
- * a period at a time; the stack is the thread's last one (where it was
- * preempted, or the call it was woken in), so the writer repeats it. */
-static void runnable_ticks(struct sampler *s, struct sthread *st, uint64_t wait_ns)
+ * blocked) sees.  Two kinds, told apart because their stacks differ:
+ *  - woken: not scheduled since it was last seen blocked (its run count
+ *    has not moved), it waits for a CPU inside its call: sampled at the
+ *    tick like a blocked thread, a sample per period since the last tick,
+ *    with its blocked stack;
+ *  - preempted: schedstat adds each wait to its total when the wait ends;
+ *    what it added since the last tick, less the woken time the ticks
+ *    already sampled, is spent a period at a time, with the stack of the
+ *    last perf sample if one came since it was last blocked (the writer
+ *    knows; else a frame that says the place is unknown). */
+static void runnable_ticks(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
+	bool blocked, uint64_t dt)
 {
-	uint64_t period = 1000000000u / s->cfg->hz;
+	uint64_t period = 1000000000u / s->cfg->hz, paid;
 
-	if (st->state == ST_NEW || wait_ns < st->wait_ns) {
-		st->wait_ns = wait_ns; /* first look: credit from here */
+	if (st->state == ST_NEW || b->wait_ns < st->wait_ns) {
+		st->wait_ns = b->wait_ns; /* first look: credit from here */
 		st->state = ST_SETTLE;
 		return;
 	}
-	st->wait_credit += wait_ns - st->wait_ns;
-	st->wait_ns = wait_ns;
-	/* schedstat adds a wait when it ends: credit up to a second of it at
-	 * once (more is a thread that was stopped or frozen, not runnable) */
+	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
+		st->woken_credit = TD_MIN(st->woken_credit + dt, 1000000000u + period);
+		for (; st->woken_credit >= period; st->woken_credit -= period) {
+			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL);
+			st->woken_sampled += period;
+		}
+	}
+	st->wait_credit += b->wait_ns - st->wait_ns;
+	st->wait_ns = b->wait_ns;
+	paid = TD_MIN(st->wait_credit, st->woken_sampled);
+	st->wait_credit -= paid;
+	/* what the ticks sampled of a wait not yet ended stays to be paid */
+	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
+	/* credit up to a second at once (more is a thread that was stopped
+	 * or frozen, not runnable) */
 	st->wait_credit = TD_MIN(st->wait_credit, 1000000000u + period);
 	for (; st->wait_credit >= period; st->wait_credit -= period)
 		publish_repeat(s, st, TD_SAMPLE_RUNNABLE);
@@ -483,7 +506,11 @@ static unsigned wall_tick(struct sampler *s)
 		if (r < 0)
 			continue;
 		if (st->perf)
-			runnable_ticks(s, st, b.wait_ns);
+			runnable_ticks(s, st, &b, r == 1, dt);
+		if (r == 1) {
+			st->block_runs = b.run_count;
+			st->seen_blocked = true;
+		}
 		if (r == 0) {
 			st->have_last = false;
 			if (!st->perf)

@@ -55,6 +55,7 @@ struct writer {
 	struct session sess[REC_MAX_PIDS * 4];
 	struct td_map threads, locs;
 	uint32_t end_loc[SYM_END_NO_REGS + 1];
+	uint32_t preempted_loc; /* preempted_location() */
 	struct sym_unwound u;
 	struct sym_frame frames[SYM_MAX_FRAMES];
 	uint32_t loc_ids[SYM_MAX_FRAMES + 1];
@@ -76,6 +77,7 @@ struct writer {
 		pid_t tid; /* 0: free */
 		unsigned n;
 		enum sym_end end;
+		bool perf; /* from a perf sample (it ran), not a blocked copy */
 		uint64_t *pc;
 		bool *act;
 	} *saved;
@@ -102,6 +104,7 @@ static void new_chunk_caches(struct writer *w)
 	td_map_clear(&w->threads);
 	td_map_clear(&w->locs);
 	memset(w->end_loc, 0, sizeof(w->end_loc));
+	w->preempted_loc = 0;
 }
 
 static void chunk_meta(struct writer *w)
@@ -362,6 +365,23 @@ static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound 
 	       !f.module;
 }
 
+/* Time a thread waited for a CPU after it ran, when no perf sample since
+ * says where it was preempted (its last stack is from before it ran):
+ * a frame that says so, rather than a stack it had left. */
+static uint32_t preempted_location(struct writer *w)
+{
+	struct chunk_line line;
+
+	if (!w->preempted_loc) {
+		line = (struct chunk_line){ chunk_writer_function(w->cw,
+						    "[runnable: preempted where no sample saw it]",
+						    NULL, NULL, 0),
+			0, 0 };
+		w->preempted_loc = chunk_writer_location(w->cw, 0, 0, &line, 1);
+	}
+	return chunk_writer_stack(w->cw, &w->preempted_loc, 1);
+}
+
 /* The chunk's stack for the unwound frames in w->u. */
 static uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
@@ -408,7 +428,7 @@ static struct saved *saved_of(struct writer *w, pid_t tid, bool create)
 }
 
 /* Keep the unwind of a thread copied while blocked, for its repeats. */
-static void save_unwound(struct writer *w, pid_t tid)
+static void save_unwound(struct writer *w, pid_t tid, bool perf)
 {
 	struct saved *sv = saved_of(w, tid, true);
 	uint64_t *pc;
@@ -431,6 +451,7 @@ static void save_unwound(struct writer *w, pid_t tid)
 	memcpy(sv->act, w->u.activation, w->u.n * sizeof(*act));
 	sv->n = w->u.n;
 	sv->end = w->u.end;
+	sv->perf = perf;
 }
 
 static void saved_drop(struct writer *w, pid_t tid)
@@ -456,13 +477,17 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		struct saved *sv = saved_of(w, s->tid, false);
 
 		/* (a slot freed by an exit may hold another thread now) */
-		if (sv && sv->tid == s->tid) {
+		if (sv && sv->tid == s->tid &&
+			!((s->flags & TD_SAMPLE_RUNNABLE) && !(s->flags & TD_SAMPLE_IN_SYSCALL) &&
+				!sv->perf)) {
 			memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
 			memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
 			w->u.n = sv->n;
 			w->u.end = sv->end;
 			return stack_of_unwound(w, se->s, s->pid);
 		}
+		if (s->flags & TD_SAMPLE_RUNNABLE)
+			return preempted_location(w);
 		w->u.n = 0;
 		w->u.end = SYM_END_NO_REGS;
 		return stack_of_unwound(w, se->s, s->pid);
@@ -483,7 +508,7 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	 * running one's (its time waiting for a CPU repeats it) */
 	if ((s->flags & TD_SAMPLE_NOSTOP) ||
 		((s->flags & TD_SAMPLE_PERF) && w->cfg->mode == REC_MODE_WALL))
-		save_unwound(w, s->tid);
+		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
 	return stack_of_unwound(w, se->s, s->pid);
 }
 
@@ -514,7 +539,7 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 	if (s->flags & TD_SAMPLE_RUNNABLE) {
 		struct saved *sv = saved_of(w, s->tid, false);
 
-		if (!sv || sv->tid != s->tid)
+		if (!sv)
 			return;
 	}
 	stack = stack_of(w, s);

@@ -452,11 +452,17 @@ int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n)
 	const char *p;
 	int k = 0;
 
-	snprintf(hdr, sizeof(hdr), "thread %d (", (int)tid);
-	p = strstr(text, hdr);
+	/* at the start of a line: "thread N (" also stands in wait lines */
+	snprintf(hdr, sizeof(hdr), "\nthread %d (", (int)tid);
+	p = strncmp(text, hdr + 1, strlen(hdr + 1)) ? strstr(text, hdr) : text;
 	if (!p)
 		return -1;
+	if (*p == '\n')
+		p++;
 	p = strchr(p, '\n');
+	/* what the thread waits for, if it does: "  waiting for ..." */
+	if (p && p[1] == ' ' && p[2] == ' ' && p[3] >= 'a' && p[3] <= 'z')
+		p = strchr(p + 1, '\n');
 	while (p && p[1] == ' ' && p[2] == ' ' && p[3] == '#' && k < n) {
 		const char *line = p + 1, *end = strchr(line, '\n');
 		char buf[4096], *q, *in, *at;

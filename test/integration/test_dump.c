@@ -614,3 +614,154 @@ Test(dump, no_dwarf_names_from_symbol_tables, .timeout = 30)
 	run_result_free(&r);
 	fx_stop(pid);
 }
+
+/* ---- what blocked threads wait for (fx_locks) */
+
+/* Start fx_locks (with arg), read its objects' addresses ("NAME 0xADDR"
+ * lines up to "end") into text. */
+static pid_t start_locks(const char *arg, char *text, size_t len)
+{
+	int p[2];
+	size_t got = 0;
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(FX("fx_locks"), "fx_locks", arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		ssize_t n = read(p[0], text + got, len - 1 - got);
+
+		cr_assert_gt(n, 0, "fx_locks did not start: %s", text);
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	close(p[0]);
+	return pid;
+}
+
+static unsigned long long addr_of(const char *text, const char *name)
+{
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s 0x", name);
+	p = strstr(text, key);
+	cr_assert_not_null(p, "no %s in %s", name, text);
+	return strtoull(p + strlen(key), NULL, 16);
+}
+
+/* The JSON object of thread name in a dump --json (up to the next one). */
+static char *thread_json(const char *out, const char *name)
+{
+	char key[64];
+	const char *p, *end;
+
+	snprintf(key, sizeof(key), "\"name\": \"%s\"", name);
+	p = strstr(out, key);
+	cr_assert_not_null(p, "no thread %s in\n%s", name, out);
+	end = strstr(p, "\n    {");
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+static void expect_wait(const char *out, const char *name, const char *kind,
+	unsigned long long object, pid_t owner)
+{
+	char *t = thread_json(out, name), want[96];
+
+	snprintf(want, sizeof(want), "\"wait\": {\"kind\": \"%s\"", kind);
+	cr_expect(strstr(t, want), "%s: not a %s wait: %.300s", name, kind, t);
+	if (object) {
+		snprintf(want, sizeof(want), "\"object\": \"0x%llx\"", object);
+		cr_expect(strstr(t, want), "%s: %s is not 0x%llx: %.300s", name, kind, object, t);
+	}
+	if (owner) {
+		snprintf(want, sizeof(want), "\"owner_tid\": %d", (int)owner);
+		cr_expect(strstr(t, want), "%s: not held by %d: %.300s", name, (int)owner, t);
+	}
+	free(t);
+}
+
+/* Each waiter of fx_locks: what it waits for, the object's address (as
+ * the program prints it) and the thread that holds it. */
+Test(dump, says_what_each_thread_waits_for, .timeout = 60)
+{
+	char text[1024], p[32];
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--json", NULL };
+	pid_t pid = start_locks(NULL, text, sizeof(text));
+	struct run_result r;
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	expect_wait(r.out, "lk-mutex", "mutex", addr_of(text, "mutex"),
+		task_by_name(pid, "lk-mholder"));
+	expect_wait(r.out, "lk-pi", "mutex", addr_of(text, "pi"), task_by_name(pid, "lk-piholder"));
+	expect_wait(r.out, "lk-rdlock", "rwlock", addr_of(text, "rwlock"),
+		task_by_name(pid, "lk-wholder"));
+	expect_wait(r.out, "lk-cond", "condvar", addr_of(text, "cond"), 0);
+	expect_wait(r.out, "lk-sem", "semaphore", addr_of(text, "sem"), 0);
+	expect_wait(r.out, "lk-join", "join", 0, task_by_name(pid, "lk-long"));
+	expect_wait(r.out, "lk-pipe", "fd", 0, 0);
+	expect_wait(r.out, "lk-long", "sleep", 0, 0);
+	expect_wait(r.out, "fx_locks", "signal", 0, 0);
+	{
+		char *t = thread_json(r.out, "lk-pipe");
+
+		cr_expect(strstr(t, "\"target\": \"pipe:["), "%.300s", t);
+		free(t);
+	}
+	cr_expect(!strstr(r.out, "\"deadlocks\""), "no deadlock here");
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* Two threads that took two mutexes in opposite orders: the text dump
+ * opens with the cycle, each thread waiting for the mutex the other
+ * holds, and their stacks come first; --json lists the cycle's tids. */
+Test(dump, finds_a_deadlock, .timeout = 60)
+{
+	char text[1024], p[32], want[160];
+	pid_t pid = start_locks("deadlock", text, sizeof(text));
+	pid_t d1 = task_by_name(pid, "lk-dead1"), d2 = task_by_name(pid, "lk-dead2");
+	const char *argv[] = { "tracerd", "dump", "--pid", p, "--json", NULL };
+	struct run_result r;
+	const char *first;
+
+	cr_assert(d1 > 0 && d2 > 0);
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(!strncmp(r.out, "Found 1 deadlock.\n", 18), "%.400s", r.out);
+	snprintf(want, sizeof(want), "thread %d (lk-dead1) waiting for mutex 0x%llx held by %d (lk-dead2)",
+		(int)d1, addr_of(text, "dl_b"), (int)d2);
+	cr_expect(strstr(r.out, want), "no \"%s\" in\n%.600s", want, r.out);
+	snprintf(want, sizeof(want), "thread %d (lk-dead2) waiting for mutex 0x%llx held by %d (lk-dead1)",
+		(int)d2, addr_of(text, "dl_a"), (int)d1);
+	cr_expect(strstr(r.out, want), "no \"%s\" in\n%.600s", want, r.out);
+	/* the first stacks printed are the deadlocked threads' */
+	first = strstr(r.out, "\nthread ");
+	cr_assert_not_null(first);
+	cr_expect(!strncmp(first, "\nthread ", 8) &&
+			  (strstr(first, "(lk-dead1)") == strchr(first + 8, '(') ||
+				  strstr(first, "(lk-dead2)") == strchr(first + 8, '(')),
+		"%.300s", first);
+	run_result_free(&r);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	{
+		char a[64], b[64];
+
+		snprintf(a, sizeof(a), "\"deadlocks\": [[%d, %d]]", (int)d1, (int)d2);
+		snprintf(b, sizeof(b), "\"deadlocks\": [[%d, %d]]", (int)d2, (int)d1);
+		cr_expect(strstr(r.out, a) || strstr(r.out, b), "%.300s", r.out);
+	}
+	run_result_free(&r);
+	fx_stop(pid);
+}

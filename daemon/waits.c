@@ -1,0 +1,275 @@
+/* What a blocked thread waits for, read from outside: its system call and
+ * arguments, the memory they point at, its stack's function names, and
+ * /proc/PID/fd.
+ *
+ * futex waits are told apart by the glibc function on the stack (the
+ * layouts below are glibc's private business: facts of glibc 2.36, see
+ * ../shared/design/waits-notes.md), and owners are read from the objects:
+ *   mutex   futex at the mutex; owner: __owner at offset 8, or for a PI or
+ *           robust mutex the lock word itself (value & FUTEX_TID_MASK)
+ *   rwlock  futex at __wrphase_futex (+8) or __writers_futex (+12);
+ *           owner: the writer, __cur_writer at +24
+ *   condvar futex at __g_signals (+0x28 or +0x2c); no owner
+ *   sem_t   futex at the semaphore; no owner
+ *   join    futex at the joined thread's tid word, whose value (the futex
+ *           call's third argument) is that thread's TID: the owner
+ * An owner is believed only if it is a live thread of the process; what
+ * is not recognised stays a plain futex.  Nothing here stops a thread:
+ * memory is read with process_vm_readv (pt_read_memory). */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../ptrace/ptrace.h"
+
+#define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
+#define FUTEX_OP_WAIT 0
+#define FUTEX_OP_LOCK_PI 6
+#define FUTEX_OP_WAIT_BITSET 9
+#define FUTEX_OP_WAIT_REQUEUE_PI 11
+#define FUTEX_OP_LOCK_PI2 13
+#define FUTEX_TID 0x3fffffffu
+
+const char *td_wait_kind_name(enum td_wait_kind k)
+{
+	static const char *const names[] = { [TD_WAIT_NONE] = "none", [TD_WAIT_MUTEX] = "mutex",
+		[TD_WAIT_RWLOCK] = "rwlock", [TD_WAIT_CONDVAR] = "condvar",
+		[TD_WAIT_SEMAPHORE] = "semaphore", [TD_WAIT_JOIN] = "join",
+		[TD_WAIT_FUTEX] = "futex", [TD_WAIT_FD] = "fd", [TD_WAIT_SLEEP] = "sleep",
+		[TD_WAIT_SIGNAL] = "signal", [TD_WAIT_DISK] = "disk", [TD_WAIT_OTHER] = "other" };
+
+	return (unsigned)k < TD_ARRAY_SIZE(names) && names[k] ? names[k] : "other";
+}
+
+const char *td_syscall_name(long nr)
+{
+	static const struct {
+		long nr;
+		const char *name;
+	} calls[] = { { SYS_read, "read" }, { SYS_write, "write" }, { SYS_poll, "poll" },
+		{ SYS_pread64, "pread64" }, { SYS_pwrite64, "pwrite64" }, { SYS_readv, "readv" },
+		{ SYS_writev, "writev" }, { SYS_select, "select" }, { SYS_pause, "pause" },
+		{ SYS_nanosleep, "nanosleep" }, { SYS_connect, "connect" }, { SYS_accept, "accept" },
+		{ SYS_sendto, "sendto" }, { SYS_recvfrom, "recvfrom" }, { SYS_sendmsg, "sendmsg" },
+		{ SYS_recvmsg, "recvmsg" }, { SYS_wait4, "wait4" }, { SYS_msgrcv, "msgrcv" },
+		{ SYS_semop, "semop" }, { SYS_flock, "flock" }, { SYS_fsync, "fsync" },
+		{ SYS_fdatasync, "fdatasync" }, { SYS_rt_sigtimedwait, "rt_sigtimedwait" },
+		{ SYS_rt_sigsuspend, "rt_sigsuspend" }, { SYS_futex, "futex" },
+		{ SYS_epoll_wait, "epoll_wait" }, { SYS_clock_nanosleep, "clock_nanosleep" },
+		{ SYS_waitid, "waitid" }, { SYS_pselect6, "pselect6" }, { SYS_ppoll, "ppoll" },
+		{ SYS_epoll_pwait, "epoll_pwait" }, { SYS_accept4, "accept4" },
+		{ SYS_recvmmsg, "recvmmsg" }, { SYS_sendmmsg, "sendmmsg" }, { SYS_fcntl, "fcntl" },
+		{ SYS_io_getevents, "io_getevents" }, { SYS_semtimedop, "semtimedop" },
+		{ SYS_epoll_pwait2, "epoll_pwait2" }, { SYS_io_uring_enter, "io_uring_enter" },
+		{ SYS_sched_yield, "sched_yield" } };
+
+	for (size_t i = 0; i < TD_ARRAY_SIZE(calls); i++)
+		if (calls[i].nr == nr)
+			return calls[i].name;
+	return NULL;
+}
+
+/* Is tid a live (not exited) thread of pid? */
+static bool live_thread(pid_t pid, pid_t tid)
+{
+	struct td_task_info info;
+
+	return tid > 0 && td_task_info_read(pid, tid, &info) == 0 && info.state != 'Z' &&
+		info.state != 'X';
+}
+
+static bool read_u32(pid_t tid, uint64_t addr, uint32_t *ret)
+{
+	return pt_read_memory(tid, addr, ret, sizeof(*ret)) == (ssize_t)sizeof(*ret);
+}
+
+/* Does a function whose name starts with one of the prefixes stand on the
+ * stack (funcs, leaf first)?  glibc's internal aliases are compared
+ * without their decorations (__GI_, leading underscores).  Only the first
+ * frames count: the wait is close to the leaf. */
+static bool on_stack(const char *const *funcs, unsigned n, const char *const *prefixes)
+{
+	for (unsigned i = 0; i < n && i < 12; i++) {
+		const char *f = funcs[i];
+
+		if (!f)
+			continue;
+		if (!strncmp(f, "__GI_", 5))
+			f += 5;
+		while (*f == '_')
+			f++;
+		for (const char *const *p = prefixes; *p; p++)
+			if (!strncmp(f, *p, strlen(*p)))
+				return true;
+	}
+	return false;
+}
+
+/* What fd is: "socket:[N]", "pipe:[N]", "anon_inode:[eventpoll]", a path. */
+static void fd_target(pid_t pid, int fd, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	n = readlink(path, buf, len - 1);
+	buf[n > 0 ? (size_t)n : 0] = '\0';
+}
+
+static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const char *const *funcs,
+	unsigned nfuncs, struct td_wait *w)
+{
+	static const char *const mutex_fns[] = { "lll_lock_wait", "pthread_mutex_lock",
+		"pthread_mutex_timedlock", "pthread_mutex_clocklock", "pthread_mutex_cond_lock",
+		"lll_mutex_lock", NULL };
+	static const char *const rwlock_fns[] = { "pthread_rwlock_", NULL };
+	static const char *const cond_fns[] = { "pthread_cond_", NULL };
+	static const char *const sem_fns[] = { "sem_wait", "sem_timedwait", "sem_clockwait",
+		"new_sem_wait", "do_futex_wait", NULL };
+	static const char *const join_fns[] = { "pthread_join", "pthread_clockjoin",
+		"pthread_timedjoin", NULL };
+	uint64_t uaddr = args[0];
+	unsigned cmd = (unsigned)args[1] & FUTEX_CMD_MASK;
+	uint32_t v;
+
+	w->kind = TD_WAIT_FUTEX;
+	w->object = uaddr;
+	if (cmd == FUTEX_OP_LOCK_PI || cmd == FUTEX_OP_LOCK_PI2) {
+		/* a PI mutex: the lock word holds the owner's TID */
+		w->kind = TD_WAIT_MUTEX;
+		if (read_u32(tid, uaddr, &v) && live_thread(pid, (pid_t)(v & FUTEX_TID)))
+			w->owner = (pid_t)(v & FUTEX_TID);
+		return;
+	}
+	if (cmd != FUTEX_OP_WAIT && cmd != FUTEX_OP_WAIT_BITSET && cmd != FUTEX_OP_WAIT_REQUEUE_PI)
+		return;
+	if (on_stack(funcs, nfuncs, join_fns) ||
+		(!on_stack(funcs, nfuncs, cond_fns) && live_thread(pid, (pid_t)args[2]) &&
+			read_u32(tid, uaddr, &v) && v == (uint32_t)args[2])) {
+		/* the joined thread's tid word, holding its TID until it exits */
+		w->kind = TD_WAIT_JOIN;
+		if (live_thread(pid, (pid_t)args[2]))
+			w->owner = (pid_t)args[2];
+		return;
+	}
+	if (on_stack(funcs, nfuncs, cond_fns)) {
+		/* __g_signals[0] at +0x28 or [1] at +0x2c; the condition is
+		 * 8-byte aligned (it holds 64-bit counters) */
+		w->kind = TD_WAIT_CONDVAR;
+		w->object = uaddr & 7 ? uaddr - 0x2c : uaddr - 0x28;
+		return;
+	}
+	if (on_stack(funcs, nfuncs, rwlock_fns)) {
+		w->kind = TD_WAIT_RWLOCK;
+		/* __wrphase_futex (+8) or __writers_futex (+12): the base whose
+		 * __cur_writer (+24) is a live thread */
+		for (int off = 8; off <= 12; off += 4)
+			if (read_u32(tid, uaddr - (uint64_t)off + 24, &v) && live_thread(pid, (pid_t)v)) {
+				w->object = uaddr - (uint64_t)off;
+				w->owner = (pid_t)v;
+				return;
+			}
+		w->object = uaddr - 8;
+		return;
+	}
+	if (on_stack(funcs, nfuncs, sem_fns)) {
+		w->kind = TD_WAIT_SEMAPHORE;
+		return;
+	}
+	if (on_stack(funcs, nfuncs, mutex_fns) ||
+		(read_u32(tid, uaddr + 8, &v) && live_thread(pid, (pid_t)v))) {
+		uint32_t lock;
+
+		w->kind = TD_WAIT_MUTEX;
+		if (read_u32(tid, uaddr + 8, &v) && live_thread(pid, (pid_t)v))
+			w->owner = (pid_t)v; /* __owner */
+		else if (read_u32(tid, uaddr, &lock) && live_thread(pid, (pid_t)(lock & FUTEX_TID)))
+			w->owner = (pid_t)(lock & FUTEX_TID); /* a robust mutex's lock word */
+	}
+}
+
+void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], char state,
+	const char *const *funcs, unsigned nfuncs, struct td_wait *ret)
+{
+	struct td_wait w = { .kind = TD_WAIT_OTHER, .nr = nr };
+
+	if (nr < 0) {
+		w.kind = state == 'D' ? TD_WAIT_DISK : TD_WAIT_NONE;
+		*ret = w;
+		return;
+	}
+	switch (nr) {
+	case SYS_futex:
+		classify_futex(pid, tid, args, funcs, nfuncs, &w);
+		break;
+	case SYS_read:
+	case SYS_write:
+	case SYS_pread64:
+	case SYS_pwrite64:
+	case SYS_readv:
+	case SYS_writev:
+	case SYS_connect:
+	case SYS_accept:
+	case SYS_accept4:
+	case SYS_sendto:
+	case SYS_recvfrom:
+	case SYS_sendmsg:
+	case SYS_recvmsg:
+	case SYS_recvmmsg:
+	case SYS_sendmmsg:
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+	case SYS_epoll_pwait2:
+	case SYS_flock:
+	case SYS_fsync:
+	case SYS_fdatasync:
+	case SYS_io_uring_enter:
+		w.kind = TD_WAIT_FD;
+		w.object = args[0];
+		fd_target(pid, (int)args[0], w.what, sizeof(w.what));
+		break;
+	case SYS_poll:
+	case SYS_ppoll: {
+		/* the first pollfd names what it waits on */
+		int32_t fd;
+
+		w.kind = TD_WAIT_FD;
+		if (args[1] >= 1 && pt_read_memory(tid, args[0], &fd, sizeof(fd)) == sizeof(fd) &&
+			fd >= 0) {
+			w.object = (uint64_t)fd;
+			fd_target(pid, fd, w.what, sizeof(w.what));
+		} else {
+			w.object = (uint64_t)-1;
+		}
+		break;
+	}
+	case SYS_select:
+	case SYS_pselect6:
+		w.kind = TD_WAIT_FD;
+		w.object = (uint64_t)-1; /* a set of them */
+		break;
+	case SYS_nanosleep:
+	case SYS_clock_nanosleep:
+		w.kind = TD_WAIT_SLEEP;
+		break;
+	case SYS_pause:
+	case SYS_rt_sigsuspend:
+	case SYS_rt_sigtimedwait:
+		w.kind = TD_WAIT_SIGNAL;
+		break;
+	default:
+		break;
+	}
+	if (state == 'D' && w.kind != TD_WAIT_FD)
+		w.kind = TD_WAIT_DISK;
+	if (w.kind == TD_WAIT_OTHER && td_syscall_name(nr))
+		snprintf(w.what, sizeof(w.what), "%s", td_syscall_name(nr));
+	*ret = w;
+}
