@@ -499,6 +499,7 @@ static unsigned wall_tick(struct sampler *s)
 		struct td_sample *smp;
 		struct pt_blocked b;
 		unsigned extra = 0; /* samples beyond the first */
+		bool same_place;
 		int r;
 
 		maybe_grow(s, st);
@@ -532,6 +533,8 @@ static unsigned wall_tick(struct sampler *s)
 			while (extra--);
 			continue;
 		}
+		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
+			st->last.sc.pc == b.sc.pc;
 		st->have_last = false;
 		smp = ring_reserve(&sh->samples);
 		if (!smp) {
@@ -539,6 +542,18 @@ static unsigned wall_tick(struct sampler *s)
 			continue;
 		}
 		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
+		if (r == -EAGAIN && same_place && st->perf) {
+			/* It ran while we copied, so the copy may be torn; but the
+			 * tick found it blocked, in the call, at the stack pointer
+			 * and pc of its last good copy (an event loop waiting again
+			 * where it always waits): that stack.  Dropping it would
+			 * count against waiting threads alone. */
+			st->have_last = true;
+			do
+				publish_repeat(s, st, blocked_flags(st));
+			while (extra--);
+			continue;
+		}
 		if (r == -EAGAIN) {
 			/* it ran while we copied: the copy may be torn */
 			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);

@@ -537,7 +537,8 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
  * Go's runtime does not, and a sample that stops in one of these may
  * unwind into garbage past it.  runtime.mcall and runtime.morestack
  * switch to the thread's g0 stack: what is above them there is not their
- * caller (Go's own tracebacks stop at them too); so do runtime.nanotime1
+ * caller (Go's own tracebacks stop at them too), nor above runtime.gogo,
+ * which jumps into a goroutine's saved context; so do runtime.nanotime1
  * and runtime.walltime around a vDSO call (their Go caller is found only
  * through m.vdsoSP, which is not read here: the stack ends at them). */
 static bool is_entry_symbol(const char *name)
@@ -545,7 +546,7 @@ static bool is_entry_symbol(const char *name)
 	static const char *const entries[] = { "_start", "__clone3", "__clone", "clone3", "clone",
 		"runtime.goexit", "runtime.mstart", "runtime.clone", "runtime.rt0_go",
 		"runtime.newosproc0", "runtime.mcall", "runtime.morestack", "runtime.nanotime1",
-		"runtime.walltime" };
+		"runtime.walltime", "runtime.gogo" };
 	size_t len;
 
 	if (!name)
