@@ -56,6 +56,7 @@ struct writer {
 	struct td_map threads, locs;
 	uint32_t end_loc[SYM_END_NO_REGS + 1];
 	uint32_t preempted_loc; /* preempted_location() */
+	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
 	struct sym_unwound u;
 	struct sym_frame frames[SYM_MAX_FRAMES];
 	uint32_t loc_ids[SYM_MAX_FRAMES + 1];
@@ -650,6 +651,26 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	return 0;
 }
 
+/* The samples lost since the last call, as LOST records in the current
+ * chunk: what the summary counts, a report of the recording counts too
+ * (ring full: the sample ring or the kernel's perf ring; not stopped: a
+ * stop that did not come within its round). */
+static void record_lost(struct writer *w)
+{
+	struct rec_shared *sh = w->sh;
+	const uint64_t now[2] = { atomic_load(&sh->lost_ring) + atomic_load(&sh->lost_kernel),
+		atomic_load(&sh->lost_not_stopped) };
+	static const enum tcf_lost_reason reason[2] = { TCF_LOST_RING_FULL,
+		TCF_LOST_NOT_STOPPED };
+
+	for (int i = 0; i < 2; i++) {
+		if (now[i] <= w->lost_recorded[i] || !current_chunk(w))
+			continue;
+		if (chunk_writer_lost(w->cw, now[i] - w->lost_recorded[i], reason[i]) == 0)
+			w->lost_recorded[i] = now[i];
+	}
+}
+
 void *writer_main(void *arg)
 {
 	struct writer *w = arg;
@@ -699,6 +720,7 @@ void *writer_main(void *arg)
 		}
 		now = td_now_ns();
 		if (atomic_exchange(&sh->rotate_req, 0)) {
+			record_lost(w);
 			if (repo_rotate(w->repo, TCF_END_ROTATE) < 0)
 				atomic_store(&sh->io_err, repo_error(w->repo));
 			rotated(w);
@@ -707,6 +729,7 @@ void *writer_main(void *arg)
 			take_snapshot(w);
 		check_renames(w, now);
 		if (now - last_flush >= 1000000000u && w->cw) {
+			record_lost(w);
 			chunk_writer_flush(w->cw);
 			if (repo_tick(w->repo, now) == 1)
 				rotated(w);
@@ -729,7 +752,10 @@ void *writer_main(void *arg)
 		reason = TCF_END_TARGET_EXIT;
 	if (!atomic_load(&sh->io_err)) {
 		/* finish the chunk first, so that its size is counted */
-		int e = repo_rotate(w->repo, reason);
+		int e;
+
+		record_lost(w);
+		e = repo_rotate(w->repo, reason);
 
 		if (e < 0)
 			atomic_store(&sh->io_err, e);

@@ -257,3 +257,74 @@ Test(targets, overflow_resyncs_from_the_tracer_with_the_pid, .timeout = 30)
 	free(ts);
 	free(s);
 }
+
+/* ---- the writer: what the summary counts as lost, the chunks say */
+
+static uint64_t lost_by[4];
+
+static int count_lost(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	(void)arg;
+	(void)r;
+	if (e->type == CHUNK_EV_LOST && e->kind < 4)
+		lost_by[e->kind] += e->count;
+	return 0;
+}
+
+/* The sampler's loss counters, set as it would, reach the repository as
+ * LOST records: a report of the recording says what its summary says. */
+Test(writer, losses_are_recorded, .timeout = 30)
+{
+	static const struct chunk_visitor v = { NULL, NULL, count_lost, NULL };
+	char dir[] = "/tmp/tracerd-writer-XXXXXX";
+	struct rec_config cfg = { .npids = 1, .hz = 99, .mode = REC_MODE_CPU,
+		.max_window = 16384, .first_window = 16384 };
+	struct rec_shared *sh = calloc(1, sizeof(*sh));
+	struct tcf_dir_entry e[8];
+	struct writer *w = NULL;
+	struct repo *repo = NULL;
+	pid_t owner;
+	int n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cfg.pids[0] = getpid();
+	cfg.repo = dir;
+	cfg.ropts.target_pid = (uint32_t)getpid();
+	sh->cfg = &cfg;
+	sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
+	cr_assert_eq(ring_init(&sh->samples, 64, (uint32_t)td_sample_size(16384)), 0);
+	cr_assert_eq(ring_init(&sh->events, 64, sizeof(struct rec_event)), 0);
+	cr_assert_eq(ring_init(&sh->notices, 16, sizeof(struct rec_notice)), 0);
+	cr_assert_eq(repo_open(dir, &cfg.ropts, &repo, &owner), 0);
+	cr_assert_eq(writer_new(sh, repo, &w), 0);
+	atomic_store(&sh->lost_ring, 1700);
+	atomic_store(&sh->lost_kernel, 60);
+	atomic_store(&sh->lost_not_stopped, 92);
+	atomic_store(&sh->targets_live, 1);
+	atomic_store(&sh->sampler_done, 1);
+	writer_main(w); /* nothing to write: finishes the chunk and returns */
+	writer_free(w);
+	n = tcf_dir_scan(dir, e, 8);
+	cr_assert_gt(n, 0, "no chunk in %s", dir);
+	for (int i = 0; i < n; i++) {
+		char p[128];
+		struct chunk_report rep;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, e[i].name);
+		chunk_read_file(p, &v, NULL, &rep);
+	}
+	cr_expect_eq(lost_by[TCF_LOST_RING_FULL], 1760, "ring full: %llu",
+		(unsigned long long)lost_by[TCF_LOST_RING_FULL]);
+	cr_expect_eq(lost_by[TCF_LOST_NOT_STOPPED], 92, "not stopped: %llu",
+		(unsigned long long)lost_by[TCF_LOST_NOT_STOPPED]);
+	ring_free(&sh->samples);
+	ring_free(&sh->events);
+	ring_free(&sh->notices);
+	free(sh);
+	{
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
