@@ -643,6 +643,8 @@ static pid_t start_locks(const char *arg, char *text, size_t len)
 		text[got] = '\0';
 	}
 	close(p[0]);
+	/* "ready" comes as the waiters are about to block: wait until they do */
+	cr_assert(wait_parked(pid, NULL, TEST_PATIENCE_MS), "fx_locks' threads did not park");
 	return pid;
 }
 
