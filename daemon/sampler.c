@@ -430,10 +430,25 @@ static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t
 	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
 }
 
-/* A blocked thread's repeat: asleep in its call, or in disk sleep. */
-static uint32_t blocked_flags(const struct sthread *st)
+/* Add ns to a thread's credit of time not yet sampled (at most a second
+ * of it: more is a thread that was stopped or frozen, or a tick held up,
+ * not made up) and take from it the whole periods: how many samples. */
+static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
 {
-	return TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0);
+	unsigned n;
+
+	*credit = TD_MIN(*credit + ns, 1000000000u + period);
+	n = (unsigned)(*credit / period);
+	*credit -= n * period;
+	return n;
+}
+
+/* n repeats of a blocked thread's last stack: asleep in its call, or in
+ * disk sleep. */
+static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n)
+{
+	while (n--)
+		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0));
 }
 
 /* Wall mode with perf: samples for the time a thread waited for a CPU,
@@ -452,6 +467,7 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 	bool blocked, uint64_t dt)
 {
 	uint64_t period = 1000000000u / s->cfg->hz, paid;
+	unsigned n;
 
 	if (st->state == ST_NEW || b->wait_ns < st->wait_ns) {
 		st->wait_ns = b->wait_ns; /* first look: credit from here */
@@ -459,22 +475,19 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 		return;
 	}
 	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
-		st->woken_credit = TD_MIN(st->woken_credit + dt, 1000000000u + period);
-		for (; st->woken_credit >= period; st->woken_credit -= period) {
+		for (n = spend(&st->woken_credit, dt, period); n; n--) {
 			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL);
 			st->woken_sampled += period;
 		}
 	}
+	/* the wait schedstat added, less what the ticks sampled as woken
+	 * (what they sampled of a wait not yet ended stays to be paid) */
 	st->wait_credit += b->wait_ns - st->wait_ns;
 	st->wait_ns = b->wait_ns;
 	paid = TD_MIN(st->wait_credit, st->woken_sampled);
 	st->wait_credit -= paid;
-	/* what the ticks sampled of a wait not yet ended stays to be paid */
 	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
-	/* credit up to a second at once (more is a thread that was stopped
-	 * or frozen, not runnable) */
-	st->wait_credit = TD_MIN(st->wait_credit, 1000000000u + period);
-	for (; st->wait_credit >= period; st->wait_credit -= period)
+	for (n = spend(&st->wait_credit, 0, period); n; n--)
 		publish_repeat(s, st, TD_SAMPLE_RUNNABLE);
 }
 
@@ -519,18 +532,12 @@ static unsigned wall_tick(struct sampler *s)
 			continue;
 		}
 		if (st->perf) {
-			/* a tick a second late (this thread was held up) is
-			 * not made up */
-			st->block_credit = TD_MIN(st->block_credit + dt, 1000000000u + period);
-			extra = (unsigned)(st->block_credit / period);
-			st->block_credit -= extra * period;
+			extra = spend(&st->block_credit, dt, period);
 			if (!extra--)
 				continue; /* no whole period blocked yet */
 		}
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			do
-				publish_repeat(s, st, blocked_flags(st));
-			while (extra--);
+			repeat_blocked(s, st, extra + 1);
 			continue;
 		}
 		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
@@ -549,9 +556,7 @@ static unsigned wall_tick(struct sampler *s)
 			 * where it always waits): that stack.  Dropping it would
 			 * count against waiting threads alone. */
 			st->have_last = true;
-			do
-				publish_repeat(s, st, blocked_flags(st));
-			while (extra--);
+			repeat_blocked(s, st, extra + 1);
 			continue;
 		}
 		if (r == -EAGAIN) {
@@ -568,9 +573,7 @@ static unsigned wall_tick(struct sampler *s)
 		st->have_last = true;
 		ring_publish(&sh->samples);
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
-		while (extra--)
-			/* more periods blocked since the last tick */
-			publish_repeat(s, st, blocked_flags(st));
+		repeat_blocked(s, st, extra); /* more periods blocked since the last tick */
 	}
 	return k;
 }
