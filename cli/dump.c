@@ -101,10 +101,9 @@ static const char *state_words(char state)
 
 static const char *name_of(const struct dump_result *r, pid_t tid)
 {
-	for (unsigned i = 0; i < r->nthreads; i++)
-		if (r->threads[i].tid == tid)
-			return r->threads[i].name;
-	return "?";
+	const struct dump_thread *th = dump_thread_of(r, tid);
+
+	return th ? th->name : "?";
 }
 
 /* "waiting for mutex 0x... held by 4815 (dl-b)" and the like; "" when the
@@ -298,8 +297,7 @@ static void print_deadlocks(const struct dump_result *r, bool json)
 				wait_words(r, &th->wait, words, sizeof(words));
 				printf("  thread %d (%s) %s\n", (int)th->tid, th->name, words);
 			}
-			for (i = 0; r->threads[i].tid != th->wait.owner; i++)
-				;
+			i = (unsigned)(dump_thread_of(r, th->wait.owner) - r->threads);
 		} while (i != first);
 		if (json)
 			putchar(']');

@@ -240,6 +240,9 @@ struct dump_failure {
 int dump_run(const struct dump_options *o, struct dump_result **ret_result,
 	struct dump_failure *ret_fail);
 void dump_result_free(struct dump_result *r); /* NULL-safe */
+/* The thread tid of r (a binary search: threads are sorted by tid), NULL
+ * if it is not one of them. */
+const struct dump_thread *dump_thread_of(const struct dump_result *r, pid_t tid);
 
 static inline const char *dump_string(const struct dump_result *r, uint32_t off)
 {

@@ -204,6 +204,29 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 /* Deadlocks: cycles of threads each waiting for an object (a mutex, a
  * rwlock's writer, a join) that the next one holds.  Marks each cycle's
  * threads with its number. */
+static int cmp_thread_tid(const void *key, const void *elem)
+{
+	pid_t a = *(const pid_t *)key, b = ((const struct dump_thread *)elem)->tid;
+
+	return a < b ? -1 : a > b;
+}
+
+const struct dump_thread *dump_thread_of(const struct dump_result *r, pid_t tid)
+{
+	return r->nthreads ? bsearch(&tid, r->threads, r->nthreads, sizeof(*r->threads),
+				     cmp_thread_tid) :
+			     NULL;
+}
+
+/* Index of the thread holding what thread i waits for, -1 if none. */
+static long owner_index(const struct dump_result *r, unsigned i)
+{
+	const struct dump_thread *o =
+		r->threads[i].wait.owner ? dump_thread_of(r, r->threads[i].wait.owner) : NULL;
+
+	return o ? o - r->threads : -1;
+}
+
 static void find_deadlocks(struct dump_result *r)
 {
 	unsigned *seen = calloc(r->nthreads ? r->nthreads : 1, sizeof(*seen));
@@ -211,33 +234,25 @@ static void find_deadlocks(struct dump_result *r)
 	if (!seen)
 		return;
 	for (unsigned start = 0; start < r->nthreads; start++) {
-		unsigned i = start;
+		long i = start;
 
 		/* follow owners, marking this walk with start + 1 */
-		while (!seen[i]) {
-			pid_t owner = r->threads[i].wait.owner;
-			unsigned j;
+		while (i >= 0 && !seen[i]) {
+			long next = owner_index(r, (unsigned)i);
 
 			seen[i] = start + 1;
-			for (j = 0; owner && j < r->nthreads && r->threads[j].tid != owner; j++)
-				;
-			if (!owner || j == r->nthreads)
-				break;
-			i = j;
-			if (seen[i] == start + 1 && !r->threads[i].deadlock) {
-				/* back on this walk: i is on a cycle */
-				unsigned k = i;
+			if (next >= 0 && seen[next] == start + 1 && !r->threads[next].deadlock) {
+				/* back on this walk: next is on a cycle */
+				long k = next;
 
 				r->deadlocks++;
 				do {
-					pid_t o = r->threads[k].wait.owner;
-
 					r->threads[k].deadlock = r->deadlocks;
-					for (k = 0; r->threads[k].tid != o; k++)
-						;
-				} while (k != i);
+					k = owner_index(r, (unsigned)k);
+				} while (k != next);
 				break;
 			}
+			i = next;
 		}
 	}
 	free(seen);

@@ -476,11 +476,10 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (s->flags & TD_SAMPLE_REPEAT) {
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);
+		/* preempted after it ran: only a perf sample since shows where */
+		bool preempted = (s->flags & TD_SAMPLE_RUNNABLE) && !(s->flags & TD_SAMPLE_IN_SYSCALL);
 
-		/* (a slot freed by an exit may hold another thread now) */
-		if (sv && sv->tid == s->tid &&
-			!((s->flags & TD_SAMPLE_RUNNABLE) && !(s->flags & TD_SAMPLE_IN_SYSCALL) &&
-				!sv->perf)) {
+		if (sv && !(preempted && !sv->perf)) {
 			memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
 			memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
 			w->u.n = sv->n;
