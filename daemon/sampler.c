@@ -5,8 +5,9 @@
  * cpu mode, perf capture (the default where permitted): the kernel samples
  * each thread every 1/HZ of the CPU time it uses, at a random period
  * (ptrace/perf.c); this thread adds and removes threads as they come and
- * go, and every 10 ms (or when a ring is a quarter full) moves the samples
- * into the sample ring.  No target thread is ever stopped for a sample.
+ * go, and moves the samples into the sample ring as they come (the kernel
+ * wakes it at each one; at least every 10 ms).  No target thread is ever
+ * stopped for a sample.
  *
  * cpu mode, ptrace capture (perf not permitted): on each tick (random,
  * uniform over +-50% of 1/HZ, so that it cannot lock onto a periodic
@@ -811,8 +812,9 @@ void *sampler_main(void *arg)
 								POLLIN, 0 } };
 		uint64_t now, junk;
 
-		/* perf capture: the kernel samples; wake every 10 ms to move
-		 * its samples on.  Otherwise: the next random tick. */
+		/* perf capture: the kernel samples and wakes us at each
+		 * one; wake at least every 10 ms too.  Otherwise: the next
+		 * random tick. */
 		next += s->perf ? 10000000u : next_period(s);
 		now = td_now_ns();
 		if (next < now)
