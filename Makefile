@@ -208,29 +208,40 @@ bench:
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 	$(Q)sh test/bench/bench_modes.sh $(TRACERD) $(FX)
 
-# The reader under libFuzzer (clang); FUZZ_SECONDS bounds the run.
+# The reader, and the report path on top of it, under libFuzzer (clang);
+# FUZZ_SECONDS bounds each run.
 FUZZ_SECONDS ?= 300
-FUZZ_BIN := $(O)/fuzz/fuzz_reader
-FUZZ_SRCS := test/fuzz/fuzz_reader.c common/td.c common/fault.c common/buf.c common/map.c \
+FUZZ_READER_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	chunkfmt/format.c chunkfmt/reader.c chunkfmt/writer.c chunkfmt/dir.c
-$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard chunkfmt/*.h common/*.h)
+FUZZ_REPORT_SRCS := $(FUZZ_READER_SRCS) chunkfmt/repo.c chunkfmt/snapshot.c \
+	report/profile.c report/text.c report/pprof.c report/speedscope.c report/html.c
+FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined
+$(O)/fuzz/fuzz_reader: test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS) $(wildcard chunkfmt/*.h common/*.h)
 	$(call say,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SRCS)
+	$(Q)clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_READER_SRCS)
+$(O)/fuzz/fuzz_report: test/fuzz/fuzz_report.c $(FUZZ_REPORT_SRCS) \
+		$(wildcard chunkfmt/*.h common/*.h report/*.h)
+	$(call say,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_REPORT_SRCS) -lz
 
-fuzz: $(FUZZ_BIN)
-	$(Q)mkdir -p $(O)/fuzz/corpus && cp test/golden/*.tcf $(O)/fuzz/corpus/
-	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
-		-print_final_stats=1 $(O)/fuzz/corpus
+# Each target on its own corpus, seeded with the golden chunks; -rss_limit_mb
+# and -timeout turn a memory or time bomb into a failure.
+fuzz: $(O)/fuzz/fuzz_reader $(O)/fuzz/fuzz_report
+	$(Q)for t in reader report; do \
+		mkdir -p $(O)/fuzz/corpus-$$t && cp test/golden/*.tcf $(O)/fuzz/corpus-$$t/ && \
+		$(O)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -timeout=10 \
+			-print_final_stats=1 $(O)/fuzz/corpus-$$t || exit 1; done
 
 # In make check: a short run, skipped (with the reason) without libFuzzer.
 fuzz-check:
 	$(Q)if printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
 		| clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then \
 		mkdir -p $(O)/fuzz; \
-		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 > $(O)/fuzz/check.log 2>&1 || \
+		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15 > $(O)/fuzz/check.log 2>&1 || \
 			{ tail -40 $(O)/fuzz/check.log; echo "fuzz: FAILED (input saved in the current directory)"; exit 1; }; \
-		echo "fuzz: reader survived $$(grep -o 'Done [0-9]* runs' $(O)/fuzz/check.log)"; \
+		echo "fuzz: reader and report survived $$(grep -o 'Done [0-9]* runs' $(O)/fuzz/check.log | awk '{print $$2}' | paste -sd+) runs"; \
 	else echo "fuzz: skipped: clang with libFuzzer is not installed (apt-get install clang libclang-rt-14-dev)"; fi
 
 lint:

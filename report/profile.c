@@ -106,19 +106,21 @@ struct load {
 	struct rp_profile *p;
 	const struct rp_filter *f;
 	struct rp_load_report *rep;
-	uint32_t *stack_cache; /* chunk stack id -> merged node + 1 */
-	size_t stack_cap;
-	uint32_t *thread_cache; /* chunk thread id -> profile thread + 1 */
-	size_t thread_cap;
-	/* a chunk's function id -> its interned name, file and start line
-	 * (name 0: not seen yet); mapping id -> module name id + 1: each
+	/* Per-chunk caches keyed by ids read from the file.  Those ids are
+	 * untrusted (any u32), so they key maps, never size arrays: a cache
+	 * holds one entry per id actually used, bounded by the samples and
+	 * definitions read, hence by the input size (tracerd-chunk(5)). */
+	struct td_map stack_cache;  /* chunk stack id -> merged node + 1 */
+	struct td_map thread_cache; /* chunk thread id -> profile thread + 1 */
+	/* a chunk's function id -> 1 + index in fcache (its interned name,
+	 * file and start line); mapping id -> module name id + 1: each
 	 * definition is interned once per chunk, not once per frame */
+	struct td_map func_cache;
 	struct rp_fcache {
 		uint32_t func, file, start_line;
-	} *func_cache;
-	size_t func_cap;
-	uint32_t *module_cache;
-	size_t module_cap;
+	} *fcache;
+	size_t nfcache, capfcache;
+	struct td_map module_cache;
 	int64_t from, to;
 	bool oom; /* out of memory: the load fails */
 };
@@ -195,53 +197,32 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 	return td_map_get(&p->module_index, name, &i) && i ? &p->modules[i - 1] : NULL;
 }
 
-/* Slot id of a per-chunk cache *arr of *cap elements of size elem, grown
- * with zeroes to hold it; NULL when out of memory. */
-static void *cache_slot(void *arr_, size_t *cap, size_t elem, uint32_t id)
-{
-	void **arr = arr_;
-
-	if (id >= *cap) {
-		size_t c = *cap ? *cap : 1024;
-		char *n;
-
-		while (c <= id)
-			c *= 2;
-		n = realloc(*arr, c * elem);
-		if (!n)
-			return NULL;
-		memset(n + *cap * elem, 0, (c - *cap) * elem);
-		*arr = n;
-		*cap = c;
-	}
-	return (char *)*arr + (size_t)id * elem;
-}
-
 static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id)
 {
-	uint32_t *slot = cache_slot(&L->module_cache, &L->module_cap, sizeof(uint32_t), id);
 	struct chunk_map_info m;
 	uint32_t module = 0;
+	uint64_t v;
 
-	if (slot && *slot)
-		return *slot - 1;
+	if (td_map_get(&L->module_cache, id, &v))
+		return (uint32_t)v - 1;
 	if (chunk_reader_mapping(r, id, &m) && m.path) {
 		module = intern(L->p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" : basename_of(m.path));
 		note_module(L->p, module, &m);
 	}
-	if (slot)
-		*slot = module + 1;
+	if (td_map_set(&L->module_cache, id, (uint64_t)module + 1) < 0)
+		L->oom = true;
 	return module;
 }
 
 static void function_of(struct load *L, struct chunk_reader *r, uint32_t id, struct rp_frame *fr)
 {
-	struct rp_fcache *c = cache_slot(&L->func_cache, &L->func_cap, sizeof(*c), id);
+	struct rp_fcache v = { 0 };
 	struct chunk_function fn;
+	uint64_t i;
 
-	if (!c || !c->func) {
-		struct rp_fcache v = { 0 };
-
+	if (td_map_get(&L->func_cache, id, &i)) {
+		v = L->fcache[i - 1];
+	} else {
 		if (chunk_reader_function(r, id, &fn)) {
 			v.func = intern(L->p, fn.name);
 			v.file = intern(L->p, fn.file);
@@ -249,24 +230,38 @@ static void function_of(struct load *L, struct chunk_reader *r, uint32_t id, str
 		} else {
 			v.func = intern(L->p, "[unknown]");
 		}
-		if (!c)
-			c = &v;
-		else
-			*c = v;
+		if (L->nfcache == L->capfcache) {
+			size_t c = L->capfcache ? L->capfcache * 2 : 256;
+			struct rp_fcache *n = realloc(L->fcache, c * sizeof(*n));
+
+			if (!n) {
+				L->oom = true;
+				goto out;
+			}
+			L->fcache = n;
+			L->capfcache = c;
+		}
+		if (td_map_set(&L->func_cache, id, L->nfcache + 1) < 0) {
+			L->oom = true;
+			goto out;
+		}
+		L->fcache[L->nfcache++] = v;
 	}
-	fr->func = c->func;
-	fr->file = c->file;
-	fr->start_line = c->start_line;
+out:
+	fr->func = v.func;
+	fr->file = v.file;
+	fr->start_line = v.start_line;
 }
 
 static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t sid)
 {
 	struct rp_profile *p = L->p;
-	uint32_t locs[1024], node = 0, *slot;
+	uint32_t locs[1024], node = 0;
+	uint64_t v;
 	unsigned n;
 
-	if (sid < L->stack_cap && L->stack_cache[sid])
-		return L->stack_cache[sid] - 1;
+	if (td_map_get(&L->stack_cache, sid, &v))
+		return (uint32_t)v - 1;
 	n = chunk_reader_stack(r, sid, locs, 1024);
 	if (n > 1024)
 		n = 1024;
@@ -296,9 +291,8 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			node = node_id(p, node, frame_id(p, &fr));
 		}
 	}
-	slot = cache_slot(&L->stack_cache, &L->stack_cap, sizeof(uint32_t), sid);
-	if (slot)
-		*slot = node + 1;
+	if (td_map_set(&L->stack_cache, sid, (uint64_t)node + 1) < 0)
+		L->oom = true;
 	return node;
 }
 
@@ -306,10 +300,10 @@ static struct rp_thread *thread_of(struct load *L, struct chunk_reader *r, uint3
 {
 	struct rp_profile *p = L->p;
 	struct chunk_thread t;
-	uint64_t *slot;
+	uint64_t *slot, v;
 
-	if (id < L->thread_cap && L->thread_cache[id])
-		return &p->threads[L->thread_cache[id] - 1];
+	if (td_map_get(&L->thread_cache, id, &v))
+		return &p->threads[v - 1];
 	if (!chunk_reader_thread(r, id, &t))
 		t = (struct chunk_thread){ 0, chunk_reader_info(r)->target_pid, "[unknown]" };
 	if (td_map_upsert(&p->thread_index, (uint64_t)t.pid << 32 | t.tid, &slot) < 0)
@@ -328,22 +322,10 @@ static struct rp_thread *thread_of(struct load *L, struct chunk_reader *r, uint3
 			.name = intern(p, t.name) };
 		*slot = ++p->nthreads;
 	}
-	if (id >= L->thread_cap) {
-		size_t cap = L->thread_cap ? L->thread_cap : 256;
-		uint32_t *c;
-
-		while (cap <= id)
-			cap *= 2;
-		c = realloc(L->thread_cache, cap * sizeof(*c));
-		if (c) {
-			memset(c + L->thread_cap, 0, (cap - L->thread_cap) * sizeof(*c));
-			L->thread_cache = c;
-			L->thread_cap = cap;
-		}
-	}
-	if (id < L->thread_cap)
-		L->thread_cache[id] = (uint32_t)*slot;
-	return &p->threads[*slot - 1];
+	v = *slot;
+	if (td_map_set(&L->thread_cache, id, v) < 0)
+		L->oom = true;
+	return &p->threads[v - 1];
 }
 
 static uint64_t real_of(struct chunk_reader *r, uint64_t clock_ns)
@@ -390,14 +372,11 @@ static int on_begin(void *arg, struct chunk_reader *r)
 
 	(void)r;
 	L->rep->chunks++;
-	if (L->stack_cache)
-		memset(L->stack_cache, 0, L->stack_cap * sizeof(*L->stack_cache));
-	if (L->thread_cache)
-		memset(L->thread_cache, 0, L->thread_cap * sizeof(*L->thread_cache));
-	if (L->func_cache)
-		memset(L->func_cache, 0, L->func_cap * sizeof(*L->func_cache));
-	if (L->module_cache)
-		memset(L->module_cache, 0, L->module_cap * sizeof(*L->module_cache));
+	td_map_clear(&L->stack_cache);
+	td_map_clear(&L->thread_cache);
+	td_map_clear(&L->func_cache);
+	td_map_clear(&L->module_cache);
+	L->nfcache = 0;
 	return 0;
 }
 
@@ -725,10 +704,11 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 		if (r < 0 && ret_bad_path)
 			*ret_bad_path = paths[i];
 	}
-	free(L.stack_cache);
-	free(L.thread_cache);
-	free(L.func_cache);
-	free(L.module_cache);
+	td_map_free(&L.stack_cache);
+	td_map_free(&L.thread_cache);
+	td_map_free(&L.func_cache);
+	td_map_free(&L.module_cache);
+	free(L.fcache);
 	if (r >= 0 && L.oom)
 		r = -ENOMEM;
 	if (r < 0) {

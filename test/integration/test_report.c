@@ -10,10 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../chunkfmt/chunkfmt.h"
+#include "../../chunkfmt/chunkfmt-internal.h"
+#include "../../report/report.h"
 #include "../helpers.h"
 
 #define GOLD(f) TD_SOURCE_DIR "/test/golden/" f
@@ -220,6 +224,72 @@ Test(report, no_samples_in_every_format)
 	}
 	unlink(empty);
 	unlink(out);
+}
+
+/* Ids read from a file key the report's caches; they never size them.
+ * A 200-byte chunk whose events name thread and stack ids near 2^27 once
+ * made report allocate and zero a gigabyte per cache (2^32 ids: 16 GiB,
+ * 72 s).  The bound is tracerd-chunk(5)'s: memory in proportion to the
+ * input.  Measured as the peak RSS of a child that loads and renders it. */
+Test(report, ids_from_the_file_size_nothing, .timeout = 60)
+{
+	enum { BIG = 0x07fffff0 }; /* old caches: 2^28 slots of 4 bytes each */
+	uint8_t rec[64], *p = rec, *file, *hdr;
+	struct chunk_writer_opts o = { .target_pid = 4242 };
+	struct chunk_writer *w;
+	struct rusage ru;
+	size_t len;
+	int status;
+	pid_t pid;
+
+	o.fd = memfd_create("crafted", MFD_CLOEXEC);
+	cr_assert_geq(o.fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	chunk_writer_free(w); /* the chunk header alone */
+	len = (size_t)lseek(o.fd, 0, SEEK_END);
+	hdr = malloc(len);
+	cr_assert_eq(pread(o.fd, hdr, len, 0), (ssize_t)len);
+	/* THREAD_EVENTS: one exit of thread BIG; PROCESS_EVENT: a crash of
+	 * thread BIG with stack BIG.  Record header: type << 1, length. */
+	*p++ = TCF_REC_THREAD_EVENTS << 1, *p++ = 8, *p++ = 1, *p++ = 0;
+	p += td_varint_encode(p, BIG), *p++ = TCF_THREAD_EXIT, *p++ = 0;
+	*p++ = TCF_REC_PROCESS_EVENT << 1, *p++ = 14, *p++ = 0, *p++ = 1, *p++ = TCF_PROC_CRASH,
+	*p++ = 0, *p++ = 22, *p++ = 0;
+	p += td_varint_encode(p, BIG);
+	p += td_varint_encode(p, BIG);
+	file = malloc(len + TCF_BLOCK_HEADER_LEN + (size_t)(p - rec));
+	memcpy(file, hdr, len);
+	tcf_encode_block_header(file + len, tcf_chunk_sync(hdr), 0, 0, 0, rec, (size_t)(p - rec));
+	memcpy(file + len + TCF_BLOCK_HEADER_LEN, rec, (size_t)(p - rec));
+	len += TCF_BLOCK_HEADER_LEN + (size_t)(p - rec);
+	cr_assert_eq(pwrite(o.fd, file, len, 0), (ssize_t)len);
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct rp_filter f = { .state = -1, .time_order = true };
+		struct rp_load_report rep;
+		struct rp_profile *prof;
+		char path[64];
+		const char *paths[] = { path };
+		FILE *null = fopen("/dev/null", "w");
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", o.fd);
+		if (!null || rp_load(paths, 1, &f, &prof, &rep, NULL) < 0)
+			_exit(2);
+		/* the crash is kept, by a thread and a stack nobody defined */
+		if (rp_info(null, prof, &rep) < 0 || rp_html(null, prof) < 0 ||
+			rp_pprof(null, prof) < 0 || rp_speedscope(null, prof) < 0)
+			_exit(3);
+		rp_free(prof);
+		_exit(0);
+	}
+	cr_assert_eq(wait4(pid, &status, 0, &ru), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	cr_expect_lt(ru.ru_maxrss, 64 * 1024, "a %zu-byte file took %ld KiB", len, ru.ru_maxrss);
+	free(hdr);
+	free(file);
+	close(o.fd);
 }
 
 /* Reports hold symbol names and command lines: a new -o file is 0640
