@@ -207,6 +207,7 @@ bench:
 	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 	$(Q)sh test/bench/bench_modes.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);
 # FUZZ_SECONDS bounds each run.

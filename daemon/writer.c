@@ -3,8 +3,15 @@
  * when a pc falls outside every known module after the maps changed),
  * symbolizes through the caches, and appends to the chunk writer of the
  * repository, which this thread alone owns.  It also turns the sampler's
- * events into records, flushes a block every second, rotates and takes
- * snapshots on request.
+ * events into records, rotates and takes snapshots on request.
+ *
+ * Publishing: what is buffered becomes a block on disk, readable by any
+ * reader and kept by kill -9, at least every WRITER_PUBLISH_NS, even while
+ * the rings stay busy, and at every rotation; a chunk's first samples
+ * are published as soon as they are written (its header and definitions
+ * go first: the chunk writer puts a block's definitions before its
+ * samples).  kill -9 so loses what was taken in the last 250 ms, plus
+ * what still waits in the rings.
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
  * chunk starts, since ids are per chunk.
@@ -38,6 +45,9 @@
 #include "../common/map.h"
 #include "../symbolize/symbolize.h"
 
+#define WRITER_PUBLISH_NS 250000000u /* at most this long between blocks */
+#define WRITER_POLL_MS 50	     /* at most this long between looks at the rings */
+
 struct session {
 	pid_t pid;
 	struct sym_session *s;
@@ -51,6 +61,9 @@ struct writer {
 	const struct rec_config *cfg;
 	struct repo *repo;
 	struct chunk_writer *cw; /* the current chunk's, borrowed from repo */
+	bool cw_published;	 /* a block with samples of cw is on disk */
+	bool startup;		 /* no sample published yet: the sampler's priority */
+	uint64_t published_ns;	 /* the last publish() */
 	struct sym_cache *cache;
 	struct session sess[REC_MAX_PIDS * 4];
 	struct td_map threads, locs;
@@ -179,6 +192,7 @@ static struct chunk_writer *current_chunk(struct writer *w)
 	}
 	if (cw != w->cw) {
 		w->cw = cw;
+		w->cw_published = false;
 		new_chunk_caches(w);
 		chunk_meta(w);
 	}
@@ -188,6 +202,27 @@ static struct chunk_writer *current_chunk(struct writer *w)
 static void rotated(struct writer *w)
 {
 	w->cw = NULL; /* the next current_chunk() starts the caches anew */
+}
+
+/* Commit what is buffered as a block, rotate if the chunk is full or old.
+ * An error stays in the repository (repo_error), which the loop reports. */
+static void publish(struct writer *w, uint64_t now)
+{
+	w->published_ns = now;
+	if (!w->cw)
+		return;
+	if (chunk_writer_flush(w->cw) == 0 && chunk_writer_samples(w->cw)) {
+		w->cw_published = true;
+		if (w->startup) {
+			/* from now on unwinding can wait; the target and the
+			 * sampler cannot */
+			setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+			w->startup = false;
+		}
+	}
+	if (repo_tick(w->repo, now) == 1)
+		rotated(w);
+	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
 }
 
 static struct session *session_for(struct writer *w, pid_t pid, bool create)
@@ -549,6 +584,8 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
 	if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
 		atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
+	if (!w->cw_published)
+		publish(w, td_now_ns()); /* the chunk's first samples: at once */
 }
 
 static void do_event(struct writer *w, const struct rec_event *e)
@@ -646,6 +683,7 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	w->sh = sh;
 	w->cfg = sh->cfg;
 	w->repo = repo;
+	w->startup = true;
 	*ret_writer = w;
 	return 0;
 }
@@ -674,17 +712,23 @@ void *writer_main(void *arg)
 {
 	struct writer *w = arg;
 	struct rec_shared *sh = w->sh;
-	uint64_t last_flush = td_now_ns();
 	int reason = TCF_END_STOP;
 
-	/* Unwinding can wait; the target and the sampler cannot. */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	/* The first stack costs the most: the target's debuginfo is read
+	 * and inflated once (~0.1 s of CPU for glibc's).  At nice 10 on a
+	 * busy machine it waited seconds, with nothing on disk for kill -9
+	 * to leave; so until its first samples are published this thread
+	 * runs at the sampler's priority (when permitted), then at nice 10
+	 * (publish()). */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
+	w->published_ns = td_now_ns();
 	pthread_setname_np(pthread_self(), "tracerd-write");
 	for (;;) {
 		struct pollfd pfd = { sh->writer_wake, POLLIN, 0 };
 		bool done = atomic_load(&sh->sampler_done);
 		bool hurry = atomic_load(&sh->stop) >= 2;
 		uint64_t junk, now;
+		int timeout;
 
 		/* Events and samples in time order: a sample taken before an
 		 * exec must be unwound against the old image, before the exec
@@ -703,6 +747,10 @@ void *writer_main(void *arg)
 			} else {
 				break;
 			}
+			/* a busy ring does not hold back what is written */
+			now = td_now_ns();
+			if (now - w->published_ns >= WRITER_PUBLISH_NS)
+				publish(w, now);
 		}
 		if (ring_peek(&sh->events) || ring_peek(&sh->samples))
 			continue;
@@ -727,13 +775,9 @@ void *writer_main(void *arg)
 		if (atomic_exchange(&sh->snapshot_req, 0))
 			take_snapshot(w);
 		check_renames(w, now);
-		if (now - last_flush >= 1000000000u && w->cw) {
+		if (now - w->published_ns >= WRITER_PUBLISH_NS) {
 			record_lost(w);
-			chunk_writer_flush(w->cw);
-			if (repo_tick(w->repo, now) == 1)
-				rotated(w);
-			atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
-			last_flush = now;
+			publish(w, now);
 		}
 		if (repo_error(w->repo) && !atomic_load(&sh->io_err))
 			atomic_store(&sh->io_err, repo_error(w->repo));
@@ -744,7 +788,10 @@ void *writer_main(void *arg)
 		}
 		if (done)
 			break;
-		if (poll(&pfd, 1, 50) > 0 && read(sh->writer_wake, &junk, sizeof(junk)) < 0)
+		/* wake for the next publish, or to look at the rings */
+		timeout = (int)((w->published_ns + WRITER_PUBLISH_NS - now + 999999) / 1000000);
+		timeout = TD_MAX(1, TD_MIN(WRITER_POLL_MS, timeout));
+		if (poll(&pfd, 1, timeout) > 0 && read(sh->writer_wake, &junk, sizeof(junk)) < 0)
 			junk = 0;
 	}
 	if (atomic_load(&sh->targets_live) <= 0)
