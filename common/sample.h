@@ -28,6 +28,9 @@ enum {
 	TD_SAMPLE_DISK = 1u << 9,	   /* NOSTOP: in uninterruptible sleep (D) */
 	TD_SAMPLE_RUNNABLE = 1u << 10,	   /* REPEAT: time the thread waited for a
 					    * CPU (wall mode with perf) */
+	TD_SAMPLE_WEIGHTED = 1u << 11,	   /* stands for `weight` samples: the
+					    * periods of CPU time it was owed
+					    * (cpu mode, ptrace capture) */
 };
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
@@ -41,6 +44,7 @@ struct td_sample {
 			      * (0: held for a crash, TD_SAMPLE_HELD) */
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
+	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
 	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
 	struct user_regs_struct regs;

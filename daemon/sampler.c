@@ -34,17 +34,22 @@
  * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
  * io_err, crash_acked, writer_done, grow[].
  *
- * Per-thread choice states (ptrace capture in cpu mode):
- *   NEW    --first tick--> sampled --> SETTLE
- *   SETTLE --next tick: schedstat moved by no more than our own interrupt
- *           (+2 switches, < 200 us) of a thread we found blocked--> IDLE;
- *           moved more --> sampled
- *   IDLE   --schedstat moved since the last tick--> sampled --> SETTLE
- *   any    --last sample found it running and schedstat has not moved-->
- *           sampled: a thread that never left the CPU gets no new time
- *           slice, and its run time only advances at scheduler ticks
- *           (4 ms at HZ=250), while switching out would have updated it.
- *   any    --blocked in a system call now--> not sampled
+ * Choice in cpu mode with ptrace capture: a sample stands for a period
+ * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
+ * credit the CPU time schedstat says it used since the last tick; a thread
+ * owed at least a period, and not blocked in a system call now, is
+ * stopped, and its sample is written once per whole period owed (the rest
+ * stays owed; a stop that does not come keeps it all).  So a late tick (a
+ * loaded machine, a rate it cannot give) takes fewer stops, for every
+ * thread alike, without tilting the shares: four spinners on two CPUs
+ * read as the scheduler shared them, not as equals.  schedstat's run time
+ * of a thread that never leaves the CPU advances only at scheduler ticks
+ * (4 ms at HZ=250): one whose last stop found it running and that has not
+ * been switched since is credited the time since the last tick ahead of
+ * schedstat, at most 10 ms ahead; schedstat catching up pays that back
+ * first, so the totals stay schedstat's.  A thread blocked in a system
+ * call now loses its credit: a stop would place its CPU time at the call
+ * (perf capture places it).
  */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
@@ -69,7 +74,9 @@
 
 #define S_MAX_THREADS REC_MAX_THREADS
 
-enum { ST_NEW, ST_SETTLE, ST_IDLE };
+enum { ST_NEW, ST_SETTLE };
+
+#define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
 
 struct sthread {
 	pid_t tid, pid;
@@ -83,6 +90,10 @@ struct sthread {
 	bool last_disk;
 	struct pt_blocked last;
 	uint64_t run_ns, run_count;
+	bool born;	       /* cloned while we record: all its run time is ours */
+	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
+	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
+	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
@@ -108,7 +119,7 @@ struct sampler {
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
 	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
 	uint64_t rng;
-	uint64_t wall_tick_ns; /* wall mode: the last tick */
+	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
 	uint32_t crash_id; /* of the last crash */
 };
 
@@ -271,14 +282,24 @@ static void slot_put(void *arg, struct td_sample *smp)
 	}
 	{
 		struct sthread *st = lookup(s, smp->tid);
+		uint32_t weight = 1;
 
-		if (st)
+		if (st) {
 			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
+			if (st->take) {
+				/* the periods it was owed: paid now */
+				weight = st->take;
+				smp->flags |= TD_SAMPLE_WEIGHTED;
+				smp->weight = weight;
+				st->cpu_credit -= (uint64_t)weight * (1000000000u / s->cfg->hz);
+				st->take = 0;
+			}
+		}
+		if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
+			atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
+		ring_publish(&sh->samples);
+		atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
 	}
-	if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
-		atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
-	ring_publish(&sh->samples);
-	atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 }
 
 static void push_event(struct sampler *s, const struct rec_event *e)
@@ -300,6 +321,8 @@ static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 	struct sampler *s = arg;
 
 	add_thread(s, tid, pid);
+	if (!found && lookup(s, tid))
+		lookup(s, tid)->born = true;
 	if (found) {
 		/* there before we attached: no clone event told the writer */
 		struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = pid, .tid = tid,
@@ -380,14 +403,18 @@ static void apply_pending(struct sampler *s)
  * EINTR. */
 static unsigned choose(struct sampler *s)
 {
+	uint64_t now = td_now_ns(), period = 1000000000u / s->cfg->hz;
+	uint64_t dt = s->tick_ns ? now - s->tick_ns : period;
 	unsigned k = 0;
 
+	s->tick_ns = now;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct pt_blocked b;
+		uint64_t credited;
 		int r;
-		bool ran;
 
+		st->take = 0;
 		if (st->perf)
 			continue; /* the kernel samples it */
 		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
@@ -395,21 +422,33 @@ static unsigned choose(struct sampler *s)
 		maybe_grow(s, st);
 		if (r < 0)
 			continue; /* gone, or no pid yet: its exit or pid follows */
-		if (r == 1)
-			ran = false; /* blocked in a system call now */
-		else if (st->state == ST_NEW)
-			ran = true;
-		else if (b.run_ns == st->run_ns && b.run_count == st->run_count)
-			ran = st->oncpu; /* still on the CPU it was on, or runnable */
-		else
-			ran = true;
+		if (st->state == ST_NEW) {
+			/* found at attach: from now on; cloned since: all of it */
+			st->credited = st->born ? 0 : b.run_ns;
+			st->cpu_credit = 0;
+			st->state = ST_SETTLE;
+		}
+		credited = TD_MAX(st->credited, b.run_ns);
+		if (r == 0 && st->oncpu && b.run_ns == st->run_ns && b.run_count == st->run_count)
+			/* still on the CPU its last stop found it on: ahead of
+			 * schedstat, which lags until the next scheduler tick */
+			credited = TD_MAX(credited, TD_MIN(st->credited + dt, b.run_ns + S_AHEAD_NS));
+		st->cpu_credit = TD_MIN(st->cpu_credit + (credited - st->credited),
+			1000000000u + period);
+		st->credited = credited;
 		st->run_ns = b.run_ns;
 		st->run_count = b.run_count;
-		st->state = ran ? ST_SETTLE : ST_IDLE;
-		if (ran)
-			s->chosen[k++] = st->tid;
-		else
+		if (r == 1) {
+			/* blocked in a system call now: a stop would place its
+			 * CPU time at the call */
+			st->cpu_credit = 0;
 			st->oncpu = false;
+			continue;
+		}
+		if (st->cpu_credit < period)
+			continue;
+		st->take = (uint32_t)(st->cpu_credit / period);
+		s->chosen[k++] = st->tid;
 	}
 	return k;
 }
@@ -504,10 +543,10 @@ static unsigned wall_tick(struct sampler *s)
 	 * runnable time per period of wait: blocked time too is sampled per
 	 * period of the time since the last tick, not once a tick, so that
 	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
-	uint64_t dt = s->wall_tick_ns ? now - s->wall_tick_ns : period;
+	uint64_t dt = s->tick_ns ? now - s->tick_ns : period;
 	unsigned k = 0;
 
-	s->wall_tick_ns = now;
+	s->tick_ns = now;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct td_sample *smp;

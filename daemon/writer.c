@@ -582,8 +582,10 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
-	if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
-		atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
+	/* a weighted sample: once per period of CPU time it stands for */
+	for (uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1; n; n--)
+		if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
+			atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
 	if (!w->cw_published)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
 }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -834,6 +835,49 @@ Test(record, modes_mean_what_they_say)
 			capture, r.out);
 		run_result_free(&r);
 	}
+	fx_stop(fx);
+}
+
+/* -F 999 with ptrace stops, on a machine that cannot give it: four
+ * spinners on two CPUs.  The sampler takes fewer ticks than asked, for
+ * every thread alike: each spinner's share of the samples follows its
+ * share of the CPU time the scheduler gave the four (schedstat, read
+ * around the recording), within 6 points; none is starved. */
+static bool samples_2000(const struct found *f)
+{
+	return f->samples >= 2000;
+}
+
+Test(record, an_overloaded_sampler_degrades_evenly)
+{
+	static const char *const names[] = { "crowd0", "crowd1", "crowd2", "crowd3" };
+	pid_t fx = fx_start(FX("fx_crowd"), "4"), t, tids[4];
+	uint64_t run0[4], total = 0;
+	double truth[4];
+	struct run_result r;
+
+	cr_assert_gt(fx, 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_gt(tids[i] = task_by_name(fx, names[i]), 0, "%s", names[i]);
+	t = tracerd_start(fx, "--capture=ptrace", "-F", "999");
+	for (int i = 0; i < 4; i++)
+		run0[i] = task_runtime(fx, tids[i]);
+	cr_expect(repo_until(samples_2000));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	for (int i = 0; i < 4; i++) {
+		truth[i] = (double)(task_runtime(fx, tids[i]) - run0[i]);
+		total += (uint64_t)truth[i];
+	}
+	report_of(&r, "threads");
+	for (int i = 0; i < 4; i++) {
+		unsigned long n = 0;
+		double pct = 0, want = 100.0 * truth[i] / (double)total;
+
+		cr_expect(thread_share(r.out, names[i], &n, &pct) && fabs(pct - want) <= 6.0,
+			"%s: %.1f%% of the samples, %.1f%% of the CPU time\n%s", names[i], pct,
+			want, r.out);
+	}
+	run_result_free(&r);
 	fx_stop(fx);
 }
 
