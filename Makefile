@@ -44,7 +44,7 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \
 	chunkfmt/repo.c chunkfmt/snapshot.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \
-	report/html.c \
+	report/html.c report/waits.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
@@ -215,7 +215,8 @@ FUZZ_SECONDS ?= 300
 FUZZ_READER_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	chunkfmt/format.c chunkfmt/reader.c chunkfmt/writer.c chunkfmt/dir.c
 FUZZ_REPORT_SRCS := $(FUZZ_READER_SRCS) chunkfmt/repo.c chunkfmt/snapshot.c \
-	report/profile.c report/text.c report/pprof.c report/speedscope.c report/html.c
+	report/profile.c report/text.c report/pprof.c report/speedscope.c report/html.c \
+	report/waits.c
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined
 $(O)/fuzz/fuzz_reader: test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS) $(wildcard chunkfmt/*.h common/*.h)
 	$(call say,FUZZ,$@)

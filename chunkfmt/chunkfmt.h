@@ -53,7 +53,49 @@ enum tcf_record {
 	TCF_REC_PROCESS_EVENT = 13,
 	TCF_REC_CHUNK_END = 14,
 	TCF_REC_INDEX = 15,
-	TCF_REC_MAX_KNOWN = 15,
+	TCF_REC_WAITS = 16, /* since 1.1 */
+	TCF_REC_MAX_KNOWN = 16,
+};
+
+/* What a wait episode waited for (WAITS records); the names are
+ * td_wait_kind_name()'s.  Never renumber. */
+enum tcf_wait_kind {
+	TCF_WAIT_OTHER = 0,
+	TCF_WAIT_MUTEX = 1,
+	TCF_WAIT_RWLOCK = 2,
+	TCF_WAIT_CONDVAR = 3,
+	TCF_WAIT_SEMAPHORE = 4,
+	TCF_WAIT_JOIN = 5,
+	TCF_WAIT_FUTEX = 6,
+	TCF_WAIT_FD = 7,
+	TCF_WAIT_SLEEP = 8,
+	TCF_WAIT_SIGNAL = 9,
+	TCF_WAIT_DISK = 10,
+	TCF_WAIT_MAX = 10,
+};
+enum {
+	TCF_WAITF_BEGAN_BEFORE = 1u << 0, /* began in an earlier chunk */
+	TCF_WAITF_GOES_ON = 1u << 1,	  /* still waiting when the chunk ended */
+};
+#define TCF_WAIT_MAX_OWNERS 8
+
+/* One wait episode of a thread: from the first tick that found it blocked
+ * on an object to the last, wait_ns = the ticks' periods (tick
+ * resolution).  Owners: who held the object at those ticks, with the
+ * wait time seen while each held it and its stack then. */
+struct chunk_wait {
+	uint64_t time_ns; /* the first tick that saw it */
+	uint64_t wait_ns;
+	uint32_t thread_id, stack_id; /* the waiter, where it waits */
+	enum tcf_wait_kind kind;
+	uint32_t flags;	  /* TCF_WAITF_* */
+	uint64_t object;  /* address; fd: the descriptor, 2^64-1 a set */
+	uint32_t what;	  /* string id: fd target, system call; 0 none */
+	unsigned nowners; /* <= TCF_WAIT_MAX_OWNERS */
+	struct chunk_wait_owner {
+		uint32_t thread_id, stack_id;
+		uint64_t wait_ns;
+	} owners[TCF_WAIT_MAX_OWNERS];
 };
 
 enum tcf_state { /* 3 bits in a sample row */
@@ -105,6 +147,7 @@ struct chunk_writer_opts {
 	uint64_t max_dict_bytes;   /* 0: 32 MiB; past it chunk_writer_full() */
 	uint32_t header_flags;	   /* TCF_HDR_* */
 	bool sync_every_block;	   /* fdatasync after each block */
+	uint16_t minor;		   /* format minor the data needs: 0 (1.0), 1 (WAITS) */
 };
 
 struct chunk_mapping {
@@ -152,6 +195,8 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
 	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
 	uint32_t thread_id, uint32_t stack_id);
 int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason);
+/* A WAITS record of one episode (a chunk opened with minor >= 1). */
+int chunk_writer_wait(struct chunk_writer *w, const struct chunk_wait *e);
 int chunk_writer_clock_sync(struct chunk_writer *w, uint64_t clock_ns, uint64_t real_ns);
 int chunk_writer_meta(struct chunk_writer *w, const char *key, const char *value);
 /* Names of the sample values (e.g. "cpu"/"nanoseconds"), before any sample
@@ -202,6 +247,7 @@ enum chunk_event_kind {
 	CHUNK_EV_CLOCK_SYNC,
 	CHUNK_EV_META,
 	CHUNK_EV_END,
+	CHUNK_EV_WAIT, /* wait: the episode (what: a string id of the chunk) */
 };
 
 struct chunk_event {
@@ -213,6 +259,7 @@ struct chunk_event {
 	uint64_t arg, count, real_ns, fault_addr;
 	const char *key, *value; /* META (NUL-terminated copies) */
 	uint64_t total_samples, total_blocks;
+	const struct chunk_wait *wait;
 };
 
 /* One decoded function / location / thread. Strings NUL-terminated, owned
@@ -392,6 +439,7 @@ struct repo_opts {
 	uint32_t target_pid;
 	uint32_t block_bytes;	   /* writer; 0: default */
 	uint64_t max_dict_bytes;   /* writer; 0: default */
+	uint16_t minor;		   /* writer: the format minor the data needs */
 };
 
 /* owns: dirfd, lock fd, the active chunk's fd and writer */
@@ -416,6 +464,8 @@ struct chunk_writer *repo_writer(struct repo *r);
 /* Rotate when the active chunk is past its size, age or dictionary
  * budget.  Returns 1 if it rotated, 0 if not, -errno. */
 int repo_tick(struct repo *r, uint64_t now_ns);
+/* Would repo_tick(r, now_ns) rotate now? */
+bool repo_due(const struct repo *r, uint64_t now_ns);
 int repo_rotate(struct repo *r, int reason);
 /* Delete the oldest finished chunks past max_size / max_age. Returns the
  * number deleted or -errno. */

@@ -203,7 +203,7 @@ const char *tcf_record_name(unsigned type)
 {
 	static const char *const names[] = { "?", "META", "STRINGS", "MAPPINGS", "FUNCTIONS",
 		"LOCATIONS", "STACK_NODES", "THREADS", "THREAD_EVENTS", "SAMPLE_TYPES", "SAMPLES",
-		"CLOCK_SYNC", "LOST", "PROCESS_EVENT", "CHUNK_END", "INDEX" };
+		"CLOCK_SYNC", "LOST", "PROCESS_EVENT", "CHUNK_END", "INDEX", "WAITS" };
 
 	return type < TD_ARRAY_SIZE(names) ? names[type] : "unknown";
 }

@@ -485,6 +485,44 @@ static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur 
 		if (!c->bad)
 			emit_event(r, &e);
 		return !c->bad;
+	case TCF_REC_WAITS: {
+		uint64_t n = tcf_get_varint(c);
+
+		if (n > (uint64_t)(c->end - c->p))
+			return false;
+		for (uint64_t i = 0; i < n && !c->bad; i++) {
+			struct chunk_wait w = { 0 };
+			uint64_t k;
+
+			w.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+			w.wait_ns = tcf_get_varint(c);
+			w.thread_id = (uint32_t)tcf_get_varint(c);
+			w.stack_id = (uint32_t)tcf_get_varint(c);
+			k = tcf_get_varint(c);
+			w.kind = k > TCF_WAIT_MAX ? TCF_WAIT_OTHER : (enum tcf_wait_kind)k;
+			w.flags = (uint32_t)tcf_get_varint(c);
+			w.object = tcf_get_varint(c);
+			w.what = (uint32_t)tcf_get_varint(c);
+			k = tcf_get_varint(c);
+			if (k > TCF_WAIT_MAX_OWNERS)
+				return false;
+			w.nowners = (unsigned)k;
+			for (unsigned o = 0; o < w.nowners; o++) {
+				w.owners[o].thread_id = (uint32_t)tcf_get_varint(c);
+				w.owners[o].wait_ns = tcf_get_varint(c);
+				w.owners[o].stack_id = (uint32_t)tcf_get_varint(c);
+			}
+			if (c->bad)
+				break;
+			e.type = CHUNK_EV_WAIT;
+			e.time_ns = w.time_ns;
+			e.thread_id = w.thread_id;
+			e.stack_id = w.stack_id;
+			e.wait = &w;
+			emit_event(r, &e);
+		}
+		return !c->bad;
+	}
 	case TCF_REC_LOST:
 		e.type = CHUNK_EV_LOST;
 		e.count = tcf_get_varint(c);

@@ -372,7 +372,8 @@ int repo_discard(struct repo *r)
 static int begin_chunk(struct repo *r)
 {
 	struct chunk_writer_opts wo = { .chunk_seq = r->next_seq, .target_pid = r->o.target_pid,
-		.block_bytes = r->o.block_bytes, .max_dict_bytes = r->o.max_dict_bytes };
+		.block_bytes = r->o.block_bytes, .max_dict_bytes = r->o.max_dict_bytes,
+		.minor = r->o.minor };
 	static const uint8_t zero[16];
 	struct timespec ts;
 	struct tm tm;
@@ -457,6 +458,13 @@ int repo_rotate(struct repo *r, int reason)
 	r->next_seq++;
 	rr = repo_retain(r);
 	return rr < 0 ? rr : 0;
+}
+
+bool repo_due(const struct repo *r, uint64_t now_ns)
+{
+	return !r->err && r->w &&
+	       (chunk_writer_bytes(r->w) >= r->o.max_chunk_size || chunk_writer_full(r->w) ||
+		       now_ns - r->started_ns >= r->o.max_chunk_age_ns);
 }
 
 int repo_tick(struct repo *r, uint64_t now_ns)

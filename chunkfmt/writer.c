@@ -135,7 +135,7 @@ int chunk_writer_open(const struct chunk_writer_opts *opts, struct chunk_writer 
 
 	memcpy(h, tcf_magic, 8);
 	tcf_le16(h + 8, TCF_MAJOR);
-	tcf_le16(h + 10, TCF_MINOR);
+	tcf_le16(h + 10, TD_MAX(TCF_MINOR, w->o.minor));
 	tcf_le32(h + 12, TCF_HEADER_LEN);
 	memcpy(h + 24, w->o.session_id, 16);
 	tcf_le64(h + 40, w->o.chunk_seq);
@@ -496,6 +496,32 @@ int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reas
 	td_buf_put_varint(&w->scratch, count);
 	td_buf_put_varint(&w->scratch, reason);
 	misc_record(w, TCF_REC_LOST);
+	return maybe_flush(w);
+}
+
+int chunk_writer_wait(struct chunk_writer *w, const struct chunk_wait *e)
+{
+	if (w->err || w->finished)
+		return w->err ? w->err : -EINVAL;
+	if (w->o.minor < 1 || e->nowners > TCF_WAIT_MAX_OWNERS)
+		return -EINVAL;
+	w->scratch.len = 0;
+	td_buf_put_varint(&w->scratch, 1); /* episodes in this record */
+	td_buf_put_varint(&w->scratch, tcf_zigzag(rel_ticks(w, e->time_ns)));
+	td_buf_put_varint(&w->scratch, e->wait_ns);
+	td_buf_put_varint(&w->scratch, e->thread_id);
+	td_buf_put_varint(&w->scratch, e->stack_id);
+	td_buf_put_varint(&w->scratch, e->kind);
+	td_buf_put_varint(&w->scratch, e->flags);
+	td_buf_put_varint(&w->scratch, e->object);
+	td_buf_put_varint(&w->scratch, e->what);
+	td_buf_put_varint(&w->scratch, e->nowners);
+	for (unsigned i = 0; i < e->nowners; i++) {
+		td_buf_put_varint(&w->scratch, e->owners[i].thread_id);
+		td_buf_put_varint(&w->scratch, e->owners[i].wait_ns);
+		td_buf_put_varint(&w->scratch, e->owners[i].stack_id);
+	}
+	misc_record(w, TCF_REC_WAITS);
 	return maybe_flush(w);
 }
 

@@ -19,13 +19,13 @@ static void usage(FILE *f)
 	      "                      [--from TIME] [--to TIME] [--pid PID]... [--tid TID]...\n"
 	      "                      [--thread GLOB] [--state STATE]\n"
 	      "                      [--by function|line|module] [--limit N]\n"
-	      "                      [--min-percent P] [--per-thread]\n"
+	      "                      [--min-percent P] [--per-thread] [--json]\n"
 	      "\n"
 	      "Read chunk files, snapshots and repositories (default ./tracerd-repo), merge\n"
 	      "them, and print what they hold.\n"
 	      "\n"
 	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof,\n"
-	      "                       speedscope, html\n"
+	      "                       speedscope, html, waits\n"
 	      "  -o, --output FILE    write there instead of stdout\n"
 	      "      --from, --to TIME  2026-11-22T13:00:00Z, or relative to the end of\n"
 	      "                       the data: -5m\n"
@@ -33,9 +33,10 @@ static void usage(FILE *f)
 	      "      --thread GLOB    only threads whose name matches\n"
 	      "      --state STATE    on-cpu, runnable, sleeping, disk, stopped\n"
 	      "      --by KEY         top: function (default), line or module\n"
-	      "      --limit N        top: the first N rows (default 30, 0: all)\n"
+	      "      --limit N        top, waits: the first N rows (default 30, 0: all)\n"
 	      "      --min-percent P  tree: prune paths below P% (default 0.5)\n"
-	      "      --per-thread     folded: the thread name as the root frame\n",
+	      "      --per-thread     folded: the thread name as the root frame\n"
+	      "      --json           waits: JSON instead of text\n",
 		f);
 }
 
@@ -158,6 +159,7 @@ int cmd_report(int argc, char **argv)
 		{ "limit", required_argument, NULL, 8 },
 		{ "min-percent", required_argument, NULL, 9 },
 		{ "per-thread", no_argument, NULL, 10 },
+		{ "json", no_argument, NULL, 11 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -171,7 +173,7 @@ int cmd_report(int argc, char **argv)
 	enum rp_by by = RP_BY_FUNCTION;
 	unsigned limit = 30;
 	double min_percent = 0.5;
-	bool per_thread = false;
+	bool per_thread = false, json = false;
 	FILE *out;
 	struct output o;
 	uint64_t v;
@@ -245,6 +247,9 @@ int cmd_report(int argc, char **argv)
 		case 10:
 			per_thread = true;
 			break;
+		case 11:
+			json = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return TD_EXIT_OK;
@@ -254,10 +259,14 @@ int cmd_report(int argc, char **argv)
 	}
 	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&
 		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof") &&
-		strcmp(format, "speedscope") && strcmp(format, "html")) {
+		strcmp(format, "speedscope") && strcmp(format, "html") && strcmp(format, "waits")) {
 		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof, "
-		       "speedscope, html",
+		       "speedscope, html, waits",
 			format);
+		return TD_EXIT_USAGE;
+	}
+	if (json && strcmp(format, "waits")) {
+		td_msg("--json goes with --format waits");
 		return TD_EXIT_USAGE;
 	}
 	if (!strcmp(format, "pprof") && !output && isatty(STDOUT_FILENO)) {
@@ -318,6 +327,8 @@ int cmd_report(int argc, char **argv)
 		r = rp_speedscope(out, p);
 	else if (!strcmp(format, "html"))
 		r = rp_html(out, p);
+	else if (!strcmp(format, "waits"))
+		r = rp_waits(out, p, limit, json);
 	else
 		r = rp_info(out, p, &rep);
 	w = output_close(&o, r == 0);

@@ -96,6 +96,32 @@ struct writer {
 		bool *act;
 	} *saved;
 	size_t nsaved, capsaved;
+	/* wall mode: each thread's wait episode (tid -> index + 1 in eps) */
+	struct td_map ep_idx;
+	struct episode *eps;
+	size_t neps, capeps;
+};
+
+/* A wait episode in progress: from the first tick that found the thread
+ * blocked on an object (a fresh copy: it ran since its last one) until it
+ * is seen running, copied again, or gone.  Each blocked sample of it is a
+ * period of waiting.  What the waiter called and the names on its stack
+ * are kept to read the owner again at every tick. */
+struct episode {
+	pid_t pid, tid; /* tid 0: free */
+	struct td_wait w;
+	uint64_t args[6];
+	char funcs[8][64];
+	unsigned nfuncs;
+	uint64_t start_ns, wait_ns; /* wait_ns: in the current chunk */
+	uint32_t flags;		    /* TCF_WAITF_BEGAN_BEFORE */
+	uint32_t stack;		    /* the waiter's, in the current chunk */
+	unsigned nowners;
+	struct {
+		pid_t tid;
+		uint64_t wait_ns;
+		uint32_t stack;
+	} owners[TCF_WAIT_MAX_OWNERS];
 };
 
 /* The writer's maps hold ids (never 0): 0 from map_get means absent. */
@@ -204,6 +230,8 @@ static void rotated(struct writer *w)
 	w->cw = NULL; /* the next current_chunk() starts the caches anew */
 }
 
+static void episodes_close_chunk(struct writer *w);
+
 /* Commit what is buffered as a block, rotate if the chunk is full or old.
  * An error stays in the repository (repo_error), which the loop reports. */
 static void publish(struct writer *w, uint64_t now)
@@ -220,6 +248,8 @@ static void publish(struct writer *w, uint64_t now)
 			w->startup = false;
 		}
 	}
+	if (repo_due(w->repo, now))
+		episodes_close_chunk(w);
 	if (repo_tick(w->repo, now) == 1)
 		rotated(w);
 	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
@@ -541,10 +571,181 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			memory_order_relaxed);
 	/* the stack a repeat uses: a blocked thread's, and in wall mode a
 	 * running one's (its time waiting for a CPU repeats it) */
-	if ((s->flags & TD_SAMPLE_NOSTOP) ||
-		((s->flags & TD_SAMPLE_PERF) && w->cfg->mode == REC_MODE_WALL))
+	if ((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL)
 		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
 	return stack_of_unwound(w, se->s, s->pid);
+}
+
+/* ---- wait episodes (wall mode): WAITS records */
+
+static enum tcf_wait_kind tcf_kind(enum td_wait_kind k)
+{
+	switch (k) {
+	case TD_WAIT_MUTEX: return TCF_WAIT_MUTEX;
+	case TD_WAIT_RWLOCK: return TCF_WAIT_RWLOCK;
+	case TD_WAIT_CONDVAR: return TCF_WAIT_CONDVAR;
+	case TD_WAIT_SEMAPHORE: return TCF_WAIT_SEMAPHORE;
+	case TD_WAIT_JOIN: return TCF_WAIT_JOIN;
+	case TD_WAIT_FUTEX: return TCF_WAIT_FUTEX;
+	case TD_WAIT_FD: return TCF_WAIT_FD;
+	case TD_WAIT_SLEEP: return TCF_WAIT_SLEEP;
+	case TD_WAIT_SIGNAL: return TCF_WAIT_SIGNAL;
+	case TD_WAIT_DISK: return TCF_WAIT_DISK;
+	default: return TCF_WAIT_OTHER;
+	}
+}
+
+static struct episode *episode_of(struct writer *w, pid_t tid)
+{
+	uint32_t k = map_get(&w->ep_idx, (uint64_t)(uint32_t)tid);
+
+	return k && w->eps[k - 1].tid == tid ? &w->eps[k - 1] : NULL;
+}
+
+/* The chunk's stack for thread tid's saved frames; 0 if none saved. */
+static uint32_t saved_stack(struct writer *w, pid_t pid, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, false);
+	struct session *se;
+
+	if (!sv || !sv->n || !(se = session_for(w, pid, true)))
+		return 0;
+	memcpy(w->u.pc, sv->pc, sv->n * sizeof(*sv->pc));
+	memcpy(w->u.activation, sv->act, sv->n * sizeof(*sv->act));
+	w->u.n = sv->n;
+	w->u.end = sv->end;
+	return stack_of_unwound(w, se->s, pid);
+}
+
+/* Write what the episode waited in the current chunk; with goes_on, it
+ * goes on in the next chunk (which repeats its start). */
+static void episode_write(struct writer *w, struct episode *ep, bool goes_on)
+{
+	struct chunk_wait cw = { .time_ns = ep->start_ns, .wait_ns = ep->wait_ns,
+		.stack_id = ep->stack, .kind = tcf_kind(ep->w.kind),
+		.flags = ep->flags | (goes_on ? TCF_WAITF_GOES_ON : 0), .object = ep->w.object };
+
+	if (ep->wait_ns && w->cw) {
+		cw.thread_id = thread_id(w, ep->pid, ep->tid);
+		cw.what = ep->w.what[0] ? chunk_writer_string(w->cw, ep->w.what) : 0;
+		cw.nowners = ep->nowners;
+		for (unsigned i = 0; i < ep->nowners; i++)
+			cw.owners[i] = (struct chunk_wait_owner){ thread_id(w, ep->pid,
+									  ep->owners[i].tid),
+				ep->owners[i].stack, ep->owners[i].wait_ns };
+		chunk_writer_wait(w->cw, &cw);
+	}
+	if (goes_on) {
+		ep->flags = TCF_WAITF_BEGAN_BEFORE;
+		ep->wait_ns = 0;
+		ep->nowners = 0;
+		ep->stack = 0;
+	} else {
+		ep->tid = 0;
+	}
+}
+
+static void episode_end(struct writer *w, pid_t tid)
+{
+	struct episode *ep = episode_of(w, tid);
+
+	if (ep)
+		episode_write(w, ep, false);
+}
+
+/* Before the chunk ends: what every open episode waited in it. */
+static void episodes_close_chunk(struct writer *w)
+{
+	for (size_t i = 0; i < w->neps; i++)
+		if (w->eps[i].tid)
+			episode_write(w, &w->eps[i], true);
+}
+
+static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
+{
+	size_t k;
+
+	for (k = 0; k < w->neps && w->eps[k].tid; k++)
+		;
+	if (k == w->neps) {
+		if (w->neps == w->capeps) {
+			size_t cap = w->capeps ? 2 * w->capeps : 64;
+			struct episode *n = realloc(w->eps, cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			w->eps = n;
+			w->capeps = cap;
+		}
+		w->neps++;
+	}
+	if (td_map_set(&w->ep_idx, (uint64_t)(uint32_t)tid, k + 1) < 0)
+		return NULL;
+	w->eps[k] = (struct episode){ .pid = pid, .tid = tid };
+	return &w->eps[k];
+}
+
+/* A blocked sample of s->tid, whose stack in this chunk is stack: a new
+ * episode for a fresh copy (classified from its call, arguments and
+ * stack), the same one for a repeat; a period of waiting either way,
+ * credited to the object's owner at this tick. */
+static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
+{
+	struct episode *ep = episode_of(w, s->tid);
+	const char *funcs[8];
+	uint64_t period = 1000000000u / w->cfg->hz;
+	pid_t owner;
+	unsigned i;
+
+	if (!(s->flags & TD_SAMPLE_REPEAT) || !ep) {
+		struct session *se = session_for(w, s->pid, false);
+
+		if (ep)
+			episode_write(w, ep, false);
+		if (s->flags & TD_SAMPLE_REPEAT)
+			return; /* a repeat of a wait seen before this chunk's writer knew */
+		ep = episode_new(w, s->pid, s->tid);
+		if (!ep)
+			return;
+		ep->start_ns = s->time_ns;
+		ep->args[0] = s->regs.rdi, ep->args[1] = s->regs.rsi, ep->args[2] = s->regs.rdx;
+		ep->args[3] = s->regs.r10, ep->args[4] = s->regs.r8, ep->args[5] = s->regs.r9;
+		for (i = 0; se && i < w->u.n && ep->nfuncs < 8; i++) {
+			struct sym_frame f[4];
+			int n = sym_session_symbolize(se->s, w->u.pc[i], w->u.activation[i], true, f, 4);
+
+			for (int k = 0; k < n && ep->nfuncs < 8; k++)
+				if (f[k].function)
+					snprintf(ep->funcs[ep->nfuncs++], sizeof(ep->funcs[0]), "%s",
+						f[k].function);
+		}
+		for (i = 0; i < ep->nfuncs; i++)
+			funcs[i] = ep->funcs[i];
+		td_wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args,
+			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
+	} else if (ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK ||
+		   ep->w.kind == TD_WAIT_JOIN) {
+		/* the owner now (a lock changes hands while others wait) */
+		for (i = 0; i < ep->nfuncs; i++)
+			funcs[i] = ep->funcs[i];
+		td_wait_classify(s->pid, s->tid, ep->w.nr, ep->args, 'S', funcs, ep->nfuncs, &ep->w);
+	}
+	ep->stack = stack;
+	ep->wait_ns += period;
+	owner = ep->w.owner;
+	if (!owner || owner == s->tid)
+		return;
+	for (i = 0; i < ep->nowners && ep->owners[i].tid != owner; i++)
+		;
+	if (i == ep->nowners) {
+		if (i == TCF_WAIT_MAX_OWNERS)
+			return; /* the first eight owners are kept */
+		ep->owners[i].tid = owner;
+		ep->owners[i].wait_ns = 0;
+		ep->owners[i].stack = saved_stack(w, s->pid, owner);
+		ep->nowners++;
+	}
+	ep->owners[i].wait_ns += period;
 }
 
 static enum tcf_state state_of(const struct td_sample *s)
@@ -582,6 +783,13 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
+	if (w->cfg->mode == REC_MODE_WALL) {
+		/* blocked (copied, or repeated unchanged): a period of a wait */
+		if ((s->flags & TD_SAMPLE_NOSTOP) && !(s->flags & TD_SAMPLE_RUNNABLE))
+			episode_sample(w, s, stack);
+		else if (!(s->flags & TD_SAMPLE_HELD))
+			episode_end(w, s->tid);
+	}
 	/* a weighted sample: once per period of CPU time it stands for */
 	for (uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1; n; n--)
 		if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
@@ -602,9 +810,11 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	case REC_EV_THREAD_EXIT:
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_EXIT, (uint64_t)(uint32_t)e->status);
+		episode_end(w, e->tid);
 		saved_drop(w, e->tid);
 		break;
 	case REC_EV_EXEC:
+		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->threads); /* names change with the image */
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
@@ -630,6 +840,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			ring_pop(&w->sh->samples);
 		}
 		/* the evidence on disk before the signal goes on */
+		episodes_close_chunk(w);
 		if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
 			atomic_store(&w->sh->io_err, repo_error(w->repo));
 		rotated(w);
@@ -770,6 +981,7 @@ void *writer_main(void *arg)
 		now = td_now_ns();
 		if (atomic_exchange(&sh->rotate_req, 0)) {
 			record_lost(w);
+			episodes_close_chunk(w);
 			if (repo_rotate(w->repo, TCF_END_ROTATE) < 0)
 				atomic_store(&sh->io_err, repo_error(w->repo));
 			rotated(w);
@@ -803,6 +1015,7 @@ void *writer_main(void *arg)
 		int e;
 
 		record_lost(w);
+		episodes_close_chunk(w);
 		e = repo_rotate(w->repo, reason);
 
 		if (e < 0)
@@ -834,6 +1047,8 @@ void writer_free(struct writer *w)
 	td_map_free(&w->threads);
 	td_map_free(&w->locs);
 	td_map_free(&w->last);
+	td_map_free(&w->ep_idx);
+	free(w->eps);
 	for (size_t i = 0; i < w->nsaved; i++) {
 		free(w->saved[i].pc);
 		free(w->saved[i].act);

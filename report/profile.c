@@ -425,6 +425,8 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	return 0;
 }
 
+static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wait *w);
+
 static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
 {
 	struct load *L = arg;
@@ -471,6 +473,8 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 			p->execs++;
 		}
 		break;
+	case CHUNK_EV_WAIT:
+		return on_wait(L, r, e->wait);
 	case CHUNK_EV_LOST:
 		if (e->kind < 4)
 			p->lost[e->kind] += e->count;
@@ -504,6 +508,96 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 		break;
 	default:
 		break;
+	}
+	return 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* A part of a wait episode: merged with the episode's earlier parts (the
+ * same waiter, start and object); owners added up. */
+static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wait *w)
+{
+	struct rp_profile *p = L->p;
+	struct rp_thread *t = thread_of(L, r, w->thread_id);
+	uint64_t real = real_of(r, w->time_ns), key, *slot;
+	struct rp_wait *e;
+
+	if (!t || !keep(L, t, real, -1))
+		return 0;
+	/* an equal hash of two episodes merges them: 2^-64 per pair */
+	key = mix64(((uint64_t)t->pid << 32 | t->tid) ^ mix64(w->time_ns ^ mix64(w->object)));
+	if (td_map_upsert(&p->wait_index, key, &slot) < 0) {
+		L->oom = true;
+		return 1;
+	}
+	if (*slot) {
+		e = &p->waits[*slot - 1];
+	} else {
+		if (p->nwaits == p->capwaits) {
+			size_t c = p->capwaits ? 2 * p->capwaits : 256;
+			struct rp_wait *n = realloc(p->waits, c * sizeof(*n));
+
+			if (!n) {
+				L->oom = true;
+				return 1;
+			}
+			p->waits = n;
+			p->capwaits = c;
+		}
+		e = &p->waits[p->nwaits++];
+		*e = (struct rp_wait){ .thread = (uint32_t)(t - p->threads), .kind = w->kind,
+			.object = w->object, .start_ns = real };
+		*slot = p->nwaits;
+	}
+	e->wait_ns += w->wait_ns;
+	if (!(w->flags & TCF_WAITF_BEGAN_BEFORE))
+		e->began = true;
+	if (w->stack_id && (!e->node || !(w->flags & TCF_WAITF_BEGAN_BEFORE)))
+		e->node = resolve_stack(L, r, w->stack_id);
+	if (w->what && !e->what) {
+		const char *what = chunk_reader_string(r, w->what);
+
+		if (what)
+			e->what = intern(p, what);
+	}
+	for (unsigned i = 0; i < w->nowners; i++) {
+		struct rp_thread *o = thread_of(L, r, w->owners[i].thread_id);
+		uint32_t oi = o ? (uint32_t)(o - p->threads) : UINT32_MAX, k;
+
+		if (oi == UINT32_MAX)
+			continue;
+		/* the same owner in an earlier part of the episode */
+		for (k = e->owner0; k && p->wowners[k - 1].thread != oi; k = p->wowners[k - 1].next)
+			;
+		if (!k) {
+			if (p->nwowners == p->capwowners) {
+				size_t c = p->capwowners ? 2 * p->capwowners : 256;
+				struct rp_wait_owner *n = realloc(p->wowners, c * sizeof(*n));
+
+				if (!n) {
+					L->oom = true;
+					return 1;
+				}
+				p->wowners = n;
+				p->capwowners = c;
+			}
+			p->wowners[p->nwowners] = (struct rp_wait_owner){ .thread = oi,
+				.next = e->owner0 };
+			e->owner0 = (uint32_t)++p->nwowners;
+			e->nowners++;
+			k = e->owner0;
+		}
+		p->wowners[k - 1].wait_ns += w->owners[i].wait_ns;
+		if (w->owners[i].stack_id && !p->wowners[k - 1].node)
+			p->wowners[k - 1].node = resolve_stack(L, r, w->owners[i].stack_id);
 	}
 	return 0;
 }
@@ -748,6 +842,9 @@ void rp_free(struct rp_profile *p)
 	td_map_free(&p->thread_index);
 	td_map_free(&p->thread_node);
 	free(p->seq);
+	free(p->waits);
+	free(p->wowners);
+	td_map_free(&p->wait_index);
 	free(p->crashes);
 	free(p->exits);
 	free(p->modules);

@@ -51,6 +51,22 @@ struct rp_module {
 	uint32_t name, path, build_id; /* string ids; build-id in hex */
 };
 
+/* One wait episode (WAITS records; the parts of an episode that crossed
+ * chunks merged), and who held its object. */
+struct rp_wait {
+	uint32_t thread, node; /* the waiter (index into threads), its stack */
+	uint32_t kind;	       /* enum tcf_wait_kind */
+	uint32_t what;	       /* string id: fd target, call; 0 none */
+	uint64_t object, start_ns, wait_ns;
+	uint32_t owner0, nowners; /* owners[owner0 .. +nowners) */
+	bool began;		  /* its first part was read */
+};
+struct rp_wait_owner {
+	uint32_t thread, node;
+	uint64_t wait_ns;
+	uint32_t next; /* index + 1 of the next owner of the same episode */
+};
+
 struct rp_profile {
 	/* strings */
 	char **strs;
@@ -92,6 +108,11 @@ struct rp_profile {
 	uint32_t cmdlines[16];
 	uint32_t cmdline_pids[16];
 	unsigned ncmdlines;
+	struct rp_wait *waits;
+	size_t nwaits, capwaits;
+	struct rp_wait_owner *wowners;
+	size_t nwowners, capwowners;
+	struct td_map wait_index; /* hash(pid, tid, start, object) -> index + 1 */
 };
 
 #define RP_TN_KEY(thread, state, node) ((((uint64_t)(thread) << 35) | ((uint64_t)(state) << 32) | (node)) + 1)

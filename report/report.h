@@ -60,6 +60,8 @@ int rp_pprof(FILE *out, const struct rp_profile *p);
 int rp_speedscope(FILE *out, const struct rp_profile *p);
 /* One self-contained HTML file with an interactive flame graph. */
 int rp_html(FILE *out, const struct rp_profile *p);
+/* Wait episodes by site (wall recordings): text, or JSON with json. */
+int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json);
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep);
 
 uint64_t rp_samples(const struct rp_profile *p);

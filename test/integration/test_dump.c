@@ -767,3 +767,103 @@ Test(dump, finds_a_deadlock, .timeout = 60)
 	run_result_free(&r);
 	fx_stop(pid);
 }
+
+/* ---- waits recorded in wall mode, read back by report --format waits */
+
+/* The JSON line of report --format waits --json whose waiters include
+ * thread name (one site per line). */
+static char *site_of(const char *out, const char *name)
+{
+	char key[64];
+	const char *p, *b, *e;
+
+	snprintf(key, sizeof(key), "\"name\":\"%s\"}", name);
+	p = strstr(out, key);
+	cr_assert_not_null(p, "no wait site of %s in\n%s", name, out);
+	for (b = p; b > out && b[-1] != '\n'; b--)
+		;
+	e = strchr(p, '\n');
+	return strndup(b, e ? (size_t)(e - b) : strlen(b));
+}
+
+static void expect_site(const char *out, const char *name, const char *kind,
+	unsigned long long object, pid_t owner, const char *owner_name)
+{
+	char *s = site_of(out, name), want[128];
+
+	snprintf(want, sizeof(want), "{\"kind\":\"%s\",", kind);
+	cr_expect(!strncmp(s, want, strlen(want)), "%s: not a %s wait: %.400s", name, kind, s);
+	if (object) {
+		snprintf(want, sizeof(want), "\"object\":\"0x%llx\"", object);
+		cr_expect(strstr(s, want), "%s: not 0x%llx: %.400s", name, object, s);
+	}
+	if (owner) {
+		/* the owner that held it longest comes first */
+		snprintf(want, sizeof(want), "\"owners\":[{\"thread\":\"%s\",\"tid\":%d,", owner_name,
+			(int)owner);
+		cr_expect(strstr(s, want), "%s: not held by %d: %.400s", name, (int)owner, s);
+	} else {
+		cr_expect(strstr(s, "\"owners\":[]"), "%s: no owner: %.400s", name, s);
+	}
+	cr_expect(!strstr(s, "\"wait_ns\":0,"), "%s: some wait: %.400s", name, s);
+	cr_expect(!strstr(s, "\"stack\":[]"), "%s: a stack: %.400s", name, s);
+	free(s);
+}
+
+/* A wall recording of fx_locks: each waiter's episode names its object
+ * (the address the program prints), the thread that holds it, and both
+ * stacks; the waits JSON says so for every kind.  Any length of recording
+ * will do: every waiter waits all of it. */
+Test(dump, waits_recorded_with_their_owners, .timeout = 120)
+{
+	char text[1024], p[32], dir[] = "/tmp/tracerd-waits-XXXXXX", repo[64];
+	pid_t pid = start_locks(NULL, text, sizeof(text));
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
+		NULL };
+	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", NULL };
+	const char *txt[] = { "tracerd", "report", repo, "--format", "waits", NULL };
+	struct run_result r;
+	char cmd[128];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, rec);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, rep);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(!strncmp(r.out, "{\"mode\":\"wall\",", 15), "%.200s", r.out);
+	expect_site(r.out, "lk-mutex", "mutex", addr_of(text, "mutex"),
+		task_by_name(pid, "lk-mholder"), "lk-mholder");
+	expect_site(r.out, "lk-pi", "mutex", addr_of(text, "pi"), task_by_name(pid, "lk-piholder"),
+		"lk-piholder");
+	expect_site(r.out, "lk-rdlock", "rwlock", addr_of(text, "rwlock"),
+		task_by_name(pid, "lk-wholder"), "lk-wholder");
+	expect_site(r.out, "lk-cond", "condvar", addr_of(text, "cond"), 0, NULL);
+	expect_site(r.out, "lk-sem", "semaphore", addr_of(text, "sem"), 0, NULL);
+	expect_site(r.out, "lk-join", "join", 0, task_by_name(pid, "lk-long"), "lk-long");
+	expect_site(r.out, "lk-pipe", "fd", 0, 0, NULL);
+	expect_site(r.out, "lk-long", "sleep", 0, 0, NULL);
+	{
+		char *s = site_of(r.out, "lk-pipe");
+
+		cr_expect(strstr(s, "\"what\":\"pipe:["), "%.300s", s);
+		free(s);
+		s = site_of(r.out, "lk-mutex");
+		/* where it waits, and where its owner is */
+		cr_expect(strstr(s, "\"pthread_mutex_lock") || strstr(s, "___pthread_mutex_lock"),
+			"%.400s", s);
+		cr_expect(strstr(s, "\"holder\""), "the owner's stack: %.400s", s);
+		free(s);
+	}
+	run_result_free(&r);
+	run_tracerd(&r, txt);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "at tick resolution"), "%.300s", r.out);
+	cr_expect(strstr(r.out, "(lk-mholder) for "), "%.2000s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}

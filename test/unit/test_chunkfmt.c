@@ -38,6 +38,10 @@ struct seen {
 	char leaf_fn[256], inl_fn[256], thread_name[64], meta_kv[64];
 	uint32_t depth, crash_signo, crash_depth;
 	uint64_t last_time, values_sum;
+	uint64_t waits;
+	struct chunk_wait wait; /* the last one */
+	uint32_t wait_depth, owner_depth;
+	char wait_what[64];
 };
 
 static int v_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
@@ -92,6 +96,17 @@ static int v_event(void *arg, struct chunk_reader *r, const struct chunk_event *
 	case CHUNK_EV_END:
 		x->end++;
 		break;
+	case CHUNK_EV_WAIT:
+		x->waits++;
+		x->wait = *e->wait;
+		x->wait_depth = chunk_reader_stack(r, e->wait->stack_id, locs, 128);
+		x->owner_depth = e->wait->nowners ?
+					 chunk_reader_stack(r, e->wait->owners[0].stack_id, locs, 128) :
+					 0;
+		snprintf(x->wait_what, sizeof(x->wait_what), "%s",
+			chunk_reader_string(r, e->wait->what) ? chunk_reader_string(r, e->wait->what) :
+								 "");
+		break;
 	}
 	return 0;
 }
@@ -111,6 +126,68 @@ static int v_end(void *arg, struct chunk_reader *r, bool finished)
 }
 
 static const struct chunk_visitor collect = { v_begin, v_sample, v_event, v_end };
+
+/* WAITS (1.1): an episode with its owners reads back field by field, in a
+ * chunk whose header says minor 1; a 1.0 writer refuses to write one. */
+Test(chunkfmt, wait_episodes_round_trip)
+{
+	int fd = memfd();
+	struct chunk_writer *w;
+	struct chunk_writer_opts o = { .fd = fd, .target_pid = 4242, .minor = 1 };
+	struct chunk_wait cw = { .time_ns = 7000000, .wait_ns = 30303030, .kind = TCF_WAIT_MUTEX,
+		.flags = TCF_WAITF_GOES_ON, .object = 0x5581a0c0, .nowners = 2 };
+	struct seen x = { 0 };
+	struct chunk_report rep;
+	uint32_t fn, loc, fn2, loc2, stack, ostack, th, owner;
+	uint8_t *buf;
+	size_t len;
+
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	fn = chunk_writer_function(w, "___pthread_mutex_lock", NULL, NULL, 0);
+	loc = chunk_writer_location(w, 0, 0x1000, (struct chunk_line[]){ { fn, 0, 0 } }, 1);
+	fn2 = chunk_writer_function(w, "hold_busy", NULL, "x.c", 7);
+	loc2 = chunk_writer_location(w, 0, 0x2000, (struct chunk_line[]){ { fn2, 9, 0 } }, 1);
+	stack = chunk_writer_stack(w, (uint32_t[]){ loc, loc2 }, 2);
+	ostack = chunk_writer_stack(w, (uint32_t[]){ loc2 }, 1);
+	th = chunk_writer_thread(w, 4243, 4242, "waiter");
+	owner = chunk_writer_thread(w, 4244, 4242, "holder");
+	cw.thread_id = th;
+	cw.stack_id = stack;
+	cw.what = chunk_writer_string(w, "socket:[77]");
+	cw.owners[0] = (struct chunk_wait_owner){ owner, ostack, 20202020 };
+	cw.owners[1] = (struct chunk_wait_owner){ th, 0, 10101010 };
+	cr_assert_eq(chunk_writer_wait(w, &cw), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(fd, &len);
+	cr_expect_eq(buf[10], 1, "minor 1 in the header");
+	cr_assert_eq(chunk_read_buffer(buf, len, &collect, &x, &rep), 0);
+	cr_expect_eq(rep.records_skipped, 0);
+	cr_assert_eq(x.waits, 1);
+	cr_expect_eq(x.wait.time_ns, cw.time_ns);
+	cr_expect_eq(x.wait.wait_ns, cw.wait_ns);
+	cr_expect_eq(x.wait.kind, TCF_WAIT_MUTEX);
+	cr_expect_eq(x.wait.flags, TCF_WAITF_GOES_ON);
+	cr_expect_eq(x.wait.object, cw.object);
+	cr_expect_eq(x.wait.thread_id, th);
+	cr_expect_eq(x.wait_depth, 2);
+	cr_expect_str_eq(x.wait_what, "socket:[77]");
+	cr_assert_eq(x.wait.nowners, 2);
+	cr_expect_eq(x.wait.owners[0].thread_id, owner);
+	cr_expect_eq(x.wait.owners[0].wait_ns, 20202020);
+	cr_expect_eq(x.owner_depth, 1);
+	cr_expect_eq(x.wait.owners[1].stack_id, 0);
+	free(buf);
+	close(fd);
+
+	/* a 1.0 chunk cannot say it */
+	fd = memfd();
+	o = (struct chunk_writer_opts){ .fd = fd };
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	cr_expect_eq(chunk_writer_wait(w, &cw), -EINVAL);
+	chunk_writer_free(w);
+	close(fd);
+}
 
 Test(chunkfmt, round_trip_every_record)
 {
