@@ -512,15 +512,6 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 	return 0;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* A part of a wait episode: merged with the episode's earlier parts (the
  * same waiter, start and object); owners added up. */
 static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wait *w)
@@ -533,7 +524,7 @@ static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wa
 	if (!t || !keep(L, t, real, -1))
 		return 0;
 	/* an equal hash of two episodes merges them: 2^-64 per pair */
-	key = mix64(((uint64_t)t->pid << 32 | t->tid) ^ mix64(w->time_ns ^ mix64(w->object)));
+	key = rp_mix64(((uint64_t)t->pid << 32 | t->tid) ^ rp_mix64(w->time_ns ^ rp_mix64(w->object)));
 	if (td_map_upsert(&p->wait_index, key, &slot) < 0) {
 		L->oom = true;
 		return 1;

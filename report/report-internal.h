@@ -139,6 +139,17 @@ const char *rp_mode_meaning(const struct rp_profile *p);
  * mode where the threads' time went by state. */
 void rp_mode_header(FILE *out, const struct rp_profile *p);
 
+/* A 64-bit mixer (splitmix64's finalizer) for keys made of several
+ * fields. */
+static inline uint64_t rp_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /* Sorting arrays that may be empty.  An empty array is often a NULL
  * pointer, and qsort(3) must never see one: its pointer arguments are
  * declared nonnull (the UBSan build aborts on any profile without

@@ -41,15 +41,6 @@ struct sites {
 	struct td_map index;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 static void sites_free(struct sites *S)
 {
 	for (size_t i = 0; i < S->n; i++) {
@@ -85,7 +76,7 @@ static int build(const struct rp_profile *p, struct sites *S)
 {
 	for (size_t i = 0; i < p->nwaits; i++) {
 		const struct rp_wait *w = &p->waits[i];
-		uint64_t key = mix(w->kind ^ mix(w->object ^ mix(w->node))), v;
+		uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
 		size_t k;
 		struct site *x;
 
