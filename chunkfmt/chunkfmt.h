@@ -129,6 +129,8 @@ enum { TCF_HDR_RECOVERED = 1u << 0, TCF_HDR_EMERGENCY = 1u << 1 };
 enum { TCF_MAP_DELETED = 1u << 0, TCF_MAP_VDSO = 1u << 1, TCF_MAP_HAS_LINES = 1u << 2 };
 
 const char *tcf_record_name(unsigned type);
+/* "mutex", "rwlock", ... for enum tcf_wait_kind; "other" if unknown */
+const char *tcf_wait_kind_name(unsigned kind);
 const char *tcf_end_reason_name(unsigned reason);
 const char *tcf_lost_reason_name(unsigned reason);
 const char *tcf_state_name(unsigned state);

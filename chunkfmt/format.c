@@ -208,6 +208,14 @@ const char *tcf_record_name(unsigned type)
 	return type < TD_ARRAY_SIZE(names) ? names[type] : "unknown";
 }
 
+const char *tcf_wait_kind_name(unsigned kind)
+{
+	static const char *const names[] = { "other", "mutex", "rwlock", "condvar", "semaphore",
+		"join", "futex", "fd", "sleep", "signal", "disk" };
+
+	return kind < TD_ARRAY_SIZE(names) ? names[kind] : "other";
+}
+
 const char *tcf_end_reason_name(unsigned r)
 {
 	static const char *const names[] = { "rotate", "stop", "target exit", "target crash",

@@ -146,6 +146,8 @@ struct td_wait {
 
 /* "mutex", "rwlock", ... (tracerd-report(1) and dump --json use them) */
 const char *td_wait_kind_name(enum td_wait_kind k);
+/* The kind as chunks store it (WAITS records). */
+enum tcf_wait_kind td_wait_tcf_kind(enum td_wait_kind k);
 /* The name of system call nr, NULL if not one of the blocking calls known. */
 const char *td_syscall_name(long nr);
 /* Classify thread tid of pid, blocked in system call nr (-1: none) with

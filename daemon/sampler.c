@@ -397,17 +397,26 @@ static void apply_pending(struct sampler *s)
 	targets_apply(&s->targets, &thread_ops, s);
 }
 
-/* cpu mode with ptrace capture: which threads to interrupt this tick.
- * Those that ran since the last tick and are not blocked now; a blocked
- * thread is on no CPU, and interrupting it could make its call return
- * EINTR. */
-static unsigned choose(struct sampler *s)
+/* The time since the previous tick (a period at the first), and this
+ * tick's time for the next. */
+static uint64_t tick_dt(struct sampler *s, uint64_t period)
 {
-	uint64_t now = td_now_ns(), period = 1000000000u / s->cfg->hz;
-	uint64_t dt = s->tick_ns ? now - s->tick_ns : period;
-	unsigned k = 0;
+	uint64_t now = td_now_ns(), dt = s->tick_ns ? now - s->tick_ns : period;
 
 	s->tick_ns = now;
+	return dt;
+}
+
+/* cpu mode with ptrace capture: which threads to interrupt this tick.
+ * Those owed at least a period of CPU time (see the header) and not
+ * blocked now; a blocked thread is on no CPU, and interrupting it could
+ * make its call return EINTR.  Each chosen thread's take says how many
+ * periods its sample stands for. */
+static unsigned choose(struct sampler *s)
+{
+	uint64_t period = 1000000000u / s->cfg->hz, dt = tick_dt(s, period);
+	unsigned k = 0;
+
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct pt_blocked b;
@@ -538,15 +547,14 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 static unsigned wall_tick(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
-	uint64_t now = td_now_ns(), period = 1000000000u / s->cfg->hz;
+	uint64_t period = 1000000000u / s->cfg->hz;
 	/* With perf, running time is sampled per period of CPU time and
 	 * runnable time per period of wait: blocked time too is sampled per
 	 * period of the time since the last tick, not once a tick, so that
 	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
-	uint64_t dt = s->tick_ns ? now - s->tick_ns : period;
+	uint64_t dt = tick_dt(s, period);
 	unsigned k = 0;
 
-	s->tick_ns = now;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct td_sample *smp;

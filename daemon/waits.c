@@ -37,15 +37,21 @@
 #define FUTEX_OP_LOCK_PI2 13
 #define FUTEX_TID 0x3fffffffu
 
+enum tcf_wait_kind td_wait_tcf_kind(enum td_wait_kind k)
+{
+	static const enum tcf_wait_kind kinds[] = { [TD_WAIT_MUTEX] = TCF_WAIT_MUTEX,
+		[TD_WAIT_RWLOCK] = TCF_WAIT_RWLOCK, [TD_WAIT_CONDVAR] = TCF_WAIT_CONDVAR,
+		[TD_WAIT_SEMAPHORE] = TCF_WAIT_SEMAPHORE, [TD_WAIT_JOIN] = TCF_WAIT_JOIN,
+		[TD_WAIT_FUTEX] = TCF_WAIT_FUTEX, [TD_WAIT_FD] = TCF_WAIT_FD,
+		[TD_WAIT_SLEEP] = TCF_WAIT_SLEEP, [TD_WAIT_SIGNAL] = TCF_WAIT_SIGNAL,
+		[TD_WAIT_DISK] = TCF_WAIT_DISK };
+
+	return (unsigned)k < TD_ARRAY_SIZE(kinds) ? kinds[k] : TCF_WAIT_OTHER;
+}
+
 const char *td_wait_kind_name(enum td_wait_kind k)
 {
-	static const char *const names[] = { [TD_WAIT_NONE] = "none", [TD_WAIT_MUTEX] = "mutex",
-		[TD_WAIT_RWLOCK] = "rwlock", [TD_WAIT_CONDVAR] = "condvar",
-		[TD_WAIT_SEMAPHORE] = "semaphore", [TD_WAIT_JOIN] = "join",
-		[TD_WAIT_FUTEX] = "futex", [TD_WAIT_FD] = "fd", [TD_WAIT_SLEEP] = "sleep",
-		[TD_WAIT_SIGNAL] = "signal", [TD_WAIT_DISK] = "disk", [TD_WAIT_OTHER] = "other" };
-
-	return (unsigned)k < TD_ARRAY_SIZE(names) && names[k] ? names[k] : "other";
+	return k == TD_WAIT_NONE ? "none" : tcf_wait_kind_name(td_wait_tcf_kind(k));
 }
 
 const char *td_syscall_name(long nr)

@@ -113,6 +113,7 @@ struct episode {
 	uint64_t args[6];
 	char funcs[8][64];
 	unsigned nfuncs;
+	uint32_t words[8]; /* the object's first 32 bytes when classified */
 	uint64_t start_ns, wait_ns; /* wait_ns: in the current chunk */
 	uint32_t flags;		    /* TCF_WAITF_BEGAN_BEFORE */
 	uint32_t stack;		    /* the waiter's, in the current chunk */
@@ -578,23 +579,6 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 
 /* ---- wait episodes (wall mode): WAITS records */
 
-static enum tcf_wait_kind tcf_kind(enum td_wait_kind k)
-{
-	switch (k) {
-	case TD_WAIT_MUTEX: return TCF_WAIT_MUTEX;
-	case TD_WAIT_RWLOCK: return TCF_WAIT_RWLOCK;
-	case TD_WAIT_CONDVAR: return TCF_WAIT_CONDVAR;
-	case TD_WAIT_SEMAPHORE: return TCF_WAIT_SEMAPHORE;
-	case TD_WAIT_JOIN: return TCF_WAIT_JOIN;
-	case TD_WAIT_FUTEX: return TCF_WAIT_FUTEX;
-	case TD_WAIT_FD: return TCF_WAIT_FD;
-	case TD_WAIT_SLEEP: return TCF_WAIT_SLEEP;
-	case TD_WAIT_SIGNAL: return TCF_WAIT_SIGNAL;
-	case TD_WAIT_DISK: return TCF_WAIT_DISK;
-	default: return TCF_WAIT_OTHER;
-	}
-}
-
 static struct episode *episode_of(struct writer *w, pid_t tid)
 {
 	uint32_t k = map_get(&w->ep_idx, (uint64_t)(uint32_t)tid);
@@ -622,7 +606,7 @@ static uint32_t saved_stack(struct writer *w, pid_t pid, pid_t tid)
 static void episode_write(struct writer *w, struct episode *ep, bool goes_on)
 {
 	struct chunk_wait cw = { .time_ns = ep->start_ns, .wait_ns = ep->wait_ns,
-		.stack_id = ep->stack, .kind = tcf_kind(ep->w.kind),
+		.stack_id = ep->stack, .kind = td_wait_tcf_kind(ep->w.kind),
 		.flags = ep->flags | (goes_on ? TCF_WAITF_GOES_ON : 0), .object = ep->w.object };
 
 	if (ep->wait_ns && w->cw) {
@@ -685,6 +669,16 @@ static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
 	return &w->eps[k];
 }
 
+/* The first 32 bytes of a mutex or rwlock (its lock word, owner and
+ * writer fields) into words; false if unreadable. */
+static bool object_words(pid_t tid, const struct td_wait *w, uint32_t words[8])
+{
+	memset(words, 0, 8 * sizeof(*words));
+	return (w->kind == TD_WAIT_MUTEX || w->kind == TD_WAIT_RWLOCK) &&
+	       pt_read_memory(tid, w->object, words, 8 * sizeof(*words)) ==
+		       (ssize_t)(8 * sizeof(*words));
+}
+
 /* A blocked sample of s->tid, whose stack in this chunk is stack: a new
  * episode for a fresh copy (classified from its call, arguments and
  * stack), the same one for a repeat; a period of waiting either way,
@@ -694,6 +688,7 @@ static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t
 	struct episode *ep = episode_of(w, s->tid);
 	const char *funcs[8];
 	uint64_t period = 1000000000u / w->cfg->hz;
+	uint32_t words[8];
 	pid_t owner;
 	unsigned i;
 
@@ -723,12 +718,16 @@ static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t
 			funcs[i] = ep->funcs[i];
 		td_wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args,
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
-	} else if (ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK ||
-		   ep->w.kind == TD_WAIT_JOIN) {
-		/* the owner now (a lock changes hands while others wait) */
+		object_words(s->tid, &ep->w, ep->words);
+	} else if ((ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK) &&
+		   object_words(s->tid, &ep->w, words) && memcmp(words, ep->words, sizeof(words))) {
+		/* the lock changed hands while it waited: its owner now (the
+		 * classifier checks the owner is a live thread, in /proc: only
+		 * when the object's words moved, not at every tick) */
 		for (i = 0; i < ep->nfuncs; i++)
 			funcs[i] = ep->funcs[i];
 		td_wait_classify(s->pid, s->tid, ep->w.nr, ep->args, 'S', funcs, ep->nfuncs, &ep->w);
+		memcpy(ep->words, words, sizeof(words));
 	}
 	ep->stack = stack;
 	ep->wait_ns += period;

@@ -11,14 +11,6 @@
 
 #include "../common/td.h"
 
-static const char *const kind_names[] = { "other", "mutex", "rwlock", "condvar", "semaphore",
-	"join", "futex", "fd", "sleep", "signal", "disk" };
-
-static const char *kind_name(uint32_t k)
-{
-	return k < TD_ARRAY_SIZE(kind_names) ? kind_names[k] : "other";
-}
-
 struct site_owner {
 	uint32_t thread, node;
 	uint64_t wait_ns;
@@ -77,24 +69,15 @@ static int build(const struct rp_profile *p, struct sites *S)
 	for (size_t i = 0; i < p->nwaits; i++) {
 		const struct rp_wait *w = &p->waits[i];
 		uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
-		size_t k;
+		size_t cur = 0, k = SIZE_MAX;
 		struct site *x;
 
-		for (k = SIZE_MAX, v = 0; k == SIZE_MAX;) {
-			size_t cur = 0;
-			bool found = false;
-
-			while (td_map_find_next(&S->index, key, &cur, &v)) {
-				x = &S->s[v];
-				if (x->kind == w->kind && x->object == w->object && x->node == w->node) {
-					found = true;
-					break;
-				}
-			}
-			if (found) {
+		while (k == SIZE_MAX && td_map_find_next(&S->index, key, &cur, &v)) {
+			x = &S->s[v];
+			if (x->kind == w->kind && x->object == w->object && x->node == w->node)
 				k = v;
-				break;
-			}
+		}
+		if (k == SIZE_MAX) {
 			if (S->n == S->cap) {
 				size_t c = S->cap ? 2 * S->cap : 64;
 				struct site *n = realloc(S->s, c * sizeof(*n));
@@ -255,7 +238,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			char obj[64];
 
 			object_text(obj, sizeof(obj), x);
-			fprintf(out, "%s\n{\"kind\":\"%s\",\"object\":", i ? "," : "", kind_name(x->kind));
+			fprintf(out, "%s\n{\"kind\":\"%s\",\"object\":", i ? "," : "", tcf_wait_kind_name(x->kind));
 			td_json_string(out, obj, 0);
 			fputs(",\"what\":", out);
 			td_json_string(out, rp_str(p, x->what), 0);
@@ -305,7 +288,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 				(double)x->total_ns / 1e9, x->n, x->n == 1 ? "" : "s",
 				(double)quantile(x, 0.5) / 1e6,
 				(double)quantile(x, 0.99) / 1e6,
-				(double)(x->n ? x->durs[x->n - 1] : 0) / 1e6, kind_name(x->kind),
+				(double)(x->n ? x->durs[x->n - 1] : 0) / 1e6, tcf_wait_kind_name(x->kind),
 				obj[0] ? " " : "", obj);
 			if (rp_str(p, x->what))
 				fprintf(out, " (%s)", rp_str(p, x->what));
