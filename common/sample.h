@@ -31,7 +31,15 @@ enum {
 	TD_SAMPLE_WEIGHTED = 1u << 11,	   /* stands for `weight` samples: the
 					    * periods of CPU time it was owed
 					    * (cpu mode, ptrace capture) */
+	TD_SAMPLE_FUTEX = 1u << 12,	   /* NOSTOP in futex(): futex[] holds the
+					    * words at its futex address */
+	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
 };
+
+/* Words read at a blocked thread's futex address at the tick: a lock's
+ * word and its owner fields (mutex __owner at +8, rwlock __cur_writer at
+ * +12 or +16 from the futex), so that the owner is the one of that tick. */
+#define TD_FUTEX_WORDS 6
 
 /* One captured thread: registers and a copy of [stack_addr, +stack_len).
  * Flat and pointer-free: the stack bytes follow the header in the same
@@ -47,6 +55,10 @@ struct td_sample {
 	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
 	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
+	uint32_t futex[TD_FUTEX_WORDS]; /* TD_SAMPLE_FUTEX */
+	char comm[16];		       /* TD_SAMPLE_NAMED: a thread that lives
+					* a few ms is gone when the writer
+					* would read its name */
 	struct user_regs_struct regs;
 	uint8_t stack[];
 };

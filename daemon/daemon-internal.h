@@ -52,6 +52,7 @@ struct rec_event {
 	int signo, status;
 	uint64_t addr, time_ns;
 	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash (the handshake) */
+	uint32_t futex[TD_FUTEX_WORDS]; /* REPEAT with TD_SAMPLE_FUTEX */
 };
 
 #define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */

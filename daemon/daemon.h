@@ -152,10 +152,13 @@ enum tcf_wait_kind td_wait_tcf_kind(enum td_wait_kind k);
 const char *td_syscall_name(long nr);
 /* Classify thread tid of pid, blocked in system call nr (-1: none) with
  * args, in /proc state 'state', its stack's function names funcs (leaf
- * first, NULL for unknown).  Reads the target's memory and /proc/PID/fd;
- * stops nothing. */
-void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], char state,
-	const char *const *funcs, unsigned nfuncs, struct td_wait *ret);
+ * first, NULL for unknown).  futex: for futex(), the TD_FUTEX_WORDS words
+ * at args[0] as read when the thread was seen (owners are read from
+ * them), NULL to read them now.  Reads the target's memory and
+ * /proc/PID/fd; stops nothing. */
+void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
+	const uint32_t *futex, char state, const char *const *funcs, unsigned nfuncs,
+	struct td_wait *ret);
 
 /* ==== tracerd dump as a library (daemon/dump.c) ============================
  * One capture round over the threads of a process, then unwinding and

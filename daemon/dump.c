@@ -198,7 +198,7 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 		funcs[n++] = dump_string(d->res, d->res->frames[out->first_frame + i].function);
 	td_wait_classify(d->pid, th->tid,
 		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
-		out->state, funcs, n, &out->wait);
+		NULL, out->state, funcs, n, &out->wait);
 }
 
 /* Deadlocks: cycles of threads each waiting for an object (a mutex, a

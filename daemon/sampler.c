@@ -66,6 +66,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,9 +185,9 @@ static int last_cpu(struct sthread *st)
 }
 
 /* In uninterruptible sleep (D): waiting for the disk or the like. */
-static bool in_disk_wait(struct sthread *st)
+static bool in_disk_wait(struct sthread *st, char ret_name[16])
 {
-	char buf[512], *p;
+	char buf[512], *p, *name;
 	ssize_t n;
 
 	if (st->stat_fd < 0)
@@ -195,6 +196,11 @@ static bool in_disk_wait(struct sthread *st)
 		return false;
 	buf[n] = '\0';
 	p = strrchr(buf, ')'); /* the name may hold anything, even ") D" */
+	name = strchr(buf, '(');
+	if (p && name && p - name - 1 < 16) {
+		memcpy(ret_name, name + 1, (size_t)(p - name - 1));
+		ret_name[p - name - 1] = '\0';
+	}
 	return p && p[1] == ' ' && p[2] == 'D';
 }
 
@@ -463,8 +469,10 @@ static unsigned choose(struct sampler *s)
 }
 
 /* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
- * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT). */
-static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags)
+ * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT).
+ * futex: the words at its futex address this tick, or NULL. */
+static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags,
+	const uint32_t *futex)
 {
 	struct rec_event *e = ring_reserve(&s->sh->events);
 
@@ -475,6 +483,10 @@ static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t
 	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
 		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
 		.time_ns = td_now_ns() };
+	if (futex) {
+		memcpy(e->futex, futex, sizeof(e->futex));
+		e->status |= TD_SAMPLE_FUTEX;
+	}
 	ring_publish(&s->sh->events);
 	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
 }
@@ -494,10 +506,12 @@ static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
 
 /* n repeats of a blocked thread's last stack: asleep in its call, or in
  * disk sleep. */
-static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n)
+static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
+	const uint32_t *futex)
 {
 	while (n--)
-		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0));
+		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
+			futex);
 }
 
 /* Wall mode with perf: samples for the time a thread waited for a CPU,
@@ -525,7 +539,7 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 	}
 	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
 		for (n = spend(&st->woken_credit, dt, period); n; n--) {
-			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL);
+			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL, NULL);
 			st->woken_sampled += period;
 		}
 	}
@@ -537,7 +551,21 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 	st->wait_credit -= paid;
 	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
 	for (n = spend(&st->wait_credit, 0, period); n; n--)
-		publish_repeat(s, st, TD_SAMPLE_RUNNABLE);
+		publish_repeat(s, st, TD_SAMPLE_RUNNABLE, NULL);
+}
+
+/* A thread blocked in futex(): the words at its futex address now, at the
+ * tick (one process_vm_readv), into words; NULL if not in futex() or
+ * unreadable.  The writer reads a lock's owner from them: read later, the
+ * lock may have changed hands many times. */
+static const uint32_t *futex_words(const struct sthread *st, const struct pt_blocked *b,
+	uint32_t words[TD_FUTEX_WORDS])
+{
+	size_t len = TD_FUTEX_WORDS * sizeof(*words);
+
+	if (b->sc.nr != SYS_futex || pt_read_memory(st->tid, b->sc.args[0], words, len) != (ssize_t)len)
+		return NULL;
+	return words;
 }
 
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
@@ -559,6 +587,8 @@ static unsigned wall_tick(struct sampler *s)
 		struct sthread *st = &s->th[i];
 		struct td_sample *smp;
 		struct pt_blocked b;
+		uint32_t words[TD_FUTEX_WORDS];
+		const uint32_t *futex;
 		unsigned extra = 0; /* samples beyond the first */
 		bool same_place;
 		int r;
@@ -584,8 +614,9 @@ static unsigned wall_tick(struct sampler *s)
 			if (!extra--)
 				continue; /* no whole period blocked yet */
 		}
+		futex = futex_words(st, &b, words);
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			repeat_blocked(s, st, extra + 1);
+			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
 		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
@@ -604,7 +635,7 @@ static unsigned wall_tick(struct sampler *s)
 			 * where it always waits): that stack.  Dropping it would
 			 * count against waiting threads alone. */
 			st->have_last = true;
-			repeat_blocked(s, st, extra + 1);
+			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
 		if (r == -EAGAIN) {
@@ -614,14 +645,21 @@ static unsigned wall_tick(struct sampler *s)
 		}
 		if (r != 1)
 			continue; /* gone: its exit follows */
-		st->last_disk = in_disk_wait(st);
+		smp->comm[0] = '\0';
+		st->last_disk = in_disk_wait(st, smp->comm);
+		if (smp->comm[0])
+			smp->flags |= TD_SAMPLE_NAMED;
 		if (st->last_disk)
 			smp->flags |= TD_SAMPLE_DISK;
+		if (futex) {
+			memcpy(smp->futex, futex, sizeof(smp->futex));
+			smp->flags |= TD_SAMPLE_FUTEX;
+		}
 		st->last = b;
 		st->have_last = true;
 		ring_publish(&sh->samples);
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
-		repeat_blocked(s, st, extra); /* more periods blocked since the last tick */
+		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}
 	return k;
 }

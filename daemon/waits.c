@@ -96,6 +96,18 @@ static bool read_u32(pid_t tid, uint64_t addr, uint32_t *ret)
 	return pt_read_memory(tid, addr, ret, sizeof(*ret)) == (ssize_t)sizeof(*ret);
 }
 
+/* The word at uaddr + off: from the words read at the tick when there are
+ * (futex, off within them), else from the target now. */
+static bool futex_word(pid_t tid, uint64_t uaddr, const uint32_t *futex, unsigned off,
+	uint32_t *ret)
+{
+	if (futex && off / 4 < TD_FUTEX_WORDS) {
+		*ret = futex[off / 4];
+		return true;
+	}
+	return read_u32(tid, uaddr + off, ret);
+}
+
 /* Does a function whose name starts with one of the prefixes stand on the
  * stack (funcs, leaf first)?  glibc's internal aliases are compared
  * without their decorations (__GI_, leading underscores).  Only the first
@@ -129,8 +141,8 @@ static void fd_target(pid_t pid, int fd, char *buf, size_t len)
 	buf[n > 0 ? (size_t)n : 0] = '\0';
 }
 
-static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const char *const *funcs,
-	unsigned nfuncs, struct td_wait *w)
+static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uint32_t *futex,
+	const char *const *funcs, unsigned nfuncs, struct td_wait *w)
 {
 	static const char *const mutex_fns[] = { "lll_lock_wait", "pthread_mutex_lock",
 		"pthread_mutex_timedlock", "pthread_mutex_clocklock", "pthread_mutex_cond_lock",
@@ -150,19 +162,26 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const cha
 	if (cmd == FUTEX_OP_LOCK_PI || cmd == FUTEX_OP_LOCK_PI2) {
 		/* a PI mutex: the lock word holds the owner's TID */
 		w->kind = TD_WAIT_MUTEX;
-		if (read_u32(tid, uaddr, &v) && live_thread(pid, (pid_t)(v & FUTEX_TID)))
+		if (futex_word(tid, uaddr, futex, 0, &v) && live_thread(pid, (pid_t)(v & FUTEX_TID)))
 			w->owner = (pid_t)(v & FUTEX_TID);
 		return;
 	}
 	if (cmd != FUTEX_OP_WAIT && cmd != FUTEX_OP_WAIT_BITSET && cmd != FUTEX_OP_WAIT_REQUEUE_PI)
 		return;
-	if (on_stack(funcs, nfuncs, join_fns) ||
-		(!on_stack(funcs, nfuncs, cond_fns) && live_thread(pid, (pid_t)args[2]) &&
-			read_u32(tid, uaddr, &v) && v == (uint32_t)args[2])) {
-		/* the joined thread's tid word, holding its TID until it exits */
+	/* the joined thread's tid word, holding its TID until it exits.  A
+	 * futex wait sleeps only while the word equals its third argument:
+	 * under pthread_join that is the TID, at the tick (it may be gone
+	 * now); elsewhere, a word that holds a live thread's TID */
+	if (on_stack(funcs, nfuncs, join_fns)) {
 		w->kind = TD_WAIT_JOIN;
-		if (live_thread(pid, (pid_t)args[2]))
+		if ((pid_t)args[2] > 0 && (futex || live_thread(pid, (pid_t)args[2])))
 			w->owner = (pid_t)args[2];
+		return;
+	}
+	if (!on_stack(funcs, nfuncs, cond_fns) && live_thread(pid, (pid_t)args[2]) &&
+		futex_word(tid, uaddr, futex, 0, &v) && v == (uint32_t)args[2]) {
+		w->kind = TD_WAIT_JOIN;
+		w->owner = (pid_t)args[2];
 		return;
 	}
 	if (on_stack(funcs, nfuncs, cond_fns)) {
@@ -177,7 +196,8 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const cha
 		/* __wrphase_futex (+8) or __writers_futex (+12): the base whose
 		 * __cur_writer (+24) is a live thread */
 		for (int off = 8; off <= 12; off += 4)
-			if (read_u32(tid, uaddr - (uint64_t)off + 24, &v) && live_thread(pid, (pid_t)v)) {
+			if (futex_word(tid, uaddr, futex, 24 - (unsigned)off, &v) &&
+				live_thread(pid, (pid_t)v)) {
 				w->object = uaddr - (uint64_t)off;
 				w->owner = (pid_t)v;
 				return;
@@ -190,19 +210,21 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const cha
 		return;
 	}
 	if (on_stack(funcs, nfuncs, mutex_fns) ||
-		(read_u32(tid, uaddr + 8, &v) && live_thread(pid, (pid_t)v))) {
+		(futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))) {
 		uint32_t lock;
 
 		w->kind = TD_WAIT_MUTEX;
-		if (read_u32(tid, uaddr + 8, &v) && live_thread(pid, (pid_t)v))
+		if (futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))
 			w->owner = (pid_t)v; /* __owner */
-		else if (read_u32(tid, uaddr, &lock) && live_thread(pid, (pid_t)(lock & FUTEX_TID)))
+		else if (futex_word(tid, uaddr, futex, 0, &lock) &&
+			 live_thread(pid, (pid_t)(lock & FUTEX_TID)))
 			w->owner = (pid_t)(lock & FUTEX_TID); /* a robust mutex's lock word */
 	}
 }
 
-void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], char state,
-	const char *const *funcs, unsigned nfuncs, struct td_wait *ret)
+void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
+	const uint32_t *futex, char state, const char *const *funcs, unsigned nfuncs,
+	struct td_wait *ret)
 {
 	struct td_wait w = { .kind = TD_WAIT_OTHER, .nr = nr };
 
@@ -213,7 +235,7 @@ void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], cha
 	}
 	switch (nr) {
 	case SYS_futex:
-		classify_futex(pid, tid, args, funcs, nfuncs, &w);
+		classify_futex(pid, tid, args, futex, funcs, nfuncs, &w);
 		break;
 	case SYS_read:
 	case SYS_write:

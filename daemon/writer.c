@@ -98,6 +98,7 @@ struct writer {
 	size_t nsaved, capsaved;
 	/* wall mode: each thread's wait episode (tid -> index + 1 in eps) */
 	struct td_map ep_idx;
+	struct td_map owner_wait; /* owners whose next sample episodes wait for */
 	struct episode *eps;
 	size_t neps, capeps;
 };
@@ -106,14 +107,16 @@ struct writer {
  * blocked on an object (a fresh copy: it ran since its last one) until it
  * is seen running, copied again, or gone.  Each blocked sample of it is a
  * period of waiting.  What the waiter called and the names on its stack
- * are kept to read the owner again at every tick. */
+ * are kept to read the owner again whenever the lock's words, read at
+ * the tick, change.  An owner's stack is the one of its first sample after
+ * the one that found it owning (pending until then). */
 struct episode {
 	pid_t pid, tid; /* tid 0: free */
 	struct td_wait w;
 	uint64_t args[6];
 	char funcs[8][64];
 	unsigned nfuncs;
-	uint32_t words[8]; /* the object's first 32 bytes when classified */
+	uint32_t futex[TD_FUTEX_WORDS]; /* the words the owner was read from */
 	uint64_t start_ns, wait_ns; /* wait_ns: in the current chunk */
 	uint32_t flags;		    /* TCF_WAITF_BEGAN_BEFORE */
 	uint32_t stack;		    /* the waiter's, in the current chunk */
@@ -122,6 +125,7 @@ struct episode {
 		pid_t tid;
 		uint64_t wait_ns;
 		uint32_t stack;
+		bool pending; /* stack: from the owner's next sample */
 	} owners[TCF_WAIT_MAX_OWNERS];
 };
 
@@ -291,14 +295,26 @@ static void session_drop(struct writer *w, pid_t pid)
 	td_map_clear(&w->locs); /* addresses mean something else now */
 }
 
-static uint32_t thread_id(struct writer *w, pid_t pid, pid_t tid)
+/* The chunk's id of thread tid, named name (NULL: read it from /proc now;
+ * a name that differs from the one known is recorded as a rename). */
+static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const char *name)
 {
 	uint32_t id = map_get(&w->threads, (uint64_t)(uint32_t)tid + 1);
 	struct td_task_info info;
 
-	if (id)
+	if (id) {
+		struct tname *t = id < w->capnames ? &w->names[id] : NULL;
+
+		if (name && t && t->tid == tid && strncmp(t->name, name, sizeof(t->name) - 1)) {
+			chunk_writer_thread_event(w->cw, td_now_ns(), id, TCF_THREAD_RENAME,
+				chunk_writer_string(w->cw, name));
+			snprintf(t->name, sizeof(t->name), "%s", name);
+		}
 		return id;
-	if (td_task_info_read(pid, tid, &info) < 0)
+	}
+	if (name)
+		snprintf(info.name, sizeof(info.name), "%s", name);
+	else if (td_task_info_read(pid, tid, &info) < 0)
 		snprintf(info.name, sizeof(info.name), "?");
 	id = chunk_writer_thread(w->cw, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
@@ -323,6 +339,11 @@ static uint32_t thread_id(struct writer *w, pid_t pid, pid_t tid)
 			w->nnames = id + 1;
 	}
 	return id;
+}
+
+static uint32_t thread_id(struct writer *w, pid_t pid, pid_t tid)
+{
+	return thread_id_named(w, pid, tid, NULL);
 }
 
 /* Every 2 s, re-read the names of up to 256 threads of this chunk (round
@@ -586,6 +607,14 @@ static struct episode *episode_of(struct writer *w, pid_t tid)
 	return k && w->eps[k - 1].tid == tid ? &w->eps[k - 1] : NULL;
 }
 
+/* Is thread tid itself in an episode on ep's object? */
+static bool waits_on(struct writer *w, pid_t tid, const struct episode *ep)
+{
+	const struct episode *own = episode_of(w, tid);
+
+	return own && own != ep && own->w.kind == ep->w.kind && own->w.object == ep->w.object;
+}
+
 /* The chunk's stack for thread tid's saved frames; 0 if none saved. */
 static uint32_t saved_stack(struct writer *w, pid_t pid, pid_t tid)
 {
@@ -669,16 +698,6 @@ static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
 	return &w->eps[k];
 }
 
-/* The first 32 bytes of a mutex or rwlock (its lock word, owner and
- * writer fields) into words; false if unreadable. */
-static bool object_words(pid_t tid, const struct td_wait *w, uint32_t words[8])
-{
-	memset(words, 0, 8 * sizeof(*words));
-	return (w->kind == TD_WAIT_MUTEX || w->kind == TD_WAIT_RWLOCK) &&
-	       pt_read_memory(tid, w->object, words, 8 * sizeof(*words)) ==
-		       (ssize_t)(8 * sizeof(*words));
-}
-
 /* A blocked sample of s->tid, whose stack in this chunk is stack: a new
  * episode for a fresh copy (classified from its call, arguments and
  * stack), the same one for a repeat; a period of waiting either way,
@@ -688,7 +707,7 @@ static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t
 	struct episode *ep = episode_of(w, s->tid);
 	const char *funcs[8];
 	uint64_t period = 1000000000u / w->cfg->hz;
-	uint32_t words[8];
+	const uint32_t *futex = (s->flags & TD_SAMPLE_FUTEX) ? s->futex : NULL;
 	pid_t owner;
 	unsigned i;
 
@@ -716,18 +735,20 @@ static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t
 		}
 		for (i = 0; i < ep->nfuncs; i++)
 			funcs[i] = ep->funcs[i];
-		td_wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args,
+		td_wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args, futex,
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
-		object_words(s->tid, &ep->w, ep->words);
-	} else if ((ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK) &&
-		   object_words(s->tid, &ep->w, words) && memcmp(words, ep->words, sizeof(words))) {
-		/* the lock changed hands while it waited: its owner now (the
-		 * classifier checks the owner is a live thread, in /proc: only
-		 * when the object's words moved, not at every tick) */
+		if (futex)
+			memcpy(ep->futex, futex, sizeof(ep->futex));
+	} else if ((ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK) && futex &&
+		   memcmp(futex, ep->futex, sizeof(ep->futex))) {
+		/* the lock changed hands while it waited: its owner at this
+		 * tick (the classifier checks the owner is a live thread, in
+		 * /proc: only when the lock's words moved, not at every tick) */
 		for (i = 0; i < ep->nfuncs; i++)
 			funcs[i] = ep->funcs[i];
-		td_wait_classify(s->pid, s->tid, ep->w.nr, ep->args, 'S', funcs, ep->nfuncs, &ep->w);
-		memcpy(ep->words, words, sizeof(words));
+		td_wait_classify(s->pid, s->tid, ep->w.nr, ep->args, futex, 'S', funcs, ep->nfuncs,
+			&ep->w);
+		memcpy(ep->futex, futex, sizeof(ep->futex));
 	}
 	ep->stack = stack;
 	ep->wait_ns += period;
@@ -741,10 +762,46 @@ static void episode_sample(struct writer *w, const struct td_sample *s, uint32_t
 			return; /* the first eight owners are kept */
 		ep->owners[i].tid = owner;
 		ep->owners[i].wait_ns = 0;
-		ep->owners[i].stack = saved_stack(w, s->pid, owner);
+		if (w->cw)
+			thread_id(w, s->pid, owner); /* its name, while it lives */
+		/* its stack: its first sample after the one that found it
+		 * owning that does not show it waiting for this very object
+		 * (taken before the lock changed hands, or after it gave the
+		 * lock up and waits again); until then, its last such one */
+		ep->owners[i].stack = waits_on(w, owner, ep) ? 0 : saved_stack(w, s->pid, owner);
+		ep->owners[i].pending =
+			td_map_set(&w->owner_wait, (uint64_t)(uint32_t)owner, 1) >= 0;
 		ep->nowners++;
 	}
 	ep->owners[i].wait_ns += period;
+}
+
+/* tid's sample, whose stack is stack, came (its own episode updated):
+ * the owners that waited for it take it, unless it shows tid waiting for
+ * their very object. */
+static void owner_seen(struct writer *w, pid_t tid, uint32_t stack)
+{
+	bool still = false;
+	uint64_t v;
+
+	if (!td_map_get(&w->owner_wait, (uint64_t)(uint32_t)tid, &v))
+		return;
+	for (size_t k = 0; k < w->neps; k++) {
+		struct episode *ep = &w->eps[k];
+
+		for (unsigned i = 0; ep->tid && i < ep->nowners; i++) {
+			if (!ep->owners[i].pending || ep->owners[i].tid != tid)
+				continue;
+			if (waits_on(w, tid, ep)) {
+				still = true;
+				continue;
+			}
+			ep->owners[i].stack = stack;
+			ep->owners[i].pending = false;
+		}
+	}
+	if (!still)
+		td_map_remove(&w->owner_wait, (uint64_t)(uint32_t)tid);
 }
 
 static enum tcf_state state_of(const struct td_sample *s)
@@ -778,16 +835,18 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 			return;
 	}
 	stack = stack_of(w, s);
-	tid = thread_id(w, s->pid, s->tid);
+	tid = thread_id_named(w, s->pid, s->tid, (s->flags & TD_SAMPLE_NAMED) ? s->comm : NULL);
 	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
 	if (w->cfg->mode == REC_MODE_WALL) {
-		/* blocked (copied, or repeated unchanged): a period of a wait */
+		/* blocked (copied, or repeated unchanged): a period of a wait;
+		 * woken, it waits for a CPU, not for the object: runnable */
 		if ((s->flags & TD_SAMPLE_NOSTOP) && !(s->flags & TD_SAMPLE_RUNNABLE))
 			episode_sample(w, s, stack);
 		else if (!(s->flags & TD_SAMPLE_HELD))
 			episode_end(w, s->tid);
+		owner_seen(w, s->tid, stack);
 	}
 	/* a weighted sample: once per period of CPU time it stands for */
 	for (uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1; n; n--)
@@ -810,6 +869,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_EXIT, (uint64_t)(uint32_t)e->status);
 		episode_end(w, e->tid);
+		td_map_remove(&w->owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
 	case REC_EV_EXEC:
@@ -826,6 +886,8 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		/* a sample without stack bytes: the header is all there is */
 		struct td_sample smp = { .pid = e->pid, .tid = e->tid, .time_ns = e->time_ns,
 			.flags = (uint32_t)e->status };
+
+		memcpy(smp.futex, e->futex, sizeof(smp.futex));
 
 		do_sample(w, &smp);
 		break;
@@ -1047,6 +1109,7 @@ void writer_free(struct writer *w)
 	td_map_free(&w->locs);
 	td_map_free(&w->last);
 	td_map_free(&w->ep_idx);
+	td_map_free(&w->owner_wait);
 	free(w->eps);
 	for (size_t i = 0; i < w->nsaved; i++) {
 		free(w->saved[i].pc);
