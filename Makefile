@@ -69,7 +69,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_chain_stripped $(FX)/fx_nocfi $(FX)/demo $(FX)/fx_split $(FX)/fx_churn \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
-	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd
+	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
 
@@ -115,7 +115,7 @@ $(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd: $(FX)/%: test/fixtures/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 # Fixtures that count their waits' EINTR and early returns.
-$(FX)/fx_evloop $(FX)/fx_parked: $(FX)/%: test/fixtures/%.c test/fixtures/fx_waits.h
+$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_contend: $(FX)/%: test/fixtures/%.c test/fixtures/fx_waits.h
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<

@@ -1640,3 +1640,215 @@ Test(record, thread_rename_recorded)
 	run_result_free(&r);
 	fx_stop(fx);
 }
+
+/* ---- waits against the program's own clock: fx_contend times each of its
+ * waits (clock_gettime around the call) and, for owned objects, how much
+ * of them each holder held the object */
+
+/* The waits report's figures for waiter name: the sites of kind it waits
+ * at alone, added up, and what they credit to each owner thread. */
+struct site_sum {
+	unsigned long long wait_ns;
+	unsigned nowners;
+	struct {
+		char name[32];
+		int tid;
+		unsigned long long ns;
+	} owners[1024];
+};
+
+static void site_sum_of(const char *json, const char *name, const char *kind,
+	struct site_sum *ret)
+{
+	char k[48], only[64];
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(k, sizeof(k), "{\"kind\":\"%s\",", kind);
+	snprintf(only, sizeof(only), "\"name\":\"%s\"}],\"owners\":[", name);
+	for (const char *l = json; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *th, *end = strchr(l, '\n'), *o;
+		unsigned long long ns;
+
+		if (strncmp(l, k, strlen(k)) || !(th = strstr(l, "\"threads\":[{")) ||
+			(end && th > end))
+			continue;
+		/* one thread, this one: its name closes the list */
+		o = strstr(th, only);
+		if (!o || (end && o > end) || memchr(th + 12, '{', (size_t)(o - th - 12)))
+			continue;
+		if (sscanf(strstr(l, "\"wait_ns\":"), "\"wait_ns\":%llu", &ns) != 1)
+			continue;
+		ret->wait_ns += ns;
+		for (o += strlen(only); *o == '{' || *o == ','; ) {
+			char owner[32];
+			unsigned i;
+			int tid;
+
+			if (*o == ',')
+				o++;
+			if (sscanf(o, "{\"thread\":\"%31[^\"]\",\"tid\":%d,\"wait_ns\":%llu", owner,
+				    &tid, &ns) != 3)
+				break;
+			for (i = 0; i < ret->nowners && ret->owners[i].tid != tid; i++)
+				;
+			if (i == ret->nowners && i < 1024) {
+				snprintf(ret->owners[i].name, sizeof(ret->owners[i].name), "%s", owner);
+				ret->owners[i].tid = tid;
+				ret->nowners++;
+			}
+			if (i < 1024)
+				ret->owners[i].ns += ns;
+			o = strstr(o, "]}"); /* past the owner's stack */
+			if (!o)
+				break;
+			o += 2;
+		}
+	}
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* A "T" line's runq_ns: of its wait, the time woken, waiting for a CPU. */
+static unsigned long long runq_of(const char *text, const char *name)
+{
+	char key[64];
+	const char *p;
+	unsigned long long ns = 0;
+
+	snprintf(key, sizeof(key), "T %s ", name);
+	p = strstr(text, key);
+	p = p ? strstr(p, " runq_ns ") : NULL;
+	if (p)
+		sscanf(p + 9, "%llu", &ns);
+	return ns;
+}
+
+/* The fixture's own "O waiter holder ns" figure. */
+static unsigned long long own_owned(const char *text, const char *waiter, const char *holder)
+{
+	char key[96];
+	const char *p;
+	unsigned long long ns = 0;
+
+	snprintf(key, sizeof(key), "O %s %s ", waiter, holder);
+	p = strstr(text, key);
+	if (p)
+		sscanf(p + strlen(key), "%llu", &ns);
+	return ns;
+}
+
+Test(record, waits_agree_with_the_programs_own_clock, .timeout = 120)
+{
+	static const struct {
+		const char *waiter, *kind, *holders[2];
+	} site[] = {
+		{ "ac-mutex", "mutex", { "ac-mhold-busy", "ac-mhold-sleep" } },
+		{ "ac-pi", "mutex", { "ac-pihold" } },
+		{ "ac-reader", "rwlock", { "ac-writer1", "ac-writer2" } },
+		{ "ac-cond", "condvar", { NULL } },
+		{ "ac-sem", "semaphore", { NULL } },
+		{ "ac-join", "join", { "ac-child" } },
+		{ "ac-pipe", "fd", { NULL } },
+		{ "ac-sleep", "sleep", { NULL } },
+	};
+	static char a[4096], b[4096];
+	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", NULL };
+	const char *thr[] = { "tracerd", "report", repo, "--format", "threads", NULL };
+	struct run_result r, threads;
+	long long window, tick = 0;
+	int in, out, children = 0;
+	pid_t fx = spawn(FX("fx_contend"), NULL, &in, &out), t;
+
+	/* The program counts over [A, B]; tracerd records from its start to
+	 * its stop, around it, by a margin that a loaded machine stretches.
+	 * The program is steady, so its figures are scaled from [A, B] to the
+	 * time tracerd saw each thread (its samples times the tick).  A wait
+	 * is the time blocked: the end of a call that a thread spends woken,
+	 * waiting for a CPU, is runnable time to tracerd (and to the kernel,
+	 * whose run delay the program reads around each call). */
+	t = tracerd_start(fx, "--mode=wall", NULL, NULL);
+	cr_assert(repo_until(has_samples), "recording");
+	cr_assert(ask_counts(fx, out, a, sizeof(a)), "the fixture did not answer");
+	/* the window measured: a few hundred waits each */
+	for (long long end = mono_ms() + 4000; mono_ms() < end;)
+		usleep(100000);
+	cr_assert(ask_counts(fx, out, b, sizeof(b)), "the fixture did not answer");
+	cr_assert_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	cr_assert(strstr(a, "\nN ") && strstr(b, "\nN "));
+	window = strtoll(strstr(b, "\nN ") + 3, NULL, 10) - strtoll(strstr(a, "\nN ") + 3, NULL, 10);
+	run_tracerd(&r, thr);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	threads = r;
+	run_tracerd(&r, rep);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "\"tick_ns\":") &&
+		sscanf(strstr(r.out, "\"tick_ns\":"), "\"tick_ns\":%lld", &tick) == 1 && tick > 0);
+	/* the joined threads: named ac-child, or too short-lived to be */
+	cr_assert(strstr(b, "\nC ") && sscanf(strstr(b, "\nC ") + 3, "%d", &children) == 1);
+	for (size_t i = 0; i < TD_ARRAY_SIZE(site); i++) {
+		struct wait_counts c0, c1;
+		static struct site_sum s;
+		unsigned long long raw, runq, own, truth = 0, held = 0;
+		unsigned long seen = 0;
+		double right = 0, pct;
+
+		cr_assert(counts_of(a, site[i].waiter, &c0) && counts_of(b, site[i].waiter, &c1));
+		cr_assert(thread_share(threads.out, site[i].waiter, &seen, &pct), "%s", threads.out);
+		runq = runq_of(b, site[i].waiter) - runq_of(a, site[i].waiter);
+		raw = c1.wait_ns - c0.wait_ns;
+		own = (unsigned long long)((double)(raw - runq) * (double)seen * (double)tick /
+					   (double)window);
+		site_sum_of(r.out, site[i].waiter, site[i].kind, &s);
+		cr_log_info("%s %s: tracerd %.3f s, the program %.3f s blocked (%+.1f%%), %.1f%% of "
+			    "its clock's waits woken, waiting for a CPU",
+			site[i].waiter, site[i].kind, (double)s.wait_ns / 1e9, (double)own / 1e9,
+			own ? 100.0 * ((double)s.wait_ns - (double)own) / (double)own : 0.0,
+			raw ? 100.0 * (double)runq / (double)raw : 0.0);
+		cr_expect(fabs((double)s.wait_ns - (double)own) <= 0.25 * (double)own,
+			"%s: tracerd says %.3f s of %s waits, the program %.3f s blocked (%.3f s "
+			"timed, %.3f s of it waiting for a CPU, in %.3f s, scaled to the %.3f s "
+			"tracerd saw the thread)",
+			site[i].waiter, (double)s.wait_ns / 1e9, site[i].kind, (double)own / 1e9,
+			(double)raw / 1e9, (double)runq / 1e9, (double)window / 1e9,
+			(double)seen * (double)tick / 1e9);
+		if (!site[i].holders[0])
+			continue;
+		/* the share of the wait each holder held the object, by the
+		 * program's log and by tracerd: the overlap of the two */
+		for (int h = 0; h < 2 && site[i].holders[h]; h++)
+			truth += own_owned(b, site[i].waiter, site[i].holders[h]) -
+				 own_owned(a, site[i].waiter, site[i].holders[h]);
+		for (int h = 0; h < 2 && site[i].holders[h]; h++) {
+			unsigned long long tr = 0, tn = own_owned(b, site[i].waiter, site[i].holders[h]) -
+							own_owned(a, site[i].waiter, site[i].holders[h]);
+
+			for (unsigned o = 0; o < s.nowners; o++)
+				if (!strcmp(s.owners[o].name, site[i].holders[h]) ||
+					(!strcmp(site[i].holders[h], "ac-child") && children &&
+						s.owners[o].tid >= children))
+					tr += s.owners[o].ns;
+			held += tr;
+			if (s.wait_ns && raw)
+				right += fmin((double)tr / (double)s.wait_ns, (double)tn / (double)raw);
+		}
+		cr_log_info("%s: the right owner for %.0f%% of the wait", site[i].waiter, 100 * right);
+		cr_expect(right >= 0.8,
+			"%s: the right owner named for %.0f%% of the wait (tracerd: %.3f s of %.3f s "
+			"credited to %s%s%s; the program: %.3f s held of %.3f s)",
+			site[i].waiter, 100 * right, (double)held / 1e9, (double)s.wait_ns / 1e9,
+			site[i].holders[0], site[i].holders[1] ? ", " : "",
+			site[i].holders[1] ? site[i].holders[1] : "", (double)truth / 1e9,
+			(double)raw / 1e9);
+	}
+	run_result_free(&r);
+	run_result_free(&threads);
+	close(in);
+	close(out);
+	fx_stop(fx);
+}
