@@ -10,7 +10,15 @@
  * innermost first), one Function per (name, file), one Mapping per module;
  * sample types samples/count and cpu/nanoseconds (count x the sampling
  * period); labels thread (name), tid and state.  Identical (stack, labels)
- * samples are aggregated; the real go tool pprof reads the result. */
+ * samples are aggregated; the real go tool pprof reads the result.
+ *
+ * A wall recording's wait episodes are Go's mutex profile beside the wall
+ * profile: sample types contentions/count and delay/nanoseconds after the
+ * two, every sample four values (a wall sample's last two 0, an episode's
+ * first two 0), the episodes labelled with what they waited for and who
+ * held it.  samples stays the default type: the wall profile is what pprof
+ * shows first.  A recording that could not hold waits (cpu mode, TCF 1.0)
+ * gets the two types alone, byte for byte as before. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -92,33 +100,299 @@ static void emit_mapping(struct td_buf *prof, struct ptab *st, uint64_t id, uint
 	td_buf_free(&mp);
 }
 
+/* The profile being written, with its tables from our ids to the
+ * profile's: Functions by (name, file), Locations by innermost node,
+ * Mappings by module, objects' texts by object.
+ * owns: the maps; borrows: prof (in st) and the profile. */
+struct pw {
+	const struct rp_profile *p;
+	struct td_buf *prof;
+	struct ptab st;
+	struct td_map fn_ids, loc_ids, map_ids;
+	struct td_map addr_sid, fd_sid; /* object -> its text's index */
+	uint64_t next_fn, next_loc, next_map;
+	int64_t s_thread, s_tid; /* label keys of both kinds of sample */
+};
+
+static void pw_free(struct pw *w)
+{
+	td_map_free(&w->fn_ids);
+	td_map_free(&w->loc_ids);
+	td_map_free(&w->map_ids);
+	td_map_free(&w->addr_sid);
+	td_map_free(&w->fd_sid);
+}
+
+/* The location ids of node's stack, leaf first, into locs, defining the
+ * Locations, Functions and Mappings not yet written.  Walking a leaf to
+ * the root, a physical frame is a run of inlined frames closed by the
+ * function they were inlined into: that run is one Location, keyed by its
+ * innermost node. */
+static int put_locations(struct pw *w, uint32_t node, struct td_buf *locs)
+{
+	const struct rp_profile *p = w->p;
+
+	for (uint32_t n = node; n;) {
+		uint32_t top = n, lkey_node = n;
+		uint64_t *lid;
+
+		while (top && p->frames[p->nodes[top].frame].inlined)
+			top = p->nodes[top].parent; /* up to the holding function */
+		if (!top)
+			top = n;
+		if (td_map_upsert(&w->loc_ids, lkey_node, &lid) < 0)
+			return -ENOMEM;
+		if (!*lid) {
+			struct td_buf loc = { 0 };
+			const struct rp_frame *outer = &p->frames[p->nodes[top].frame];
+			uint64_t *mid = NULL;
+
+			td_map_upsert(&w->map_ids, outer->module, &mid); /* NULL: no memory */
+			if (mid && !*mid) {
+				*mid = w->next_map++;
+				emit_mapping(w->prof, &w->st, *mid, outer->module);
+			}
+			*lid = w->next_loc++;
+			pb_uint(&loc, 1, *lid);
+			pb_uint(&loc, 2, mid ? *mid : 0);
+			/* lines innermost first: from n up to top */
+			for (uint32_t q = n;; q = p->nodes[q].parent) {
+				const struct rp_frame *f = &p->frames[p->nodes[q].frame];
+				uint64_t *fid = NULL;
+				struct td_buf line = { 0 };
+
+				td_map_upsert(&w->fn_ids, (uint64_t)f->func << 32 | f->file, &fid);
+
+				if (fid && !*fid) {
+					struct td_buf fn = { 0 };
+
+					*fid = w->next_fn++;
+					pb_uint(&fn, 1, *fid);
+					pb_uint(&fn, 2, (uint64_t)pstr(&w->st, f->func));
+					pb_uint(&fn, 3, (uint64_t)pstr(&w->st, f->func));
+					pb_uint(&fn, 4, (uint64_t)pstr(&w->st, f->file));
+					pb_uint(&fn, 5, f->start_line);
+					pb_msg(w->prof, 5, &fn);
+					td_buf_free(&fn);
+				}
+				pb_uint(&line, 1, fid ? *fid : 0);
+				pb_uint(&line, 2, f->line);
+				pb_msg(&loc, 4, &line);
+				td_buf_free(&line);
+				if (q == top)
+					break;
+			}
+			pb_msg(w->prof, 4, &loc);
+			td_buf_free(&loc);
+		}
+		td_buf_put_varint(locs, *lid);
+		n = p->nodes[top].parent;
+	}
+	return 0;
+}
+
+/* Label { key, str } or { key, num } */
+static void put_label_str(struct td_buf *labels, int64_t key, int64_t str)
+{
+	struct td_buf lab = { 0 };
+
+	pb_uint(&lab, 1, (uint64_t)key);
+	pb_uint(&lab, 2, (uint64_t)str);
+	pb_msg(labels, 3, &lab);
+	td_buf_free(&lab);
+}
+
+static void put_label_num(struct td_buf *labels, int64_t key, uint64_t num)
+{
+	struct td_buf lab = { 0 };
+
+	pb_uint(&lab, 1, (uint64_t)key);
+	pb_uint(&lab, 3, num);
+	pb_msg(labels, 3, &lab);
+	td_buf_free(&lab);
+}
+
+/* Sample { location_id (packed), value (packed), label (as encoded) } */
+static void put_sample(struct td_buf *prof, const struct td_buf *locs, const uint64_t *values,
+	unsigned nvalues, const struct td_buf *labels)
+{
+	struct td_buf sub = { 0 }, v = { 0 };
+
+	td_buf_put_varint(&sub, 1 << 3 | 2);
+	td_buf_put_varint(&sub, locs->len);
+	td_buf_put(&sub, locs->p, locs->len);
+	for (unsigned i = 0; i < nvalues; i++)
+		td_buf_put_varint(&v, values[i]);
+	td_buf_put_varint(&sub, 2 << 3 | 2);
+	td_buf_put_varint(&sub, v.len);
+	td_buf_put(&sub, v.p, v.len);
+	td_buf_put(&sub, labels->p, labels->len);
+	if (locs->failed || v.failed || labels->failed)
+		sub.failed = true;
+	pb_msg(prof, 2, &sub);
+	td_buf_free(&sub);
+	td_buf_free(&v);
+}
+
+/* An object's text ("0x..." or a descriptor), in the string table once. */
+static int64_t pstr_object(struct pw *w, uint32_t kind, uint64_t object)
+{
+	struct td_map *m = kind == TCF_WAIT_FD ? &w->fd_sid : &w->addr_sid;
+	uint64_t *slot;
+	char text[64];
+
+	if (td_map_upsert(m, object, &slot) < 0) {
+		w->prof->failed = true;
+		return 0;
+	}
+	if (!*slot) {
+		rp_wait_object_text(text, sizeof(text), kind, object);
+		pb_str(w->prof, 6, text);
+		*slot = (uint64_t)++w->st.next;
+	}
+	return (int64_t)*slot;
+}
+
+/* Wait episodes aggregated into samples: the same waiter, stack, kind,
+ * object, what and top owner make one. */
+struct wsample {
+	uint32_t thread, node, kind, what;
+	uint32_t owner; /* the thread that held the object longest, + 1; 0: none */
+	uint64_t object, episodes, wait_ns;
+};
+
+static int wsample_cmp(const void *a, const void *b)
+{
+	const struct wsample *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->object != y->object)
+		return x->object < y->object ? -1 : 1;
+	if (x->what != y->what)
+		return x->what < y->what ? -1 : 1;
+	return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+/* The samples of the wait episodes: values 0, 0, episodes, wait time;
+ * labels thread, tid, wait (the kind), object, what, owner and owner_tid
+ * where known. */
+static int put_waits(struct pw *w)
+{
+	const struct rp_profile *p = w->p;
+	struct ptab *st = &w->st;
+	struct wsample *ws;
+	size_t n = 0;
+	int64_t s_wait = 0, s_object = 0, s_what = 0, s_owner = 0, s_owner_tid = 0,
+		kind_sid[TCF_WAIT_MAX + 1] = { 0 };
+	int r = 0;
+
+	if (!p->nwaits)
+		return 0;
+	ws = calloc(p->nwaits, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nwaits; i++) {
+		const struct rp_wait *e = &p->waits[i];
+		uint64_t most = 0;
+		uint32_t owner = 0;
+
+		for (uint32_t o = e->owner0; o; o = p->wowners[o - 1].next)
+			if (!owner || p->wowners[o - 1].wait_ns > most) {
+				most = p->wowners[o - 1].wait_ns;
+				owner = p->wowners[o - 1].thread + 1;
+			}
+		ws[i] = (struct wsample){ .thread = e->thread, .node = e->node,
+			.kind = e->kind <= TCF_WAIT_MAX ? e->kind : TCF_WAIT_OTHER, .what = e->what,
+			.owner = owner, .object = e->object, .episodes = 1, .wait_ns = e->wait_ns };
+	}
+	rp_sort(ws, p->nwaits, sizeof(*ws), wsample_cmp);
+	for (size_t i = 0; i < p->nwaits; i++) {
+		if (n && !wsample_cmp(&ws[n - 1], &ws[i])) {
+			ws[n - 1].episodes += ws[i].episodes;
+			ws[n - 1].wait_ns += ws[i].wait_ns;
+		} else {
+			ws[n++] = ws[i];
+		}
+	}
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const struct wsample *x = &ws[i];
+		const struct rp_thread *t = &p->threads[x->thread];
+		struct td_buf locs = { 0 }, labels = { 0 };
+		uint64_t values[4] = { 0, 0, x->episodes, x->wait_ns };
+		int64_t k;
+
+		r = put_locations(w, x->node, &locs);
+		k = pstr_lit(st, "thread", &w->s_thread);
+		put_label_str(&labels, k, pstr(st, t->name));
+		put_label_num(&labels, pstr_lit(st, "tid", &w->s_tid), t->tid);
+		k = pstr_lit(st, "wait", &s_wait);
+		put_label_str(&labels, k,
+			pstr_lit(st, tcf_wait_kind_name(x->kind), &kind_sid[x->kind]));
+		if (x->object || x->kind == TCF_WAIT_FD) {
+			k = pstr_lit(st, "object", &s_object);
+			put_label_str(&labels, k, pstr_object(w, x->kind, x->object));
+		}
+		if (x->what) {
+			k = pstr_lit(st, "what", &s_what);
+			put_label_str(&labels, k, pstr(st, x->what));
+		}
+		if (x->owner) {
+			const struct rp_thread *o = &p->threads[x->owner - 1];
+
+			k = pstr_lit(st, "owner", &s_owner);
+			put_label_str(&labels, k, pstr(st, o->name));
+			put_label_num(&labels, pstr_lit(st, "owner_tid", &s_owner_tid), o->tid);
+		}
+		put_sample(w->prof, &locs, values, 4, &labels);
+		td_buf_free(&locs);
+		td_buf_free(&labels);
+	}
+	free(ws);
+	return r;
+}
+
 int rp_pprof(FILE *out, const struct rp_profile *p)
 {
-	struct td_buf prof = { 0 }, m = { 0 }, sub = { 0 };
-	struct ptab st = { .out = &prof, .p = p };
-	struct td_map fn_ids = { 0 }, loc_ids = { 0 }, map_ids = { 0 };
+	struct td_buf prof = { 0 }, m = { 0 };
+	struct pw w = { .p = p, .prof = &prof, .st = { .out = &prof, .p = p }, .next_fn = 1,
+		.next_loc = 1, .next_map = 1 };
+	struct ptab *st = &w.st;
 	uint64_t period = rp_period_ns(p);
-	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_thread = 0, s_tid = 0,
-		s_state = 0, state_sid[8] = { 0 }, s_comment = 0;
+	int64_t s_samples = 0, s_count = 0, s_cpu = 0, s_ns = 0, s_contentions = 0, s_delay = 0,
+		s_state = 0, state_sid[8] = { 0 }, s_comment = 0, s_waits_comment = 0;
 	/* the time a sample stands for: CPU time, or wall-clock time */
 	const char *time_type = p->modes == RP_MODE_WALL ? "wall" : "cpu";
+	/* Sample types.  A recording that kept waits (wall mode, TCF 1.1) has
+	 * its episodes as Go's mutex profile has contentions: two more types,
+	 * so every sample has four values; any other keeps the first two. */
+	const struct {
+		const char *type, *unit;
+		int64_t *type_sid, *unit_sid;
+	} types[] = {
+		{ "samples", "count", &s_samples, &s_count },
+		{ time_type, "nanoseconds", &s_cpu, &s_ns },
+		{ "contentions", "count", &s_contentions, &s_count },
+		{ "delay", "nanoseconds", &s_delay, &s_ns },
+	};
+	unsigned nvalues = p->waits_recorded || p->nwaits ? 4 : 2;
 	char comment[256];
-	uint64_t next_fn = 1, next_loc = 1, next_map = 1, key, count;
+	uint64_t key, count;
 	unsigned char *gzbuf = NULL;
 	int r = 0;
 
-	st.sid = calloc(p->nstrs + 1, sizeof(*st.sid));
-	if (!st.sid)
+	st->sid = calloc(p->nstrs + 1, sizeof(*st->sid));
+	if (!st->sid)
 		return -ENOMEM;
 	pb_str(&prof, 6, ""); /* string_table[0] */
-	/* sample types: samples/count, cpu (or wall)/nanoseconds; period the
-	 * same */
-	for (int i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < nvalues; i++) {
 		m.len = 0;
-		pb_uint(&m, 1, (uint64_t)(i ? pstr_lit(&st, time_type, &s_cpu) :
-					     pstr_lit(&st, "samples", &s_samples)));
-		pb_uint(&m, 2, (uint64_t)(i ? pstr_lit(&st, "nanoseconds", &s_ns) :
-					     pstr_lit(&st, "count", &s_count)));
+		pb_uint(&m, 1, (uint64_t)pstr_lit(st, types[i].type, types[i].type_sid));
+		pb_uint(&m, 2, (uint64_t)pstr_lit(st, types[i].unit, types[i].unit_sid));
 		pb_msg(&prof, 1, &m);
 	}
 	/* pprof takes the first mapping for the main binary: the module that
@@ -141,125 +415,54 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		if (main_mod) {
 			uint64_t *mid;
 
-			if (td_map_upsert(&map_ids, main_mod, &mid) >= 0) {
-				*mid = next_map++;
-				emit_mapping(&prof, &st, *mid, main_mod);
+			if (td_map_upsert(&w.map_ids, main_mod, &mid) >= 0) {
+				*mid = w.next_map++;
+				emit_mapping(&prof, st, *mid, main_mod);
 			}
 		}
 	}
-	/* Samples, one per (thread, state, stack).  Walking a leaf to the
-	 * root, a physical frame is a run of inlined frames closed by the
-	 * function they were inlined into: that run is one Location, keyed
-	 * by its innermost node. */
-	for (size_t cur = 0; td_map_next(&p->thread_node, &cur, &key, &count);) {
-		uint32_t node, thread;
-		unsigned state;
-		struct td_buf locs = { 0 }, lab = { 0 };
+	/* Samples, one per (thread, state, stack); values count and time,
+	 * then no contention nor delay */
+	for (size_t cur = 0; r >= 0 && td_map_next(&p->thread_node, &cur, &key, &count);) {
+		uint32_t thread = RP_TN_THREAD(key);
+		unsigned state = RP_TN_STATE(key);
+		struct td_buf locs = { 0 }, labels = { 0 };
+		uint64_t values[4] = { count, count * period, 0, 0 };
+		int64_t k;
 		static const char *const states[] = { "on-cpu", "runnable", "sleeping", "disk",
 			"stopped", "dead", "reserved", "unknown" };
 
-		node = RP_TN_NODE(key);
-		thread = RP_TN_THREAD(key);
-		state = RP_TN_STATE(key);
-		/* leaf first: group each physical frame's lines */
-		for (uint32_t n = node; n;) {
-			uint32_t top = n, lkey_node = n;
-			uint64_t *lid;
-
-			while (top && p->frames[p->nodes[top].frame].inlined)
-				top = p->nodes[top].parent; /* up to the holding function */
-			if (!top)
-				top = n;
-			if (td_map_upsert(&loc_ids, lkey_node, &lid) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			if (!*lid) {
-				struct td_buf loc = { 0 };
-				const struct rp_frame *outer = &p->frames[p->nodes[top].frame];
-				uint64_t *mid = NULL;
-
-				td_map_upsert(&map_ids, outer->module, &mid); /* NULL: no memory */
-				if (mid && !*mid) {
-					*mid = next_map++;
-					emit_mapping(&prof, &st, *mid, outer->module);
-				}
-				*lid = next_loc++;
-				pb_uint(&loc, 1, *lid);
-				pb_uint(&loc, 2, mid ? *mid : 0);
-				/* lines innermost first: from n up to top */
-				for (uint32_t q = n;; q = p->nodes[q].parent) {
-					const struct rp_frame *f = &p->frames[p->nodes[q].frame];
-					uint64_t *fid = NULL;
-					struct td_buf line = { 0 };
-
-					td_map_upsert(&fn_ids, (uint64_t)f->func << 32 | f->file, &fid);
-
-					if (fid && !*fid) {
-						struct td_buf fn = { 0 };
-
-						*fid = next_fn++;
-						pb_uint(&fn, 1, *fid);
-						pb_uint(&fn, 2, (uint64_t)pstr(&st, f->func));
-						pb_uint(&fn, 3, (uint64_t)pstr(&st, f->func));
-						pb_uint(&fn, 4, (uint64_t)pstr(&st, f->file));
-						pb_uint(&fn, 5, f->start_line);
-						pb_msg(&prof, 5, &fn);
-						td_buf_free(&fn);
-					}
-					pb_uint(&line, 1, fid ? *fid : 0);
-					pb_uint(&line, 2, f->line);
-					pb_msg(&loc, 4, &line);
-					td_buf_free(&line);
-					if (q == top)
-						break;
-				}
-				pb_msg(&prof, 4, &loc);
-				td_buf_free(&loc);
-			}
-			td_buf_put_varint(&locs, *lid);
-			n = p->nodes[top].parent;
-		}
-		/* Sample { location_id (packed), value (packed), label } */
-		sub.len = 0;
-		td_buf_put_varint(&sub, 1 << 3 | 2);
-		td_buf_put_varint(&sub, locs.len);
-		td_buf_put(&sub, locs.p, locs.len);
-		m.len = 0;
-		td_buf_put_varint(&m, count);
-		td_buf_put_varint(&m, count * period);
-		td_buf_put_varint(&sub, 2 << 3 | 2);
-		td_buf_put_varint(&sub, m.len);
-		td_buf_put(&sub, m.p, m.len);
-		lab.len = 0;
-		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "thread", &s_thread));
-		pb_uint(&lab, 2, (uint64_t)pstr(&st, p->threads[thread].name));
-		pb_msg(&sub, 3, &lab);
-		lab.len = 0;
-		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "tid", &s_tid));
-		pb_uint(&lab, 3, p->threads[thread].tid);
-		pb_msg(&sub, 3, &lab);
-		lab.len = 0;
-		pb_uint(&lab, 1, (uint64_t)pstr_lit(&st, "state", &s_state));
-		pb_uint(&lab, 2, (uint64_t)pstr_lit(&st, states[state], &state_sid[state]));
-		pb_msg(&sub, 3, &lab);
-		pb_msg(&prof, 2, &sub);
+		r = put_locations(&w, RP_TN_NODE(key), &locs);
+		k = pstr_lit(st, "thread", &w.s_thread);
+		put_label_str(&labels, k, pstr(st, p->threads[thread].name));
+		put_label_num(&labels, pstr_lit(st, "tid", &w.s_tid), p->threads[thread].tid);
+		k = pstr_lit(st, "state", &s_state);
+		put_label_str(&labels, k, pstr_lit(st, states[state], &state_sid[state]));
+		put_sample(&prof, &locs, values, nvalues, &labels);
 		td_buf_free(&locs);
-		td_buf_free(&lab);
+		td_buf_free(&labels);
 	}
+	if (r >= 0)
+		r = put_waits(&w);
 	/* time and period */
 	pb_uint(&prof, 9, p->first_ns);
 	pb_uint(&prof, 10, p->last_ns > p->first_ns ? p->last_ns - p->first_ns : 0);
 	m.len = 0;
-	pb_uint(&m, 1, (uint64_t)pstr_lit(&st, time_type, &s_cpu));
-	pb_uint(&m, 2, (uint64_t)pstr_lit(&st, "nanoseconds", &s_ns));
+	pb_uint(&m, 1, (uint64_t)pstr_lit(st, time_type, &s_cpu));
+	pb_uint(&m, 2, (uint64_t)pstr_lit(st, "nanoseconds", &s_ns));
 	pb_msg(&prof, 11, &m);
 	pb_uint(&prof, 12, period);
 	/* comment: the mode and what a sample means (pprof -comments) */
 	snprintf(comment, sizeof(comment), "tracerd mode %s: %s", rp_mode_name(p),
 		rp_mode_meaning(p));
-	pb_uint(&prof, 13, (uint64_t)pstr_lit(&st, comment, &s_comment));
-	pb_uint(&prof, 14, (uint64_t)pstr_lit(&st, "samples", &s_samples));
+	pb_uint(&prof, 13, (uint64_t)pstr_lit(st, comment, &s_comment));
+	if (nvalues == 4)
+		pb_uint(&prof, 13, (uint64_t)pstr_lit(st,
+			"wait episodes: -sample_index=delay (time, at tick resolution) or "
+			"contentions (episodes); labels wait, object, what, owner",
+			&s_waits_comment));
+	/* the wall (or cpu) profile stays the default view */
+	pb_uint(&prof, 14, (uint64_t)pstr_lit(st, "samples", &s_samples));
 	if (prof.failed || r < 0) {
 		r = r < 0 ? r : -ENOMEM;
 		goto out;
@@ -295,10 +498,7 @@ out:
 	free(gzbuf);
 	td_buf_free(&prof);
 	td_buf_free(&m);
-	td_buf_free(&sub);
-	free(st.sid);
-	td_map_free(&fn_ids);
-	td_map_free(&loc_ids);
-	td_map_free(&map_ids);
+	free(st->sid);
+	pw_free(&w);
 	return r;
 }

@@ -122,6 +122,7 @@ struct load {
 	size_t nfcache, capfcache;
 	struct td_map module_cache;
 	int64_t from, to;
+	uint16_t minor; /* the current chunk's format minor */
 	bool oom; /* out of memory: the load fails */
 };
 
@@ -370,8 +371,8 @@ static int on_begin(void *arg, struct chunk_reader *r)
 {
 	struct load *L = arg;
 
-	(void)r;
 	L->rep->chunks++;
+	L->minor = chunk_reader_info(r)->minor;
 	td_map_clear(&L->stack_cache);
 	td_map_clear(&L->thread_cache);
 	td_map_clear(&L->func_cache);
@@ -482,10 +483,15 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 	case CHUNK_EV_META:
 		if (!strcmp(e->key, "sampling.hz"))
 			p->meta_hz = intern(p, e->value);
-		else if (!strcmp(e->key, "sampling.mode"))
+		else if (!strcmp(e->key, "sampling.mode")) {
 			p->modes |= !strcmp(e->value, "wall") ? RP_MODE_WALL :
 				    !strcmp(e->value, "cpu")  ? RP_MODE_CPU :
 								0;
+			/* WAITS came with 1.1: a wall chunk before it could not
+			 * hold any */
+			if (!strcmp(e->value, "wall") && L->minor >= 1)
+				p->waits_recorded = true;
+		}
 		else if (!strcmp(e->key, "sampling.capture"))
 			p->meta_capture = intern(p, e->value);
 		else if (!strcmp(e->key, "host"))

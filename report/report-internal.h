@@ -113,6 +113,9 @@ struct rp_profile {
 	struct rp_wait_owner *wowners;
 	size_t nwowners, capwowners;
 	struct td_map wait_index; /* hash(pid, tid, start, object) -> index + 1 */
+	/* a wall chunk of TCF 1.1 or later was read: its waits were recorded,
+	 * so none at all means nothing waited (not that nobody looked) */
+	bool waits_recorded;
 };
 
 #define RP_TN_KEY(thread, state, node) ((((uint64_t)(thread) << 35) | ((uint64_t)(state) << 32) | (node)) + 1)
@@ -121,6 +124,9 @@ struct rp_profile {
 #define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
 const char *rp_str(const struct rp_profile *p, uint32_t id);
+/* What a wait's object is, as the waits report prints it: an address
+ * "0x...", a descriptor's number, "a set of fds", or "" (no object). */
+void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object);
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate
  * (META), else tracerd's default of 99 Hz. */

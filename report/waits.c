@@ -191,14 +191,14 @@ static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	fputc(']', out);
 }
 
-static void object_text(char *buf, size_t len, const struct site *x)
+void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object)
 {
-	if (x->kind == TCF_WAIT_FD && x->object == UINT64_MAX)
+	if (kind == TCF_WAIT_FD && object == UINT64_MAX)
 		snprintf(buf, len, "a set of fds");
-	else if (x->kind == TCF_WAIT_FD)
-		snprintf(buf, len, "%" PRIu64, x->object);
-	else if (x->object)
-		snprintf(buf, len, "0x%" PRIx64, x->object);
+	else if (kind == TCF_WAIT_FD)
+		snprintf(buf, len, "%" PRIu64, object);
+	else if (object)
+		snprintf(buf, len, "0x%" PRIx64, object);
 	else
 		buf[0] = 0;
 }
@@ -237,7 +237,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			const struct site *x = &S.s[i];
 			char obj[64];
 
-			object_text(obj, sizeof(obj), x);
+			rp_wait_object_text(obj, sizeof(obj), x->kind, x->object);
 			fprintf(out, "%s\n{\"kind\":\"%s\",\"object\":", i ? "," : "", tcf_wait_kind_name(x->kind));
 			td_json_string(out, obj, 0);
 			fputs(",\"what\":", out);
@@ -282,7 +282,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			const struct site *x = &S.s[i];
 			char obj[64];
 
-			object_text(obj, sizeof(obj), x);
+			rp_wait_object_text(obj, sizeof(obj), x->kind, x->object);
 			fprintf(out,
 				"\n%8.3f s %6zu episode%s  p50 %.1f ms  p99 %.1f ms  max %.1f ms  %s%s%s",
 				(double)x->total_ns / 1e9, x->n, x->n == 1 ? "" : "s",

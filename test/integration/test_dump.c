@@ -867,3 +867,236 @@ Test(dump, waits_recorded_with_their_owners, .timeout = 120)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* ---- the waits in pprof, as go tool pprof reads them */
+
+/* Sum of a JSON number field over the waits --json sites of thread name
+ * (one site a line). */
+static unsigned long long sites_sum(const char *out, const char *name, const char *field)
+{
+	char key[64], fkey[32];
+	unsigned long long sum = 0;
+	unsigned n = 0;
+
+	snprintf(key, sizeof(key), "\"name\":\"%s\"}", name);
+	snprintf(fkey, sizeof(fkey), "\"%s\":", field);
+	for (const char *p = out; (p = strstr(p, key)); n++) {
+		const char *b = p, *f;
+
+		while (b > out && b[-1] != '\n')
+			b--;
+		f = strstr(b, fkey);
+		cr_assert(f && f < p, "no %s in the site of %s", field, name);
+		sum += strtoull(f + strlen(fkey), NULL, 10);
+		p = strchrnul(p, '\n');
+	}
+	cr_assert_gt(n, 0, "no wait site of %s in\n%s", name, out);
+	return sum;
+}
+
+/* A top-level JSON number (the first field of that name). */
+static unsigned long long json_u64(const char *out, const char *field)
+{
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"%s\":", field);
+	p = strstr(out, key);
+	cr_assert_not_null(p, "no %s in %.300s", field, out);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* The total of a go tool pprof -top: "... of 11999999880ns total". */
+static double pprof_total(const char *top)
+{
+	const char *p = strstr(top, "% of ");
+
+	cr_assert_not_null(p, "no total in\n%s", top);
+	return strtod(p + 5, NULL);
+}
+
+/* The cum column of function fn in a go tool pprof -top (the largest, if
+ * several rows name it); leading underscores and " (inline)" are ignored,
+ * since libc's symbols differ between versions.  -1 if no row names it. */
+static double pprof_cum(const char *top, const char *fn)
+{
+	double best = -1;
+
+	for (const char *p = top; *p;) {
+		const char *end = strchrnul(p, '\n'), *q = p, *cols[5];
+		char name[256];
+		int k;
+
+		for (k = 0; k < 5; k++) {
+			while (q < end && *q == ' ')
+				q++;
+			cols[k] = q;
+			while (q < end && *q != ' ')
+				q++;
+		}
+		while (q < end && *q == ' ')
+			q++;
+		snprintf(name, sizeof(name), "%.*s", (int)(end - q), q);
+		if (strstr(name, " (inline)"))
+			*strstr(name, " (inline)") = '\0';
+		if (q < end && (cols[0][0] >= '0' && cols[0][0] <= '9') &&
+			!strcmp(name + strspn(name, "_"), fn) && strtod(cols[3], NULL) > best)
+			best = strtod(cols[3], NULL);
+		p = *end ? end + 1 : end;
+	}
+	return best;
+}
+
+/* The values of label key in a go tool pprof -tags: its section, up to
+ * the blank line after it. */
+static char *tag_section(const char *tags, const char *key)
+{
+	char k[64];
+	const char *p, *e;
+
+	snprintf(k, sizeof(k), " %s: Total", key);
+	p = strstr(tags, k);
+	cr_assert_not_null(p, "no label %s in\n%s", key, tags);
+	e = strstr(p, "\n\n");
+	return strndup(p, e ? (size_t)(e + 1 - p) : strlen(p));
+}
+
+static void expect_tag(const char *tags, const char *key, const char *value)
+{
+	char *s = tag_section(tags, key), want[96];
+
+	snprintf(want, sizeof(want), "): %s\n", value);
+	cr_expect(strstr(s, want), "label %s has no value %s:\n%s", key, value, s);
+	free(s);
+}
+
+/* A wall recording of fx_locks in pprof: the wall profile is the default
+ * view as before, and its wait episodes are the delay (wait time) and
+ * contentions (episodes) views of go tool pprof, with the totals of the
+ * waits report, the fixture's waiting functions, and labels naming the
+ * object and its owner. */
+Test(dump, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
+{
+	char text[1024], p[32], dir[] = "/tmp/tracerd-waitspb-XXXXXX", repo[64], pb[96];
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
+		NULL };
+	const char *js[] = { "tracerd", "report", repo, "--format", "waits", "--json", NULL };
+	const char *top[] = { "tracerd", "report", repo, "--limit", "1", NULL };
+	const char *pprof[] = { "tracerd", "report", repo, "-f", "pprof", "-o", pb, NULL };
+	unsigned long long wait_ns, episodes, tick_ns, samples = 0, mutex_ns, pi_ns, mutex_n;
+	char go[512], cmd[1024], want[64], *out;
+	struct run_result r;
+	pid_t pid, holder;
+	double v;
+
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		cr_skip_test("go is not on PATH (apt-get install golang-go): go tool pprof "
+			     "cannot read the pprof back");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	snprintf(pb, sizeof(pb), "%s/wall.pb.gz", dir);
+	/* offline and inside dir: no binary to symbolize, no module cache */
+	snprintf(go, sizeof(go),
+		"HOME=%s GOCACHE=%s/gocache GOPATH=%s/go GOPROXY=off GOFLAGS=-mod=mod "
+		"PPROF_BINARY_PATH=/nonexistent go tool pprof -symbolize=none -nodefraction=0 "
+		"-nodecount=1000",
+		dir, dir, dir);
+	pid = start_locks(NULL, text, sizeof(text));
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, rec);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+
+	/* what tracerd itself says of this recording */
+	run_tracerd(&r, js);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	wait_ns = json_u64(r.out, "wait_ns");
+	episodes = json_u64(r.out, "episodes");
+	tick_ns = json_u64(r.out, "tick_ns");
+	mutex_ns = sites_sum(r.out, "lk-mutex", "wait_ns");
+	mutex_n = sites_sum(r.out, "lk-mutex", "count");
+	pi_ns = sites_sum(r.out, "lk-pi", "wait_ns");
+	cr_assert_gt(mutex_ns, 0, "%s", r.out);
+	cr_assert_gt(episodes, 0);
+	run_result_free(&r);
+	run_tracerd(&r, top);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *l = r.out; l && !samples; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long n;
+		int end = 0;
+
+		if (sscanf(l, "%llu samples%n", &n, &end) == 1 && end)
+			samples = n; /* the header line "1188 samples" */
+	}
+	cr_assert_gt(samples, 0, "%s", r.out);
+	run_result_free(&r);
+	run_tracerd(&r, pprof);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	holder = task_by_name(pid, "lk-mholder");
+	fx_stop(pid);
+
+	/* four sample types, the wall profile's count the default */
+	snprintf(cmd, sizeof(cmd), "%s -raw %s 2>&1", go, pb);
+	out = shell_output(cmd, NULL);
+	cr_expect(strstr(out, "\nsamples/count[dflt] wall/nanoseconds contentions/count "
+			      "delay/nanoseconds\n"),
+		"%.600s", out);
+	free(out);
+	/* the default view: the wall samples, as many as tracerd counts */
+	snprintf(cmd, sizeof(cmd), "%s -top %s 2>&1", go, pb);
+	out = shell_output(cmd, NULL);
+	cr_assert(strstr(out, "Type: samples\n"), "%s", out);
+	cr_expect_eq((unsigned long long)pprof_total(out), samples, "%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s -sample_index=wall -unit=ns -top %s 2>&1", go, pb);
+	out = shell_output(cmd, NULL);
+	cr_expect_eq((unsigned long long)pprof_total(out), samples * tick_ns, "%s", out);
+	free(out);
+	/* delay: the waits report's time, all of it and per waiter: lk-mutex
+	 * waits in w_mutex and pthread_mutex_lock, lk-pi in w_pi */
+	snprintf(cmd, sizeof(cmd), "%s -sample_index=delay -unit=ns -top %s 2>&1", go, pb);
+	out = shell_output(cmd, NULL);
+	cr_assert(strstr(out, "Type: delay\n"), "%s", out);
+	v = pprof_total(out);
+	cr_expect(v >= 0.999 * (double)wait_ns && v <= 1.001 * (double)wait_ns,
+		"delay total %.0f ns, the waits report %llu ns:\n%s", v, wait_ns, out);
+	v = pprof_cum(out, "w_mutex");
+	cr_expect(v >= 0.999 * (double)mutex_ns && v <= 1.001 * (double)mutex_ns,
+		"w_mutex %.0f ns, lk-mutex waited %llu ns:\n%s", v, mutex_ns, out);
+	v = pprof_cum(out, "w_pi");
+	cr_expect(v >= 0.999 * (double)pi_ns && v <= 1.001 * (double)pi_ns,
+		"w_pi %.0f ns, lk-pi waited %llu ns:\n%s", v, pi_ns, out);
+	/* lk-pi's too where pthread_mutex_lock calls the PI path (glibc 2.36
+	 * jumps there: a tail call leaves no frame) */
+	v = pprof_cum(out, "pthread_mutex_lock");
+	cr_expect((v >= 0.999 * (double)mutex_ns && v <= 1.001 * (double)mutex_ns) ||
+			(v >= 0.999 * (double)(mutex_ns + pi_ns) &&
+				v <= 1.001 * (double)(mutex_ns + pi_ns)),
+		"pthread_mutex_lock %.0f ns, lk-mutex waited %llu ns, lk-pi %llu ns:\n%s", v,
+		mutex_ns, pi_ns, out);
+	cr_expect_gt(pprof_cum(out, "w_rdlock"), 0, "%s", out);
+	cr_expect_gt(pprof_cum(out, "w_pipe"), 0, "%s", out);
+	free(out);
+	/* contentions: the episodes */
+	snprintf(cmd, sizeof(cmd), "%s -sample_index=contentions -top %s 2>&1", go, pb);
+	out = shell_output(cmd, NULL);
+	cr_assert(strstr(out, "Type: contentions\n"), "%s", out);
+	cr_expect_eq((unsigned long long)pprof_total(out), episodes, "%s", out);
+	cr_expect_eq((unsigned long long)pprof_cum(out, "w_mutex"), mutex_n, "%s", out);
+	free(out);
+	/* lk-mutex's wait: its kind, object and owner as labels */
+	snprintf(cmd, sizeof(cmd), "%s -sample_index=delay -tagfocus='thread=^lk-mutex$' -tags %s 2>&1",
+		go, pb);
+	out = shell_output(cmd, NULL);
+	expect_tag(out, "wait", "mutex");
+	snprintf(want, sizeof(want), "0x%llx", addr_of(text, "mutex"));
+	expect_tag(out, "object", want);
+	expect_tag(out, "owner", "lk-mholder");
+	snprintf(want, sizeof(want), "%d", (int)holder);
+	expect_tag(out, "owner_tid", want);
+	cr_expect(!strstr(out, "lk-pi"), "lk-mutex's wait alone:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
