@@ -159,6 +159,9 @@ void rp_wait_site_object(char *buf, size_t len, const struct rp_wait_site *x);
 #define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
 const char *rp_str(const struct rp_profile *p, uint32_t id);
+/* Children lists and totals (count plus the children's totals) of a tree
+ * whose parents precede their children; node 0 is the root. */
+void rp_link_tree(struct rp_node *nodes, size_t n);
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate
  * (META), else tracerd's default of 99 Hz. */
