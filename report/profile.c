@@ -677,8 +677,7 @@ static int read_one(void *arg, const char *file)
 	return 0;
 }
 
-/* Children lists and totals of a tree whose parents precede children. */
-static void link_tree(struct rp_node *nodes, size_t n)
+void rp_link_tree(struct rp_node *nodes, size_t n)
 {
 	for (size_t i = n; i-- > 1;) {
 		struct rp_node *nd = &nodes[i], *par = &nodes[nd->parent];
@@ -751,8 +750,8 @@ static int build_function_tree(struct rp_profile *p)
 		p->fnode_file = shrunk;
 	if ((shrunk = realloc(p->fnode_line, p->nfnodes * sizeof(*p->fnode_line))))
 		p->fnode_line = shrunk;
-	link_tree(p->nodes, p->nnodes);
-	link_tree(p->fnodes, p->nfnodes);
+	rp_link_tree(p->nodes, p->nnodes);
+	rp_link_tree(p->fnodes, p->nfnodes);
 	return 0;
 }
 

@@ -118,6 +118,41 @@ struct rp_profile {
 	bool waits_recorded;
 };
 
+/* The wait episodes grouped by site: what was waited for (kind and
+ * object) and the stack where the wait began.  Every view of the waits
+ * (waits.c's text and JSON, the html page) reads them from here, so that
+ * they agree.
+ * owns: the sites, each one's durs and owners, site_of; borrows nothing
+ * (indices into the profile's threads and nodes). */
+struct rp_wait_site_owner {
+	uint32_t thread, node; /* index into threads; its stack (line-level node) */
+	uint64_t wait_ns;      /* of the site's waits, seen while it held the object */
+};
+struct rp_wait_site {
+	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack; string id */
+	uint64_t object, total_ns;
+	uint64_t *durs; /* each episode's, shortest first */
+	size_t n, cap;
+	uint32_t threads[8]; /* the first waiters, indices into threads */
+	unsigned nthreads, more_threads;
+	struct rp_wait_site_owner *owners; /* longest first */
+	size_t nowners;
+};
+struct rp_wait_sites {
+	struct rp_wait_site *s; /* longest total first; ties in order of appearance */
+	size_t n, cap;
+	uint32_t *site_of;	  /* p->waits[i] belongs to s[site_of[i]] */
+	uint64_t wait_ns, episodes; /* of every site */
+};
+
+/* Group p's wait episodes by site into *ret (free with
+ * rp_wait_sites_free): 0 or -ENOMEM. */
+int rp_wait_sites_build(const struct rp_profile *p, struct rp_wait_sites *ret);
+/* NULL-safe; leaves an empty set. */
+void rp_wait_sites_free(struct rp_wait_sites *S);
+/* The duration below which q of the site's episodes fall (nearest rank). */
+uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q);
+
 #define RP_TN_KEY(thread, state, node) ((((uint64_t)(thread) << 35) | ((uint64_t)(state) << 32) | (node)) + 1)
 #define RP_TN_THREAD(key) ((uint32_t)(((key)-1) >> 35))
 #define RP_TN_STATE(key) ((unsigned)((((key)-1) >> 32) & 7))
@@ -127,6 +162,9 @@ const char *rp_str(const struct rp_profile *p, uint32_t id);
 /* What a wait's object is, as the waits report prints it: an address
  * "0x...", a descriptor's number, "a set of fds", or "" (no object). */
 void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object);
+/* Children lists and totals (count plus the children's totals) of a tree
+ * whose parents precede their children; node 0 is the root. */
+void rp_link_tree(struct rp_node *nodes, size_t n);
 const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name);
 /* Nanoseconds between samples of a running thread: the recording's rate
  * (META), else tracerd's default of 99 Hz. */

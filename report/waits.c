@@ -1,7 +1,10 @@
 /* tracerd report --format waits: the wait episodes of wall recordings by
  * site (what was waited for, and the stack where the wait began), with
  * total time, episodes, p50/p99/max durations and the owners that held
- * the object longest, with their stacks; as text or JSON. */
+ * the object longest, with their stacks; as text or JSON.
+ *
+ * The grouping into sites (rp_wait_sites_build) is the one the html page's
+ * waits view reads too: a site's figures are the same in both. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -11,51 +14,38 @@
 
 #include "../common/td.h"
 
-struct site_owner {
-	uint32_t thread, node;
-	uint64_t wait_ns;
+/* The sites while they are built: the index finds a site by its key. */
+struct building {
+	struct rp_wait_sites S;
+	struct td_map index; /* hash(kind, object, node) -> index into S.s */
 };
 
-struct site {
-	uint32_t kind, node, what;
-	uint64_t object, total_ns;
-	uint64_t *durs; /* each episode's, sorted before printing */
-	size_t n, cap;
-	uint32_t threads[8];
-	unsigned nthreads, more_threads;
-	struct site_owner *owners;
-	size_t nowners;
-};
-
-struct sites {
-	struct site *s;
-	size_t n, cap;
-	struct td_map index;
-};
-
-static void sites_free(struct sites *S)
+void rp_wait_sites_free(struct rp_wait_sites *S)
 {
+	if (!S)
+		return;
 	for (size_t i = 0; i < S->n; i++) {
 		free(S->s[i].durs);
 		free(S->s[i].owners);
 	}
 	free(S->s);
-	td_map_free(&S->index);
+	free(S->site_of);
+	*S = (struct rp_wait_sites){ 0 };
 }
 
-static int add_owner(struct site *x, const struct rp_wait_owner *o)
+static int add_owner(struct rp_wait_site *x, const struct rp_wait_owner *o)
 {
 	size_t i;
 
 	for (i = 0; i < x->nowners && x->owners[i].thread != o->thread; i++)
 		;
 	if (i == x->nowners) {
-		struct site_owner *n = realloc(x->owners, (x->nowners + 1) * sizeof(*n));
+		struct rp_wait_site_owner *n = realloc(x->owners, (x->nowners + 1) * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
 		x->owners = n;
-		x->owners[x->nowners++] = (struct site_owner){ o->thread, o->node, 0 };
+		x->owners[x->nowners++] = (struct rp_wait_site_owner){ o->thread, o->node, 0 };
 	}
 	x->owners[i].wait_ns += o->wait_ns;
 	if (!x->owners[i].node)
@@ -63,64 +53,62 @@ static int add_owner(struct site *x, const struct rp_wait_owner *o)
 	return 0;
 }
 
-/* Group the episodes by (kind, object, stack). */
-static int build(const struct rp_profile *p, struct sites *S)
+/* The site of episode w, added if new: its index, or -ENOMEM. */
+static long site_for(struct building *B, const struct rp_wait *w)
 {
-	for (size_t i = 0; i < p->nwaits; i++) {
-		const struct rp_wait *w = &p->waits[i];
-		uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
-		size_t cur = 0, k = SIZE_MAX;
-		struct site *x;
+	struct rp_wait_sites *S = &B->S;
+	uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
+	size_t cur = 0;
 
-		while (k == SIZE_MAX && td_map_find_next(&S->index, key, &cur, &v)) {
-			x = &S->s[v];
-			if (x->kind == w->kind && x->object == w->object && x->node == w->node)
-				k = v;
-		}
-		if (k == SIZE_MAX) {
-			if (S->n == S->cap) {
-				size_t c = S->cap ? 2 * S->cap : 64;
-				struct site *n = realloc(S->s, c * sizeof(*n));
+	while (td_map_find_next(&B->index, key, &cur, &v)) {
+		const struct rp_wait_site *x = &S->s[v];
 
-				if (!n)
-					return -ENOMEM;
-				S->s = n;
-				S->cap = c;
-			}
-			S->s[S->n] = (struct site){ .kind = w->kind, .node = w->node,
-				.what = w->what, .object = w->object };
-			if (td_map_add(&S->index, key, S->n) < 0)
-				return -ENOMEM;
-			k = S->n++;
-		}
-		x = &S->s[k];
-		if (x->n == x->cap) {
-			size_t c = x->cap ? 2 * x->cap : 16;
-			uint64_t *n = realloc(x->durs, c * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			x->durs = n;
-			x->cap = c;
-		}
-		x->durs[x->n++] = w->wait_ns;
-		x->total_ns += w->wait_ns;
-		{
-			unsigned t;
-
-			for (t = 0; t < x->nthreads && x->threads[t] != w->thread; t++)
-				;
-			if (t == x->nthreads) {
-				if (t < TD_ARRAY_SIZE(x->threads))
-					x->threads[x->nthreads++] = w->thread;
-				else
-					x->more_threads = 1;
-			}
-		}
-		for (uint32_t o = w->owner0; o; o = p->wowners[o - 1].next)
-			if (add_owner(x, &p->wowners[o - 1]) < 0)
-				return -ENOMEM;
+		if (x->kind == w->kind && x->object == w->object && x->node == w->node)
+			return (long)v;
 	}
+	if (S->n == S->cap) {
+		size_t c = S->cap ? 2 * S->cap : 64;
+		struct rp_wait_site *n = realloc(S->s, c * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		S->s = n;
+		S->cap = c;
+	}
+	S->s[S->n] = (struct rp_wait_site){ .kind = w->kind, .node = w->node, .what = w->what,
+		.object = w->object };
+	if (td_map_add(&B->index, key, S->n) < 0)
+		return -ENOMEM;
+	return (long)S->n++;
+}
+
+/* Add episode w to site x. */
+static int add_episode(const struct rp_profile *p, struct rp_wait_site *x, const struct rp_wait *w)
+{
+	unsigned t;
+
+	if (x->n == x->cap) {
+		size_t c = x->cap ? 2 * x->cap : 16;
+		uint64_t *n = realloc(x->durs, c * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		x->durs = n;
+		x->cap = c;
+	}
+	x->durs[x->n++] = w->wait_ns;
+	x->total_ns += w->wait_ns;
+	for (t = 0; t < x->nthreads && x->threads[t] != w->thread; t++)
+		;
+	if (t == x->nthreads) {
+		if (t < TD_ARRAY_SIZE(x->threads))
+			x->threads[x->nthreads++] = w->thread;
+		else
+			x->more_threads = 1;
+	}
+	for (uint32_t o = w->owner0; o; o = p->wowners[o - 1].next)
+		if (add_owner(x, &p->wowners[o - 1]) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -131,22 +119,89 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_site(const void *a, const void *b)
+/* Site indices by total, longest first; ties in order of appearance. */
+static int cmp_site_index(const void *a, const void *b, void *arg)
 {
-	const struct site *x = a, *y = b;
+	const struct rp_wait_site *s = arg;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
 
-	return x->total_ns > y->total_ns ? -1 : x->total_ns < y->total_ns;
+	if (s[i].total_ns != s[j].total_ns)
+		return s[i].total_ns > s[j].total_ns ? -1 : 1;
+	return i < j ? -1 : i > j;
 }
 
 static int cmp_owner(const void *a, const void *b)
 {
-	const struct site_owner *x = a, *y = b;
+	const struct rp_wait_site_owner *x = a, *y = b;
 
 	return x->wait_ns > y->wait_ns ? -1 : x->wait_ns < y->wait_ns;
 }
 
-/* The duration below which q of the episodes fall (nearest rank). */
-static uint64_t quantile(const struct site *x, double q)
+/* Sites by total, longest first, and site_of renumbered to match. */
+static int sort_sites(struct rp_wait_sites *S, size_t nwaits)
+{
+	uint32_t *order = malloc((S->n + 1) * sizeof(*order));
+	uint32_t *rank = malloc((S->n + 1) * sizeof(*rank));
+	struct rp_wait_site *sorted = malloc((S->n + 1) * sizeof(*sorted));
+
+	if (!order || !rank || !sorted) {
+		free(order);
+		free(rank);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < S->n; i++)
+		order[i] = (uint32_t)i;
+	rp_sort_r(order, S->n, sizeof(*order), cmp_site_index, S->s);
+	for (size_t r = 0; r < S->n; r++) {
+		sorted[r] = S->s[order[r]];
+		rank[order[r]] = (uint32_t)r;
+	}
+	for (size_t i = 0; i < nwaits; i++)
+		S->site_of[i] = rank[S->site_of[i]];
+	free(S->s);
+	S->s = sorted;
+	S->cap = S->n + 1;
+	free(order);
+	free(rank);
+	return 0;
+}
+
+int rp_wait_sites_build(const struct rp_profile *p, struct rp_wait_sites *ret)
+{
+	struct building B = { 0 };
+	int r = -ENOMEM;
+
+	B.S.site_of = malloc((p->nwaits + 1) * sizeof(*B.S.site_of));
+	if (!B.S.site_of)
+		goto out;
+	for (size_t i = 0; i < p->nwaits; i++) {
+		long k = site_for(&B, &p->waits[i]);
+
+		if (k < 0 || add_episode(p, &B.S.s[k], &p->waits[i]) < 0)
+			goto out;
+		B.S.site_of[i] = (uint32_t)k;
+		B.S.wait_ns += p->waits[i].wait_ns;
+		B.S.episodes++;
+	}
+	for (size_t i = 0; i < B.S.n; i++) {
+		struct rp_wait_site *x = &B.S.s[i];
+
+		rp_sort(x->durs, x->n, sizeof(*x->durs), cmp_u64);
+		rp_sort(x->owners, x->nowners, sizeof(*x->owners), cmp_owner);
+	}
+	if (sort_sites(&B.S, p->nwaits) < 0)
+		goto out;
+	*ret = B.S;
+	B.S = (struct rp_wait_sites){ 0 };
+	r = 0;
+out:
+	rp_wait_sites_free(&B.S);
+	td_map_free(&B.index);
+	return r;
+}
+
+uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 {
 	size_t r = (size_t)(q * (double)x->n + 0.999999);
 
@@ -212,29 +267,20 @@ static const char *tname(const struct rp_profile *p, uint32_t t)
 
 int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 {
-	struct sites S = { 0 };
-	uint64_t total = 0, episodes = 0, tick = rp_period_ns(p);
+	struct rp_wait_sites S;
+	uint64_t tick = rp_period_ns(p);
 	size_t nshow;
-	int r = build(p, &S);
+	int r = rp_wait_sites_build(p, &S);
 
-	if (r < 0) {
-		sites_free(&S);
+	if (r < 0)
 		return r;
-	}
-	for (size_t i = 0; i < S.n; i++) {
-		rp_sort(S.s[i].durs, S.s[i].n, sizeof(uint64_t), cmp_u64);
-		rp_sort(S.s[i].owners, S.s[i].nowners, sizeof(*S.s[i].owners), cmp_owner);
-		total += S.s[i].total_ns;
-		episodes += S.s[i].n;
-	}
-	rp_sort(S.s, S.n, sizeof(*S.s), cmp_site);
 	nshow = limit && limit < S.n ? limit : S.n;
 	if (json) {
 		fprintf(out, "{\"mode\":\"%s\",\"tick_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
 			     ",\"episodes\":%" PRIu64 ",\"waits\":[",
-			rp_mode_name(p), tick, total, episodes);
+			rp_mode_name(p), tick, S.wait_ns, S.episodes);
 		for (size_t i = 0; i < nshow; i++) {
-			const struct site *x = &S.s[i];
+			const struct rp_wait_site *x = &S.s[i];
 			char obj[64];
 
 			rp_wait_object_text(obj, sizeof(obj), x->kind, x->object);
@@ -245,8 +291,8 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			fprintf(out,
 				",\"wait_ns\":%" PRIu64 ",\"count\":%zu,\"p50_ns\":%" PRIu64
 				",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"stack\":",
-				x->total_ns, x->n, quantile(x, 0.5), quantile(x, 0.99),
-				x->n ? x->durs[x->n - 1] : 0);
+				x->total_ns, x->n, rp_wait_site_quantile(x, 0.5),
+				rp_wait_site_quantile(x, 0.99), x->n ? x->durs[x->n - 1] : 0);
 			json_stack(out, p, x->node);
 			fputs(",\"threads\":[", out);
 			for (unsigned t = 0; t < x->nthreads; t++) {
@@ -276,18 +322,18 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			fprintf(out,
 				"%" PRIu64 " wait episodes, %.2f s of waiting, at tick resolution "
 				"(%.1f ms: a duration is the ticks that saw the wait)\n",
-				episodes, (double)total / 1e9, (double)tick / 1e6);
+				S.episodes, (double)S.wait_ns / 1e9, (double)tick / 1e6);
 		}
 		for (size_t i = 0; i < nshow; i++) {
-			const struct site *x = &S.s[i];
+			const struct rp_wait_site *x = &S.s[i];
 			char obj[64];
 
 			rp_wait_object_text(obj, sizeof(obj), x->kind, x->object);
 			fprintf(out,
 				"\n%8.3f s %6zu episode%s  p50 %.1f ms  p99 %.1f ms  max %.1f ms  %s%s%s",
 				(double)x->total_ns / 1e9, x->n, x->n == 1 ? "" : "s",
-				(double)quantile(x, 0.5) / 1e6,
-				(double)quantile(x, 0.99) / 1e6,
+				(double)rp_wait_site_quantile(x, 0.5) / 1e6,
+				(double)rp_wait_site_quantile(x, 0.99) / 1e6,
 				(double)(x->n ? x->durs[x->n - 1] : 0) / 1e6, tcf_wait_kind_name(x->kind),
 				obj[0] ? " " : "", obj);
 			if (rp_str(p, x->what))
@@ -314,6 +360,6 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			}
 		}
 	}
-	sites_free(&S);
+	rp_wait_sites_free(&S);
 	return ferror(out) ? -EIO : 0;
 }

@@ -564,3 +564,19 @@ char *shell_output(const char *cmd, int *ret_status)
 		*ret_status = st;
 	return text ? text : strdup("");
 }
+
+bool have_command(const char *name)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", name);
+	return system(cmd) == 0;
+}
+
+char *html_page_data(const char *page, int *ret_status)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "node '%s/test/tools/html-data.js' '%s' 2>&1", TD_SOURCE_DIR, page);
+	return shell_output(cmd, ret_status);
+}

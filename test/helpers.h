@@ -87,5 +87,12 @@ bool is_root(void);
 /* What sh -c cmd writes to its standard output, whole (never NULL; the
  * caller frees it); *ret_status, when asked, as pclose() returns it. */
 char *shell_output(const char *cmd, int *ret_status);
+/* Is the program name on the PATH? */
+bool have_command(const char *name);
+/* What node test/tools/html-data.js prints of a tracerd html page: its
+ * embedded data read as a browser reads it, one fact per line (see the
+ * script).  *ret_status as shell_output() gives it: non-zero when the
+ * data cannot be read so (the output then says why). */
+char *html_page_data(const char *page, int *ret_status);
 
 #endif

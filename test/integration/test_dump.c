@@ -1100,3 +1100,200 @@ Test(dump, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* ---- the same waits in the html page (test/tools/html-data.js reads its
+ * data as a browser does) */
+
+/* The tab-separated fields of a line of html-data.js' output (modified in
+ * place): up to n, their count. */
+static int fields(char *line, char **f, int n)
+{
+	int k = 0;
+
+	for (char *s = line; s && k < n; k++) {
+		f[k] = s;
+		s = strchr(s, '\t');
+		if (s)
+			*s++ = '\0';
+	}
+	return k;
+}
+
+/* The JSON list that follows key in text, as a string ("[...]", no list
+ * inside it). */
+static char *list_after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key), *e;
+
+	cr_assert_not_null(p, "no %s in %.400s", key, text);
+	p += strlen(key);
+	e = strchr(p, ']');
+	cr_assert(*p == '[' && e, "no list after %s in %.400s", key, text);
+	return strndup(p, (size_t)(e - p + 1));
+}
+
+/* The page's site of kind and object whose waiting stack is stack (a copy
+ * of its line), or NULL. */
+static char *page_site(const char *data, const char *kind, const char *object, const char *stack)
+{
+	char key[160];
+
+	snprintf(key, sizeof(key), "\t\"%s\"\t\"%s\"\t", kind, object);
+	for (const char *p = data; (p = strstr(p, "site\t")); p++) {
+		const char *e = strchr(p, '\n');
+		char *line = strndup(p, e ? (size_t)(e - p) : strlen(p)), *f[12];
+
+		if (strstr(line, key) && fields(line, f, 12) == 12 && !strcmp(f[10], stack)) {
+			free(line);
+			return strndup(p, e ? (size_t)(e - p) : strlen(p));
+		}
+		free(line);
+	}
+	return NULL;
+}
+
+/* The waits view of a wall recording's page: its sites are --format
+ * waits' sites; the mutex's leaf in the waits flame graph weighs the time
+ * --format waits says it was waited for, under the kind and the waiter's
+ * stack; its owner is lk-mholder, with its stack; the table the browser
+ * draws names lk-mholder in the mutex's row.  A cpu recording's page has
+ * no waits view. */
+Test(dump, waits_in_the_html_page, .timeout = 180)
+{
+	char text[1024], p[32], dir[] = "/tmp/tracerd-hwaits-XXXXXX", repo[64], page[80];
+	char cpu_repo[64], cpu_page[80], obj[32], want[256], cmd[512], *data, *site, *f[12];
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
+		NULL };
+	const char *html[] = { "tracerd", "report", repo, "-f", "html", "-o", page, NULL };
+	const char *json[] = { "tracerd", "report", repo, "-f", "waits", "--json", "--limit", "0",
+		NULL };
+	unsigned long long nsites = 0, wait_ns = 0, graph_ns = 0, site_ns;
+	struct run_result r;
+	int status, n = 0;
+	pid_t pid, holder;
+
+	if (!have_command("node"))
+		cr_skip_test("node is not installed (apt-get install nodejs): the page's data "
+			     "cannot be read as a browser reads it");
+	pid = start_locks(NULL, text, sizeof(text));
+	holder = task_by_name(pid, "lk-mholder");
+	cr_assert_gt(holder, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/wall", dir);
+	snprintf(page, sizeof(page), "%s/wall.html", dir);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, rec);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, html);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	data = html_page_data(page, &status);
+	cr_assert_eq(status, 0, "%s", data);
+	run_tracerd(&r, json);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+
+	/* every site of --format waits, and only those, all the time waited */
+	for (const char *s = r.out; (s = strstr(s, "\n{\"kind\":")); s++)
+		n++;
+	cr_assert(sscanf(r.out, "{\"mode\":\"wall\",\"tick_ns\":%*u,\"wait_ns\":%llu", &wait_ns) == 1,
+		"%.200s", r.out);
+	{
+		const char *w = strstr(data, "\nwaits\t");
+
+		cr_assert(w && sscanf(w, "\nwaits\t%llu\t%llu\t%llu", &nsites, &site_ns, &graph_ns) == 3,
+			"%s", data);
+	}
+	cr_expect_eq(nsites, (unsigned long long)n, "%llu sites in the page, %d in --format waits",
+		nsites, n);
+	cr_expect_eq(site_ns, wait_ns, "the page's waits add up to %llu ns, --format waits' to %llu",
+		site_ns, wait_ns);
+	cr_expect_eq(graph_ns, wait_ns, "the waits flame graph weighs %llu ns of %llu", graph_ns,
+		wait_ns);
+	cr_expect_gt(wait_ns, 0);
+
+	/* the mutex: the same site in both, weighed the same in the graph */
+	{
+		char *s = site_of(r.out, "lk-mutex"), *stack = list_after(s, "\"stack\":");
+		char *owners = strstr(s, "\"owners\":"), *ostack;
+		unsigned long long json_ns = 0;
+
+		cr_assert(sscanf(strstr(s, "\"wait_ns\":"), "\"wait_ns\":%llu", &json_ns) == 1);
+		cr_assert_not_null(owners, "%s", s);
+		ostack = list_after(owners, "\"stack\":");
+		snprintf(obj, sizeof(obj), "0x%llx", addr_of(text, "mutex"));
+		site = page_site(data, "mutex", obj, stack);
+		cr_assert_not_null(site, "no mutex %s waited for in %s in the page:\n%s", obj, stack,
+			data);
+		cr_assert_eq(fields(site, f, 12), 12);
+		snprintf(want, sizeof(want), "\"mutex %s\"", obj);
+		cr_expect_str_eq(f[5], want, "the leaf names the kind and the object");
+		cr_expect_str_eq(f[6], "\"mutex\"", "the graph's root below all waits is the kind");
+		cr_expect_eq(strtoull(f[7], NULL, 10), json_ns, "the leaf weighs %s ns, --format waits "
+								 "says %llu", f[7], json_ns);
+		cr_expect_eq(strtoull(f[8], NULL, 10), json_ns, "the site's total: %s ns", f[8]);
+		cr_expect_gt(json_ns, 0);
+		/* the owner, by name and tid, and where it was */
+		snprintf(want, sizeof(want), "[[\"lk-mholder\",%d,", (int)holder);
+		cr_expect(!strncmp(f[11], want, strlen(want)), "owner %s, want lk-mholder (%d)", f[11],
+			(int)holder);
+		cr_expect(strstr(f[11], ostack), "the owner's stack %s in %s", ostack, f[11]);
+		cr_expect(strstr(ostack, "\"holder\""), "lk-mholder sleeps in holder(): %s", ostack);
+		free(s);
+		free(stack);
+		free(ostack);
+		free(site);
+	}
+	run_result_free(&r);
+	free(data);
+
+	/* what the browser draws: the mutex's row names its owner */
+	if (have_command("chromium")) {
+		char *dom, *row, *end;
+		const char *td;
+
+		snprintf(cmd, sizeof(cmd),
+			"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+			"--disable-background-networking --disable-component-update --disable-sync "
+			"--user-data-dir=%s/chromium --dump-dom 'file://%s#view=waits' 2>/dev/null",
+			dir, page);
+		dom = shell_output(cmd, NULL);
+		snprintf(want, sizeof(want), "<td>%s</td>", obj);
+		td = strstr(dom, want);
+		cr_assert_not_null(td, "no row of %s in the table:\n%.3000s", obj,
+			strstr(dom, "id=\"waits\"") ? strstr(dom, "id=\"waits\"") : dom);
+		for (row = dom + (td - dom); row > dom && strncmp(row, "<tr>", 4); row--)
+			;
+		end = strstr(td, "</tr>");
+		cr_assert_not_null(end);
+		*end = '\0';
+		snprintf(want, sizeof(want), "<summary>lk-mholder (%d): ", (int)holder);
+		cr_expect(strstr(row, want), "the mutex's row names its owner: %s", row);
+		free(dom);
+	} else {
+		cr_log_warn("chromium is not installed: the waits table was not drawn");
+	}
+
+	/* a cpu recording of the same threads: no waits view */
+	snprintf(cpu_repo, sizeof(cpu_repo), "%s/cpu", dir);
+	snprintf(cpu_page, sizeof(cpu_page), "%s/cpu.html", dir);
+	rec[4] = "cpu";
+	rec[9] = cpu_repo;
+	html[2] = cpu_repo;
+	html[6] = cpu_page;
+	run_tracerd(&r, rec);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, html);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	data = html_page_data(cpu_page, &status);
+	cr_assert_eq(status, 0, "%s", data);
+	cr_expect(!strncmp(data, "mode\t\"cpu\"\n", 11) && strstr(data, "\nnowaits\n"),
+		"a cpu recording's page has no waits:\n%s", data);
+	free(data);
+
+	fx_stop(pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}

@@ -1082,3 +1082,138 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 		fclose(png);
 	}
 }
+
+/* ---- what a recording names, in the html page */
+
+/* A wall recording whose every name is hostile markup: threads, a
+ * function, its file and module, and what a wait waited for. */
+#define EVIL_WAITER "</script><script>document.title='pwned'</script>"
+#define EVIL_OWNER "\"'&amp;<!--<b>x</b>"
+#define EVIL_FUNC "f</SCRIPT ><img src=x onerror=\"document.title='pwned'\">"
+#define EVIL_WHAT "pipe:[</script><b>1</b>\"'&]"
+
+static void write_evil_chunk(const char *path)
+{
+	struct chunk_writer_opts o = { .target_pid = 100, .minor = 1 };
+	struct chunk_writer *w;
+	struct chunk_wait mutex = { .time_ns = 2000000, .wait_ns = 30000000, .kind = TCF_WAIT_MUTEX,
+		.object = 0x1234, .nowners = 1 };
+	struct chunk_wait fd = { .time_ns = 3000000, .wait_ns = 20000000, .kind = TCF_WAIT_FD,
+		.object = 7 };
+	uint32_t map, f_main, f_evil, l_main, l_evil, s_evil, s_main, waiter, owner;
+
+	o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	cr_assert_geq(o.fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	map = chunk_writer_mapping(w, &(struct chunk_mapping){ 0x1000, 0x1000, 0,
+					      "/tmp/</script><b>m</b>/\"lib'.so", NULL, 0, 0 });
+	f_main = chunk_writer_function(w, "main", NULL, "m.c", 1);
+	f_evil = chunk_writer_function(w, EVIL_FUNC, NULL, "</script>\"'.c", 5);
+	l_main = chunk_writer_location(w, map, 0x1010, (struct chunk_line[]){ { f_main, 2, 0 } }, 1);
+	l_evil = chunk_writer_location(w, map, 0x1020, (struct chunk_line[]){ { f_evil, 6, 0 } }, 1);
+	s_evil = chunk_writer_stack(w, (uint32_t[]){ l_evil, l_main }, 2);
+	s_main = chunk_writer_stack(w, (uint32_t[]){ l_main }, 1);
+	waiter = chunk_writer_thread(w, 101, 100, EVIL_WAITER);
+	owner = chunk_writer_thread(w, 102, 100, EVIL_OWNER);
+	cr_assert_eq(chunk_writer_meta(w, "sampling.mode", "wall"), 0);
+	cr_assert_eq(chunk_writer_meta(w, "sampling.hz", "100"), 0);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(chunk_writer_sample(w, (1 + i) * 10000000ull, waiter, TCF_STATE_SLEEPING,
+				     s_evil, NULL, 0),
+			0);
+		cr_assert_eq(chunk_writer_sample(w, (1 + i) * 10000000ull, owner, TCF_STATE_ONCPU,
+				     s_main, NULL, 0),
+			0);
+	}
+	mutex.thread_id = waiter;
+	mutex.stack_id = s_evil;
+	mutex.owners[0] = (struct chunk_wait_owner){ owner, s_evil, 30000000 };
+	cr_assert_eq(chunk_writer_wait(w, &mutex), 0);
+	fd.thread_id = owner;
+	fd.stack_id = s_main;
+	fd.what = chunk_writer_string(w, EVIL_WHAT);
+	cr_assert_eq(chunk_writer_wait(w, &fd), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	close(o.fd);
+}
+
+/* Every string from the recording reaches the page's data intact and
+ * cannot end its script: the data read as a browser reads it (up to the
+ * first "</script") is JSON and gives back each name exactly; and the page
+ * a browser draws shows them as text, runs none of them (its title is its
+ * own) and creates no element from them, in both views. */
+Test(report, html_escapes_what_the_recording_names, .timeout = 120)
+{
+	char chunk[] = "/tmp/tracerd-evil-XXXXXX", page[64], url[128], cmd[256], *text, *data, *dom;
+	const char *argv[] = { "tracerd", "report", chunk, "-f", "html", "-o", page, NULL };
+	const char *views[] = { "", "#view=waits" };
+	struct run_result r;
+	int fd = mkstemp(chunk), status, closes = 0;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(page, sizeof(page), "%s.html", chunk);
+	write_evil_chunk(chunk);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+
+	/* the page's own two scripts, and no other end of one */
+	text = read_all(page);
+	for (const char *p = text; *p; p++)
+		closes += !strncasecmp(p, "</script", 8);
+	cr_expect_eq(closes, 2, "%d ends of a script in the page", closes);
+	cr_expect(!strstr(text, "<!--"), "no comment opens in the page");
+	free(text);
+
+	if (!have_command("node"))
+		cr_skip_test("node is not installed (apt-get install nodejs): the page's data "
+			     "cannot be read as a browser reads it");
+	data = html_page_data(page, &status);
+	cr_assert_eq(status, 0, "%s", data);
+	/* as JSON.stringify writes them */
+	cr_expect(strstr(data, "\t\"</script><script>document.title='pwned'</script>\"\t101\n"),
+		"the waiter's name:\n%s", data);
+	cr_expect(strstr(data, "\t\"\\\"'&amp;<!--<b>x</b>\"\t102\n"), "the owner's name:\n%s",
+		data);
+	cr_expect(strstr(data, "\t\"fd\"\t\"7\"\t\"pipe:[</script><b>1</b>\\\"'&]\"\t"
+			       "\"fd 7 (pipe:[</script><b>1</b>\\\"'&])\"\t\"fd\"\t"),
+		"what the fd was:\n%s", data);
+	cr_expect(strstr(data, "\t[\"f</SCRIPT ><img src=x onerror=\\\"document.title='pwned'\\\">\","
+			       "\"main\"]\t[[\"\\\"'&amp;<!--<b>x</b>\",102,30000000,"),
+		"the mutex's stack and its owner:\n%s", data);
+	free(data);
+
+	if (!have_command("chromium"))
+		cr_skip_test("chromium is not installed (apt-get install chromium): the data is "
+			     "escaped, the page was not drawn");
+	for (int v = 0; v < 2; v++) {
+		char *log;
+
+		snprintf(url, sizeof(url), "file://%s%s", page, views[v]);
+		dom = chromium(url, "--dump-dom", &log);
+		cr_expect(strstr(dom, "<title>tracerd flame graph</title>"),
+			"%s: no name ran as a script: %.300s", url, dom);
+		cr_expect(!strstr(dom, "<img") && !strstr(dom, "<b>x") && !strstr(dom, "<b>1") &&
+				  !strstr(dom, "<b>m"),
+			"%s: no element from a name:\n%s", url, dom);
+		cr_expect(strstr(dom, "&lt;/script&gt;&lt;script&gt;document.title='pwned'"
+				      "&lt;/script&gt; (101)"),
+			"%s: the waiter's name, as text:\n%s", url, dom);
+		cr_expect(!strstr(log, "Uncaught") && !strstr(log, ":ERROR:CONSOLE"),
+			"%s: no console errors:\n%s", url, log);
+		if (v == 0)
+			cr_expect(strstr(dom, ">f&lt;/SCRIPT &gt;&lt;img src=x onerror=\"document.title="
+					      "'pwned'\"&gt;<"),
+				"the function's frame, as text:\n%s", dom);
+		else
+			cr_expect(strstr(dom, "<td>pipe:[&lt;/script&gt;&lt;b&gt;1&lt;/b&gt;\"'&amp;]</td>") &&
+					  strstr(dom, "<summary>\"'&amp;amp;&lt;!--&lt;b&gt;x&lt;/b&gt; (102): "),
+				"the table's what and owner, as text:\n%s", dom);
+		free(dom);
+		free(log);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -f %s %s", chunk, page);
+	cr_expect_eq(system(cmd), 0);
+}
