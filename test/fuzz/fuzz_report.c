@@ -47,6 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rp_pprof(null, p);
 		rp_speedscope(null, p);
 		rp_html(null, p);
+		rp_waits(null, p, 0, false);
+		rp_waits(null, p, 0, true);
 		rp_free(p);
 		p = NULL;
 	}
