@@ -18,6 +18,12 @@
 # target used), and the spinners' work per second against the run alone
 # (their own count).  SPINNERS defaults to one less than the CPUs (at
 # least 1), so that tracerd has a CPU to itself unless it needs more.
+# The target and tracerd each run in a session of their own, as a server
+# and a daemon do: with sched_autogroup the scheduler shares CPUs among
+# sessions first, and tracerd's CPU would otherwise come out of the
+# target's share.  On a machine busy with other work the idle crowd's
+# spinner gets less CPU than the mixed crowd's even alone: compare each
+# crowd with its own run alone.
 #   bench_many.sh TRACERD FIXTURE_DIR [SECONDS] [THREADS] [SPINNERS]
 set -eu
 tracerd=$1 fx=$2 secs=${3:-5} n=${4:-1000}
@@ -56,7 +62,7 @@ fi
 # start [idle]: fx_many with its stdout in $tmp/out; sets $pid
 start() {
 	rm -f "$tmp/out"
-	"$fx/fx_many" "$n" "$spin" ${1:+"$1"} > "$tmp/out" 2> "$tmp/fx.err" &
+	setsid "$fx/fx_many" "$n" "$spin" ${1:+"$1"} > "$tmp/out" 2> "$tmp/fx.err" &
 	pid=$!
 	until grep -q ready "$tmp/out" 2> /dev/null; do
 		kill -0 "$pid" 2> /dev/null || { cat "$tmp/fx.err" >&2; exit 1; }
@@ -84,7 +90,7 @@ run() {
 		fields="- - - - - - - - -"
 	else
 		rm -rf "$tmp/repo"
-		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$tracerd" --pid "$pid" --mode "$mode" \
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" setsid "$tracerd" --pid "$pid" --mode "$mode" \
 			-F "$hz" -d "${secs}s" -r "$tmp/repo" -q 2> "$tmp/sum" || true
 		# elapsed, CPU s, peak RSS KiB, samples taken, lost (ring full),
 		# asked per second, the summary's own seconds, its start-up ms
