@@ -356,16 +356,24 @@ static size_t pending_bytes(const struct chunk_writer *w)
 	return n;
 }
 
+/* Ticks from the block's base.  The base is a whole tick and offsets
+ * round down, before the base too, so that an instant decodes to itself
+ * rounded down to a tick in every block and every chunk: the parts of a
+ * wait episode written in different chunks carry the same first tick,
+ * which is how readers join them (tracerd-chunk(5), WAITS). */
 static int64_t rel_ticks(struct chunk_writer *w, uint64_t time_ns)
 {
+	int64_t d, tick = (int64_t)w->o.tick_ns;
+
 	if (!w->have_base) {
 		w->have_base = true;
-		w->base_ns = time_ns;
+		w->base_ns = time_ns - time_ns % w->o.tick_ns;
 		w->prev_rel = 0;
 	}
 	if (time_ns > w->last_clock)
 		w->last_clock = time_ns;
-	return ((int64_t)(time_ns - w->base_ns)) / (int64_t)w->o.tick_ns;
+	d = (int64_t)(time_ns - w->base_ns);
+	return d >= 0 ? d / tick : -((-d + tick - 1) / tick);
 }
 
 static int maybe_flush(struct chunk_writer *w)

@@ -340,11 +340,68 @@ Test(chunk_cli, snapshot_errors_and_since)
 
 /* ---- golden files */
 
+/* What a reader finds in a golden file, as text: counts and the first
+ * sample's root; for files with WAITS (TCF 1.1) also each chunk's version
+ * and every wait episode, field by field, in file order. */
 struct gsum {
 	unsigned chunks, finished;
-	uint64_t samples, thread_events;
-	char names[512];
+	uint64_t samples, thread_events, waits;
+	char names[512], versions[128];
+	FILE *wait_lines; /* open_memstream */
 };
+
+/* A stack as LEAF/DEPTH/HASH: the innermost function, the depth in
+ * locations, and an FNV-1a hash of every line's function name and line
+ * number, leaf first; "-" for none. */
+static void g_stack(struct chunk_reader *rd, uint32_t stack_id, char *buf, size_t len)
+{
+	uint32_t locs[1024], h = 2166136261u;
+	unsigned n = stack_id ? chunk_reader_stack(rd, stack_id, locs, 1024) : 0;
+	const char *leaf = "?";
+
+	if (!n) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	for (unsigned i = 0; i < n && i < 1024; i++) {
+		struct chunk_location l;
+		struct chunk_function f;
+
+		if (!chunk_reader_location(rd, locs[i], &l))
+			continue;
+		for (unsigned k = 0; k < l.nlines; k++) {
+			char line[16];
+
+			if (!chunk_reader_function(rd, l.lines[k].function_id, &f) || !f.name)
+				continue;
+			if (i == 0 && k == 0)
+				leaf = f.name;
+			snprintf(line, sizeof(line), ":%u;", l.lines[k].line);
+			for (const char *c = f.name; *c; c++)
+				h = (h ^ (uint8_t)*c) * 16777619u;
+			for (const char *c = line; *c; c++)
+				h = (h ^ (uint8_t)*c) * 16777619u;
+		}
+	}
+	snprintf(buf, len, "%s/%u/%08x", leaf, n, h);
+}
+
+static unsigned g_tid(struct chunk_reader *rd, uint32_t thread_id)
+{
+	struct chunk_thread t;
+
+	return chunk_reader_thread(rd, thread_id, &t) ? t.tid : 0;
+}
+
+static int g_begin(void *arg, struct chunk_reader *rd)
+{
+	struct gsum *g = arg;
+	const struct chunk_info *in = chunk_reader_info(rd);
+	size_t n = strlen(g->versions);
+
+	snprintf(g->versions + n, sizeof(g->versions) - n, " %u.%u", in->major, in->minor);
+	return 0;
+}
 
 static int g_sample(void *arg, struct chunk_reader *rd, const struct chunk_sample *s)
 {
@@ -360,11 +417,36 @@ static int g_sample(void *arg, struct chunk_reader *rd, const struct chunk_sampl
 	return 0;
 }
 
+static void g_wait(struct gsum *g, struct chunk_reader *rd, const struct chunk_wait *w)
+{
+	const char *what = w->what ? chunk_reader_string(rd, w->what) : NULL;
+	char stack[512];
+
+	g->waits++;
+	if (!g->wait_lines)
+		return;
+	g_stack(rd, w->stack_id, stack, sizeof(stack));
+	fprintf(g->wait_lines,
+		"wait chunk %u at %llu for %llu tid %u %s flags %u%s%s object 0x%llx what %s in %s\n",
+		g->chunks, (unsigned long long)w->time_ns, (unsigned long long)w->wait_ns,
+		g_tid(rd, w->thread_id), tcf_wait_kind_name(w->kind), w->flags,
+		w->flags & TCF_WAITF_BEGAN_BEFORE ? " began_before" : "",
+		w->flags & TCF_WAITF_GOES_ON ? " goes_on" : "", (unsigned long long)w->object,
+		what ? what : "-", stack);
+	for (unsigned i = 0; i < w->nowners; i++) {
+		g_stack(rd, w->owners[i].stack_id, stack, sizeof(stack));
+		fprintf(g->wait_lines, "  held by tid %u for %llu in %s\n",
+			g_tid(rd, w->owners[i].thread_id), (unsigned long long)w->owners[i].wait_ns,
+			stack);
+	}
+}
+
 static int g_event(void *arg, struct chunk_reader *rd, const struct chunk_event *e)
 {
-	(void)rd;
 	if (e->type == CHUNK_EV_THREAD)
 		((struct gsum *)arg)->thread_events++;
+	else if (e->type == CHUNK_EV_WAIT)
+		g_wait(arg, rd, e->wait);
 	return 0;
 }
 
@@ -378,24 +460,56 @@ static int g_end(void *arg, struct chunk_reader *rd, bool finished)
 	return 0;
 }
 
-Test(golden, v1_0_small_reads_the_same_forever)
+/* Read test/golden/NAME.tcf and compare what was found with NAME.txt:
+ * the 1.0 summary (two lines); with waits, then the chunks' versions,
+ * the records skipped, and every episode.  versions: " 1.0 1.0" etc. */
+static void golden_read(const char *name, bool waits, const char *versions)
 {
-	static const struct chunk_visitor v = { NULL, g_sample, g_event, g_end };
+	static const struct chunk_visitor v = { g_begin, g_sample, g_event, g_end };
 	struct gsum g = { 0 };
 	struct chunk_report rep;
-	char got[1024], want[1024] = "";
+	char path[512], *lines = NULL, *got = NULL, *want = NULL;
+	size_t nlines = 0, ngot = 0, nwant = 0;
 	FILE *f;
 
-	cr_assert_eq(chunk_read_file(TD_SOURCE_DIR "/test/golden/tcf-v1.0-small.tcf", &v, &g, &rep),
-		0);
-	snprintf(got, sizeof(got),
-		"chunks %u finished %u samples %llu thread_events %llu blocks %u damage %u\n%s\n",
+	if (waits)
+		cr_assert_not_null(g.wait_lines = open_memstream(&lines, &nlines));
+	snprintf(path, sizeof(path), TD_SOURCE_DIR "/test/golden/%s.tcf", name);
+	cr_assert_eq(chunk_read_file(path, &v, &g, &rep), 0, "%s", path);
+	if (waits)
+		fclose(g.wait_lines);
+	cr_expect_str_eq(g.versions, versions, "%s: the chunks' versions", name);
+	cr_expect_not(rep.newer_reader_needed, "%s", name);
+	cr_assert_not_null(f = open_memstream(&got, &ngot));
+	fprintf(f, "chunks %u finished %u samples %llu thread_events %llu blocks %u damage %u\n%s\n",
 		g.chunks, g.finished, (unsigned long long)g.samples,
 		(unsigned long long)g.thread_events, rep.blocks,
 		rep.blocks_bad + rep.seq_gaps + (unsigned)rep.unknown_refs, g.names);
-	f = fopen(TD_SOURCE_DIR "/test/golden/tcf-v1.0-small.txt", "r");
-	cr_assert_not_null(f, "golden summary missing");
-	cr_assert_gt(fread(want, 1, sizeof(want) - 1, f), 0);
+	if (waits)
+		fprintf(f, "versions%s\nrecords skipped %u\nwaits %llu\n%s", g.versions,
+			rep.records_skipped, (unsigned long long)g.waits, lines);
 	fclose(f);
-	cr_expect_str_eq(got, want);
+	snprintf(path, sizeof(path), TD_SOURCE_DIR "/test/golden/%s.txt", name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "golden summary %s missing", path);
+	cr_assert_gt(getdelim(&want, &nwant, '\0', f), 0, "%s is empty", path);
+	fclose(f);
+	cr_expect_str_eq(got, want, "%s reads differently from %s; it reads:\n%s", name, path, got);
+	free(lines);
+	free(got);
+	free(want);
+}
+
+Test(golden, v1_0_small_reads_the_same_forever)
+{
+	golden_read("tcf-v1.0-small", false, " 1.0 1.0");
+}
+
+/* Wall recording (minor 1): every kind of wait, owners with and without
+ * stacks, an episode going on into the next chunk (its first tick lies
+ * before that chunk's first block: a negative time offset) and one still
+ * going on at the end. */
+Test(golden, v1_1_waits_reads_the_same_forever)
+{
+	golden_read("tcf-v1.1-waits", true, " 1.1 1.1");
 }

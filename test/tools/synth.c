@@ -28,38 +28,266 @@ static const char *const cls[] = { "Dispatcher", "Handler", "Pool", "Session", "
 static const char *const verbs[] = { "handle_batch", "process", "flush", "poll_once", "decode",
 	"lookup", "on_ready", "run" };
 
+static void defaults(struct synth_opts *o)
+{
+	if (!o->threads)
+		o->threads = 64;
+	if (o->seconds <= 0)
+		o->seconds = 60;
+	if (!o->hz)
+		o->hz = 99;
+	if (!o->stacks)
+		o->stacks = 4000;
+	if (!o->min_depth)
+		o->min_depth = 20;
+	if (o->max_depth < o->min_depth)
+		o->max_depth = o->min_depth > 60 ? o->min_depth : 60;
+	if (o->zipf_s <= 0)
+		o->zipf_s = 1.1;
+	if (o->repeat <= 0)
+		o->repeat = 0.6;
+	if (o->functions < 9)
+		o->functions = 600;
+}
+
+uint64_t synth_span_ns(const struct synth_opts *in)
+{
+	struct synth_opts o = *in;
+
+	defaults(&o);
+	return (uint64_t)(o.seconds * o.hz) * (1000000000u / o.hz);
+}
+
+/* ---- wait episodes of a wall recording */
+
+/* What the episodes wait for, in turn: every kind tracerd-chunk(5) names,
+ * with the objects, "what" strings and owners the recorder would find,
+ * and the libc frames (leaf first) of a thread waiting so. */
+static const struct wait_spec {
+	enum tcf_wait_kind kind;
+	uint64_t object; /* fd: the descriptor */
+	const char *what;
+	unsigned owners; /* at most */
+	const char *frames[2];
+} wait_specs[] = {
+	{ TCF_WAIT_MUTEX, 0x555500601040, NULL, 3, { "futex_wait", "___pthread_mutex_lock" } },
+	{ TCF_WAIT_CONDVAR, 0x555500601080, NULL, 0,
+		{ "__futex_abstimed_wait_common64", "___pthread_cond_wait" } },
+	{ TCF_WAIT_FD, 7, "pipe:[4711]", 0, { "__GI___libc_read", NULL } },
+	{ TCF_WAIT_JOIN, 0x7f3a1c5ff910, NULL, 1,
+		{ "__futex_abstimed_wait_common64", "___pthread_join" } },
+	{ TCF_WAIT_RWLOCK, 0x5555006010c0, NULL, 1, { "futex_wait", "__pthread_rwlock_rdlock_full64" } },
+	{ TCF_WAIT_FD, 12, "socket:[90210]", 0, { "__libc_recv", NULL } },
+	{ TCF_WAIT_SEMAPHORE, 0x555500601100, NULL, 0,
+		{ "__futex_abstimed_wait_common64", "__new_sem_wait_slow64" } },
+	{ TCF_WAIT_FUTEX, 0x555500601140, NULL, 0, { "syscall", NULL } },
+	{ TCF_WAIT_SLEEP, 0, NULL, 0, { "__GI___clock_nanosleep", "__GI___nanosleep" } },
+	{ TCF_WAIT_FD, UINT64_MAX, NULL, 0, { "__GI___select", NULL } }, /* a set */
+	{ TCF_WAIT_SIGNAL, 0, NULL, 0, { "__libc_pause", NULL } },
+	{ TCF_WAIT_DISK, 0, NULL, 0, { "__memmove_avx_unaligned_erms", NULL } },
+	{ TCF_WAIT_OTHER, 0, "wait4", 0, { "__GI___wait4", NULL } },
+	{ TCF_WAIT_FD, 3, "/var/lib/acme/journal", 0, { "__GI_fdatasync", NULL } },
+};
+/* thread 0's long wait, across chunks */
+static const struct wait_spec long_wait = { TCF_WAIT_MUTEX, 0x555500601200, NULL, 2,
+	{ "futex_wait", "___pthread_mutex_lock" } };
+#define NSPECS (sizeof(wait_specs) / sizeof(wait_specs[0]))
+
+/* Where a stack comes from: 0 none (unknown), pool stack k as k + 1, or
+ * FIXED | f: function f called from the common root path, the same in
+ * every chunk (a wait that goes on into the next chunk keeps its stacks). */
+#define FIXED 0x80000000u
+
+struct synth_wait {
+	const struct wait_spec *spec;
+	unsigned thread;
+	uint64_t first, nticks; /* ticks of this chunk */
+	uint64_t began_ns;	/* the first tick's time (an earlier chunk's) */
+	uint32_t flags;		/* TCF_WAITF_* */
+	uint32_t caller;	/* the stack the wait was called from */
+	uint32_t stack;		/* the chunk's, defined at its first tick */
+	unsigned nowners;
+	unsigned owner[3]; /* thread index */
+	uint32_t owner_stack[3];
+	uint64_t owner_ticks[3];
+};
+
+/* What the waits' helpers share with synth_write (borrowed). */
+struct synth_ctx {
+	struct chunk_writer *w;
+	const uint32_t *fn_loc, *depth, *thread_ids;
+	uint32_t *const *stack_locs;
+	uint32_t *stack_ids;
+	const uint32_t *spec_locs; /* 2 per spec, long_wait's last */
+	uint64_t period;
+};
+
+static unsigned zipf_pick(const double *cdf, unsigned n, double u)
+{
+	unsigned lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The episodes of this chunk, sorted by thread, then first tick: thread
+ * 0's long wait (its part before, if it began in an earlier chunk, and
+ * the part that goes on), then o->waits less those spread over threads
+ * 1.. in turn, each in its own slot of its thread's ticks. */
+static int waits_plan(const struct synth_opts *o, uint64_t ticks, uint64_t start_ns,
+	uint64_t period, const double *cdf, double total, uint64_t *rng, struct synth_wait **ret,
+	size_t *ret_n)
+{
+	unsigned carried = o->chunk > 0, nreg, others = o->threads - 1;
+	unsigned second = o->threads > 2 ? 2 : 1; /* who holds the long wait's mutex next */
+	uint64_t q = ticks / 4;
+	struct synth_wait *ep;
+	size_t n = 0;
+
+	if (o->waits < 2 + carried || o->threads < 2 || q < 2)
+		return -EINVAL;
+	nreg = o->waits - 1 - carried;
+	/* each thread's slots at least 4 ticks long */
+	if ((uint64_t)((nreg + others - 1) / others) * 4 > ticks)
+		return -EINVAL;
+	ep = calloc(o->waits, sizeof(*ep));
+	if (!ep)
+		return -ENOMEM;
+	/* the long wait: held by thread 1, then by the second, whose stack
+	 * is unknown in the chunk where the wait began and known after */
+	if (carried)
+		ep[n++] = (struct synth_wait){ .spec = &long_wait, .thread = 0, .first = 0,
+			.nticks = q / 2, .began_ns = start_ns - q * period,
+			.flags = TCF_WAITF_BEGAN_BEFORE, .caller = FIXED | 8, .nowners = 1,
+			.owner = { second }, .owner_stack = { FIXED | (10 % o->functions) },
+			.owner_ticks = { q / 2 } };
+	ep[n++] = (struct synth_wait){ .spec = &long_wait, .thread = 0, .first = ticks - q,
+		.nticks = q, .began_ns = start_ns + (ticks - q) * period,
+		.flags = TCF_WAITF_GOES_ON, .caller = FIXED | 8, .nowners = second == 2 ? 2 : 1,
+		.owner = { 1, second }, .owner_stack = { FIXED | (9 % o->functions), 0 },
+		.owner_ticks = { second == 2 ? (q + 1) / 2 : q, q / 2 } };
+	for (unsigned t = 1; t < o->threads; t++) {
+		/* regular episodes r = t - 1, t - 1 + others, ... */
+		unsigned m = nreg >= t ? (nreg - t) / others + 1 : 0;
+		uint64_t slot = m ? ticks / m : 0;
+
+		for (unsigned j = 0; j < m; j++) {
+			unsigned r = t - 1 + j * others;
+			struct synth_wait *e = &ep[n++];
+
+			e->spec = &wait_specs[(r + (size_t)o->chunk * nreg) % NSPECS];
+			e->thread = t;
+			e->first = j * slot + rng_next(rng) % (slot / 4);
+			e->nticks = 1 + rng_next(rng) % (slot / 2);
+			e->began_ns = start_ns + e->first * period;
+			e->caller = 1 + zipf_pick(cdf, o->stacks, rng_unit(rng) * total);
+			e->nowners = e->spec->owners;
+			if (e->nowners > others)
+				e->nowners = others;
+			for (unsigned k = 0; k < e->nowners; k++) {
+				/* the holders in turn; the third one's stack unknown */
+				e->owner[k] = (t + 1 + k) % o->threads;
+				e->owner_stack[k] =
+					k < 2 ? 1 + zipf_pick(cdf, o->stacks, rng_unit(rng) * total) : 0;
+				e->owner_ticks[k] = e->nticks / e->nowners +
+						    (k == 0 ? e->nticks % e->nowners : 0);
+			}
+		}
+	}
+	*ret = ep;
+	*ret_n = n;
+	return 0;
+}
+
+/* The locations of stack src (not 0), leaf first, after n of locs. */
+static unsigned src_locs(const struct synth_ctx *c, uint32_t src, uint32_t *locs, unsigned n,
+	unsigned cap)
+{
+	if (src & FIXED) {
+		locs[n++] = c->fn_loc[src & ~FIXED];
+		for (unsigned f = 8; f-- > 0;) /* the root path, as in the pool */
+			locs[n++] = c->fn_loc[f];
+	} else {
+		unsigned d = c->depth[src - 1];
+
+		if (d > cap - n)
+			d = cap - n;
+		memcpy(locs + n, c->stack_locs[src - 1], d * sizeof(*locs));
+		n += d;
+	}
+	return n;
+}
+
+static uint32_t src_stack(const struct synth_ctx *c, uint32_t src)
+{
+	uint32_t locs[16];
+
+	if (!src)
+		return 0;
+	if (!(src & FIXED)) {
+		if (!c->stack_ids[src - 1])
+			c->stack_ids[src - 1] =
+				chunk_writer_stack(c->w, c->stack_locs[src - 1], c->depth[src - 1]);
+		return c->stack_ids[src - 1];
+	}
+	return chunk_writer_stack(c->w, locs, src_locs(c, src, locs, 0, 16));
+}
+
+/* The waiter's stack: the spec's libc frames on top of its caller's. */
+static uint32_t wait_stack(const struct synth_ctx *c, const struct synth_wait *e)
+{
+	size_t k = e->spec == &long_wait ? NSPECS : (size_t)(e->spec - wait_specs);
+	uint32_t locs[512];
+	unsigned n = 0;
+
+	for (unsigned f = 0; f < 2 && e->spec->frames[f]; f++)
+		locs[n++] = c->spec_locs[2 * k + f];
+	n = src_locs(c, e->caller, locs, n, 512);
+	return chunk_writer_stack(c->w, locs, n);
+}
+
+static int wait_write(const struct synth_ctx *c, const struct synth_wait *e)
+{
+	struct chunk_wait cw = { .time_ns = e->began_ns, .wait_ns = e->nticks * c->period,
+		.thread_id = c->thread_ids[e->thread], .stack_id = e->stack,
+		.kind = e->spec->kind, .flags = e->flags, .object = e->spec->object,
+		.nowners = e->nowners };
+
+	if (e->spec->what)
+		cw.what = chunk_writer_string(c->w, e->spec->what);
+	for (unsigned k = 0; k < e->nowners; k++)
+		cw.owners[k] = (struct chunk_wait_owner){ c->thread_ids[e->owner[k]],
+			src_stack(c, e->owner_stack[k]), e->owner_ticks[k] * c->period };
+	return chunk_writer_wait(c->w, &cw);
+}
 
 long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint64_t start_ns)
 {
 	struct synth_opts o = *in;
-	uint64_t rng, mapping;
+	uint64_t rng, wrng, mapping, libc = 0;
 	uint32_t *fn_loc = NULL, **stack_locs = NULL, *stack_ids = NULL, *depth = NULL;
 	uint32_t *thread_ids = NULL, *last = NULL;
+	uint32_t spec_locs[2 * (NSPECS + 1)] = { 0 };
+	struct synth_wait *ep = NULL;
+	struct synth_ctx ctx;
+	size_t nep = 0, *cur = NULL, *end = NULL;
 	double *cdf = NULL, total = 0;
 	long long n = 0;
 	int err = 0;
 	static const uint8_t bid[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 
-	if (!o.threads)
-		o.threads = 64;
-	if (o.seconds <= 0)
-		o.seconds = 60;
-	if (!o.hz)
-		o.hz = 99;
-	if (!o.stacks)
-		o.stacks = 4000;
-	if (!o.min_depth)
-		o.min_depth = 20;
-	if (o.max_depth < o.min_depth)
-		o.max_depth = o.min_depth > 60 ? o.min_depth : 60;
-	if (o.zipf_s <= 0)
-		o.zipf_s = 1.1;
-	if (o.repeat <= 0)
-		o.repeat = 0.6;
-	if (o.functions < 9)
-		o.functions = 600;
+	defaults(&o);
 	const unsigned NFUNC = o.functions;
+	const uint64_t ticks = (uint64_t)(o.seconds * o.hz), period = 1000000000u / o.hz;
 	rng = o.seed ? o.seed : 1;
+	wrng = rng ^ 0x5741495453ull; /* the waits' own stream: samples stay as without */
 
 	fn_loc = calloc(NFUNC, sizeof(*fn_loc));
 	stack_locs = calloc(o.stacks, sizeof(*stack_locs));
@@ -68,13 +296,27 @@ long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint6
 	thread_ids = calloc(o.threads, sizeof(*thread_ids));
 	last = calloc(o.threads, sizeof(*last));
 	cdf = calloc(o.stacks, sizeof(*cdf));
-	if (!fn_loc || !stack_locs || !stack_ids || !depth || !thread_ids || !last || !cdf) {
+	cur = calloc(o.threads, sizeof(*cur));
+	end = calloc(o.threads, sizeof(*end));
+	if (!fn_loc || !stack_locs || !stack_ids || !depth || !thread_ids || !last || !cdf ||
+		!cur || !end) {
 		err = -ENOMEM;
 		goto out;
+	}
+	if (o.waits) {
+		char hz[16];
+
+		snprintf(hz, sizeof(hz), "%u", o.hz);
+		chunk_writer_meta(w, "sampling.hz", hz);
+		chunk_writer_meta(w, "sampling.mode", "wall");
+		chunk_writer_meta(w, "sampling.capture", "proc+perf");
 	}
 	mapping = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x555500000000,
 		.size = 0x400000, .path = "/usr/bin/acme-server", .build_id = bid,
 		.build_id_len = sizeof(bid), .flags = TCF_MAP_HAS_LINES });
+	if (o.waits)
+		libc = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x7f3a1c600000,
+			.size = 0x1c0000, .path = "/usr/lib/x86_64-linux-gnu/libc.so.6" });
 	for (unsigned f = 0; f < NFUNC; f++) {
 		char name[512], file[128];
 		uint32_t fid, inl;
@@ -127,46 +369,77 @@ long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint6
 		thread_ids[t] = chunk_writer_thread(w, 10000 + t, 10000, name);
 		chunk_writer_thread_event(w, start_ns, thread_ids[t], TCF_THREAD_START, 0);
 	}
-	{
-		uint64_t ticks = (uint64_t)(o.seconds * o.hz), period = 1000000000u / o.hz;
+	ctx = (struct synth_ctx){ w, fn_loc, depth, thread_ids, stack_locs, stack_ids, spec_locs,
+		period };
+	if (o.waits) {
+		err = waits_plan(&o, ticks, start_ns, period, cdf, total, &wrng, &ep, &nep);
+		if (err)
+			goto out;
+		for (size_t e = nep; e-- > 0;)
+			cur[ep[e].thread] = e;
+		for (size_t e = 0; e < nep; e++)
+			end[ep[e].thread] = e + 1;
+		for (unsigned k = 0; k <= NSPECS; k++) {
+			const struct wait_spec *sp = k < NSPECS ? &wait_specs[k] : &long_wait;
 
-		for (uint64_t k = 0; k < ticks && !err; k++) {
-			uint64_t tick = start_ns + k * period;
+			for (unsigned f = 0; f < 2 && sp->frames[f]; f++) {
+				uint32_t fid = chunk_writer_function(w, sp->frames[f], NULL, NULL, 0);
 
-			for (unsigned t = 0; t < o.threads && !err; t++) {
-				uint32_t sid;
-				enum tcf_state st = rng_unit(&rng) < 0.7 ? TCF_STATE_ONCPU :
-									   TCF_STATE_SLEEPING;
-
-				if (last[t] && rng_unit(&rng) < o.repeat) {
-					sid = last[t];
-				} else {
-					double u = rng_unit(&rng) * total;
-					unsigned lo = 0, hi = o.stacks - 1;
-
-					while (lo < hi) {
-						unsigned mid = (lo + hi) / 2;
-
-						if (cdf[mid] < u)
-							lo = mid + 1;
-						else
-							hi = mid;
-					}
-					if (!stack_ids[lo])
-						stack_ids[lo] = chunk_writer_stack(w, stack_locs[lo],
-							depth[lo]);
-					sid = stack_ids[lo];
-				}
-				last[t] = sid;
-				err = chunk_writer_sample(w,
-					tick + (uint64_t)(rng_next(&rng) % 40000) - 20000 + 20000,
-					thread_ids[t], st, sid, NULL, 0);
-				n++;
-				if (o.max_samples && (uint64_t)n >= o.max_samples)
-					goto out;
+				spec_locs[2 * k + f] = chunk_writer_location(w, (uint32_t)libc,
+					0x7f3a1c628000 + 0x100 * (2 * k + f),
+					&(struct chunk_line){ fid, 0, 0 }, 1);
 			}
 		}
 	}
+	for (uint64_t k = 0; k < ticks && !err; k++) {
+		uint64_t tick = start_ns + k * period;
+
+		for (unsigned t = 0; t < o.threads && !err; t++) {
+			struct synth_wait *e = NULL;
+			uint32_t sid;
+			double u = rng_unit(&rng);
+			enum tcf_state st = u < 0.7 ? TCF_STATE_ONCPU : TCF_STATE_SLEEPING;
+
+			if (last[t] && rng_unit(&rng) < o.repeat) {
+				sid = last[t];
+			} else {
+				unsigned lo = zipf_pick(cdf, o.stacks, rng_unit(&rng) * total);
+
+				if (!stack_ids[lo])
+					stack_ids[lo] = chunk_writer_stack(w, stack_locs[lo], depth[lo]);
+				sid = stack_ids[lo];
+			}
+			last[t] = sid;
+			if (o.waits) {
+				/* a wall recording: a thread off its waits runs or
+				 * waits for a CPU; in one, it sleeps where it waits */
+				st = u < 0.85 ? TCF_STATE_ONCPU : TCF_STATE_RUNNABLE;
+				while (cur[t] < end[t] && ep[cur[t]].first + ep[cur[t]].nticks <= k)
+					cur[t]++;
+				if (cur[t] < end[t] && ep[cur[t]].first <= k)
+					e = &ep[cur[t]];
+			}
+			if (e) {
+				if (!e->stack)
+					e->stack = wait_stack(&ctx, e);
+				st = TCF_STATE_SLEEPING;
+				sid = e->stack;
+			}
+			err = chunk_writer_sample(w,
+				tick + (uint64_t)(rng_next(&rng) % 40000) - 20000 + 20000,
+				thread_ids[t], st, sid, NULL, 0);
+			n++;
+			/* an episode is written when it ends, as the recorder does */
+			if (!err && e && e->first + e->nticks == k + 1 && !(e->flags & TCF_WAITF_GOES_ON))
+				err = wait_write(&ctx, e);
+			if (o.max_samples && (uint64_t)n >= o.max_samples)
+				goto out;
+		}
+	}
+	/* and those still going on when the chunk ends */
+	for (size_t e = 0; e < nep && !err; e++)
+		if (ep[e].flags & TCF_WAITF_GOES_ON)
+			err = wait_write(&ctx, &ep[e]);
 out:
 	if (stack_locs)
 		for (unsigned s = 0; s < o.stacks; s++)
@@ -178,5 +451,8 @@ out:
 	free(thread_ids);
 	free(last);
 	free(cdf);
+	free(cur);
+	free(end);
+	free(ep);
 	return err ? err : n;
 }

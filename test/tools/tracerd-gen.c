@@ -7,7 +7,10 @@
  *   --zipf S (1.1; smaller spreads samples over more stacks)
  *   --repeat P (0.6; chance a thread keeps its last stack)
  *   --max-samples N (per chunk) --unfinished (leave the last chunk as a
- *   killed writer does: a .part without trailer) */
+ *   killed writer does: a .part without trailer)
+ *   --waits N (0; >= 2: a wall recording in TCF 1.1, N wait episodes per
+ *   chunk of every kind, one going on into the next chunk, which then
+ *   follows its chunk without a gap; needs --threads >= 2) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,26 @@
 #include "../../chunkfmt/chunkfmt.h"
 #include "../../cli/cli.h"
 #include "synth.h"
+
+/* Chunk i of the recording: a new seed each; 100 s apart, or back to back
+ * when a wait goes on from one into the next. */
+static long long gen_chunk(struct chunk_writer *w, struct synth_opts *so, unsigned i)
+{
+	uint64_t start = 1000000000ull +
+			 (uint64_t)i * (so->waits ? synth_span_ns(so) : 100000000000ull);
+	long long n;
+
+	so->seed += 1;
+	so->chunk = i;
+	n = synth_write(w, so, start);
+	if (n == -EINVAL)
+		fprintf(stderr, "tracerd-gen: %u waits do not fit: give --threads >= 2 and "
+				"at least 4 ticks per wait and thread (--seconds, --hz)\n",
+			so->waits);
+	else if (n < 0)
+		fprintf(stderr, "tracerd-gen: %s\n", td_strerror((int)n));
+	return n;
+}
 
 int main(int argc, char **argv)
 {
@@ -37,6 +60,7 @@ int main(int argc, char **argv)
 		{ "unfinished", no_argument, NULL, 'u' },
 		{ "zipf", required_argument, NULL, 'z' },
 		{ "repeat", required_argument, NULL, 'p' },
+		{ "waits", required_argument, NULL, 'w' },
 		{ 0 },
 	};
 	struct synth_opts so = { 0 };
@@ -87,6 +111,9 @@ int main(int argc, char **argv)
 		case 'p':
 			so.repeat = atof(optarg);
 			break;
+		case 'w':
+			so.waits = (unsigned)atoi(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: tracerd-gen (-o FILE | -r REPO) [options]\n");
 			return 1;
@@ -94,6 +121,10 @@ int main(int argc, char **argv)
 	}
 	if (!out == !repo) {
 		fprintf(stderr, "tracerd-gen: give -o FILE or -r REPO\n");
+		return 1;
+	}
+	if (so.waits == 1) {
+		fprintf(stderr, "tracerd-gen: --waits needs at least 2 (one goes on across chunks)\n");
 		return 1;
 	}
 	if (out) {
@@ -104,14 +135,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (unsigned i = 0; i < chunks; i++) {
-			struct chunk_writer_opts wo = { .fd = fd, .chunk_seq = i, .target_pid = 10000 };
+			struct chunk_writer_opts wo = { .fd = fd, .chunk_seq = i, .target_pid = 10000,
+				.minor = so.waits ? 1 : 0 };
 			struct chunk_writer *w;
 			long long n;
 
 			if (chunk_writer_open(&wo, &w) < 0)
 				return 1;
-			so.seed += 1;
-			n = synth_write(w, &so, 1000000000ull + (uint64_t)i * 100000000000ull);
+			n = gen_chunk(w, &so, i);
 			if (n < 0)
 				return 1;
 			total += n;
@@ -123,7 +154,7 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	} else {
-		struct repo_opts ro = { .target_pid = 10000 };
+		struct repo_opts ro = { .target_pid = 10000, .minor = so.waits ? 1 : 0 };
 		struct repo *r;
 		pid_t owner = 0;
 		int e = repo_open(repo, &ro, &r, &owner);
@@ -138,8 +169,7 @@ int main(int argc, char **argv)
 
 			if (!w)
 				return 1;
-			so.seed += 1;
-			n = synth_write(w, &so, 1000000000ull + (uint64_t)i * 100000000000ull);
+			n = gen_chunk(w, &so, i);
 			if (n < 0)
 				return 1;
 			total += n;

@@ -40,6 +40,7 @@ struct seen {
 	uint64_t last_time, values_sum;
 	uint64_t waits;
 	struct chunk_wait wait; /* the last one */
+	uint64_t first_wait_ns;	/* the first one's time */
 	uint32_t wait_depth, owner_depth;
 	char wait_what[64];
 };
@@ -97,6 +98,8 @@ static int v_event(void *arg, struct chunk_reader *r, const struct chunk_event *
 		x->end++;
 		break;
 	case CHUNK_EV_WAIT:
+		if (!x->waits)
+			x->first_wait_ns = e->wait->time_ns;
 		x->waits++;
 		x->wait = *e->wait;
 		x->wait_depth = chunk_reader_stack(r, e->wait->stack_id, locs, 128);
@@ -186,6 +189,45 @@ Test(chunkfmt, wait_episodes_round_trip)
 	cr_assert_eq(chunk_writer_open(&o, &w), 0);
 	cr_expect_eq(chunk_writer_wait(w, &cw), -EINVAL);
 	chunk_writer_free(w);
+	close(fd);
+}
+
+/* The first tick of a wait written in two chunks (going on from the
+ * first, begun before the second) decodes to the same time in both, as
+ * readers need to add the parts up, whatever times the blocks start at:
+ * every time decodes to itself rounded down to a tick. */
+Test(chunkfmt, an_instant_decodes_the_same_in_every_chunk)
+{
+	static const uint64_t first[2] = { 4000000777, 6000000456 };
+	struct chunk_wait cw = { .time_ns = 5000000123, .wait_ns = 20000000, .kind = TCF_WAIT_FD,
+		.object = 3 };
+	int fd = memfd();
+	struct seen x = { 0 };
+	struct chunk_report rep;
+	uint8_t *buf;
+	size_t len;
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct chunk_writer_opts o = { .fd = fd, .chunk_seq = i, .minor = 1 };
+		struct chunk_writer *w;
+		uint32_t th;
+
+		cr_assert_eq(chunk_writer_open(&o, &w), 0);
+		th = chunk_writer_thread(w, 77, 77, "t");
+		cr_assert_eq(chunk_writer_sample(w, first[i], th, TCF_STATE_ONCPU, 0, NULL, 0), 0);
+		cw.thread_id = th;
+		cw.flags = i ? TCF_WAITF_BEGAN_BEFORE : TCF_WAITF_GOES_ON;
+		cr_assert_eq(chunk_writer_wait(w, &cw), 0);
+		cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+		chunk_writer_free(w);
+	}
+	buf = slurp_fd(fd, &len);
+	cr_assert_eq(chunk_read_buffer(buf, len, &collect, &x, &rep), 0);
+	cr_assert_eq(x.waits, 2);
+	cr_expect_eq(x.first_wait_ns, 5000000000, "%llu", (unsigned long long)x.first_wait_ns);
+	cr_expect_eq(x.wait.time_ns, 5000000000, "%llu", (unsigned long long)x.wait.time_ns);
+	cr_expect_eq(x.last_time, 6000000000, "%llu", (unsigned long long)x.last_time);
+	free(buf);
 	close(fd);
 }
 
