@@ -39,7 +39,7 @@ load() {
 	--seconds 60 --hz 99 > /dev/null
 "$gen" -o "$dir/small.tcf" --stacks 10 --threads 1 --seconds 10 --hz 99 > /dev/null
 unique=$("$tracerd" report "$dir/big.tcf" -f folded | wc -l)
-samples=$("$tracerd" report "$dir/big.tcf" --limit 0 | sed -n '1s/ samples//p')
+samples=$("$tracerd" report "$dir/big.tcf" --limit 0 | sed -n 's/^\([0-9]*\) samples$/\1/p')
 
 t0=$(now)
 /usr/bin/time -f "%M" -o "$dir/gen.time" "$tracerd" report "$dir/big.tcf" -f html -o "$dir/big.html"
