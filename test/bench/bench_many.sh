@@ -153,8 +153,13 @@ END {
 			ach, asked[i], asked[i] ? ach / asked[i] : 0,
 			rss[i] / 1024, i == c ? "anchor" : sprintf("%7.2fx", rss[i] / rss[c]),
 			w[i] / 1e6, w[i] / anchor
-		printf "  %-12s start-up %s ms, then %s us per sample; %s samples lost (ring full)\n",
-			"", up[i], after[i], lost[i]
+		# start-up ends when the writer first finds both rings empty
+		if (after[i] + 0 > 0)
+			printf "  %-12s start-up %s ms, then %s us per sample; %s samples lost (ring full)\n",
+				"", up[i], after[i], lost[i]
+		else
+			printf "  %-12s start-up never ended (the writer never found its rings empty); %s samples lost (ring full)\n", "",
+				lost[i]
 	}
 	printf "  (alone: the two runs alone are the anchor of the mixed crowd, each\n"
 	printf "  shown against their mean; wall, idle: against the idle crowd alone)\n"

@@ -151,7 +151,7 @@ static int waits_plan(const struct synth_opts *o, uint64_t ticks, uint64_t start
 	struct synth_wait *ep;
 	size_t n = 0;
 
-	if (o->waits < 2 + carried || o->threads < 2 || q < 2)
+	if (o->waits < 2 || o->threads < 2 || q < 2)
 		return -EINVAL;
 	nreg = o->waits - 1 - carried;
 	/* each thread's slots at least 4 ticks long */
