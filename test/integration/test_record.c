@@ -1120,13 +1120,20 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 				/* wall mode: time waiting for a CPU whose place no
 				 * stack saw: no stack at all, not a cut one */
 				"[runnable: preempted where no sample saw it]" };
+			/* Known exception (issue 16): inside Go's signal handler
+			 * (async preemption), the frame below runtime.sigtramp is
+			 * the kernel's signal frame, entered through a return
+			 * trampoline that has no CFI: the stack stops there, cut,
+			 * and says so.  Rare (a sample in a handler). */
+			static const char sigtramp[] =
+				"[stack cut: no unwind info for pc in module];[unknown];runtime.sigtramp";
 			const char *nl = strchr(line, '\n');
-			bool ok = false;
+			bool ok = false, in_handler = !strncmp(line, sigtramp, strlen(sigtramp));
 
 			for (size_t k = 0; k < TD_ARRAY_SIZE(roots); k++)
 				ok |= !strncmp(line, roots[k], strlen(roots[k]));
-			cr_expect(ok && !memmem(line, nl ? (size_t)(nl - line) : strlen(line),
-						"[stack cut", 10),
+			cr_expect(in_handler || (ok && !memmem(line, nl ? (size_t)(nl - line) : strlen(line),
+								"[stack cut", 10)),
 				"%s mode: a Go stack did not reach its entry: %.*s", m ? "wall" : "cpu",
 				(int)(nl ? nl - line : (long)strlen(line)), line);
 			line = nl ? nl + 1 : line + strlen(line);
