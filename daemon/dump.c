@@ -183,7 +183,6 @@ static int add_frame(struct dump *d, const struct sym_frame *f)
 	return 0;
 }
 
-/* Unwind and symbolize every captured copy (the threads run again). */
 /* What a thread stopped in a system call waits for: the call and its
  * arguments are in its registers (orig_rax; rdi, rsi, rdx, r10, r8, r9),
  * the functions on its stack tell glibc's objects apart. */
@@ -201,9 +200,6 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 		NULL, out->state, funcs, n, &out->wait);
 }
 
-/* Deadlocks: cycles of threads each waiting for an object (a mutex, a
- * rwlock's writer, a join) that the next one holds.  Marks each cycle's
- * threads with its number. */
 static int cmp_thread_tid(const void *key, const void *elem)
 {
 	pid_t a = *(const pid_t *)key, b = ((const struct dump_thread *)elem)->tid;
@@ -227,6 +223,9 @@ static long owner_index(const struct dump_result *r, unsigned i)
 	return o ? o - r->threads : -1;
 }
 
+/* Deadlocks: cycles of threads each waiting for an object (a mutex, a
+ * rwlock's writer, a join) that the next one holds.  Marks each cycle's
+ * threads with its number. */
 static void find_deadlocks(struct dump_result *r)
 {
 	unsigned *seen = calloc(r->nthreads ? r->nthreads : 1, sizeof(*seen));
@@ -258,6 +257,7 @@ static void find_deadlocks(struct dump_result *r)
 	free(seen);
 }
 
+/* Unwind and symbolize every captured copy (the threads run again). */
 static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 {
 	struct sym_unwound *u = malloc(sizeof(*u));

@@ -295,6 +295,14 @@ static void session_drop(struct writer *w, pid_t pid)
 	td_map_clear(&w->locs); /* addresses mean something else now */
 }
 
+/* Thread t (chunk id id) is named name since now: a rename. */
+static void renamed(struct writer *w, uint32_t id, struct tname *t, const char *name,
+	uint64_t now)
+{
+	chunk_writer_thread_event(w->cw, now, id, TCF_THREAD_RENAME, chunk_writer_string(w->cw, name));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+}
+
 /* The chunk's id of thread tid, named name (NULL: read it from /proc now;
  * a name that differs from the one known is recorded as a rename). */
 static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const char *name)
@@ -305,11 +313,8 @@ static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const ch
 	if (id) {
 		struct tname *t = id < w->capnames ? &w->names[id] : NULL;
 
-		if (name && t && t->tid == tid && strncmp(t->name, name, sizeof(t->name) - 1)) {
-			chunk_writer_thread_event(w->cw, td_now_ns(), id, TCF_THREAD_RENAME,
-				chunk_writer_string(w->cw, name));
-			snprintf(t->name, sizeof(t->name), "%s", name);
-		}
+		if (name && t && t->tid == tid && strncmp(t->name, name, sizeof(t->name) - 1))
+			renamed(w, id, t, name, td_now_ns());
 		return id;
 	}
 	if (name)
@@ -361,11 +366,8 @@ static void check_renames(struct writer *w, uint64_t now)
 		t = &w->names[i];
 		if (!t->tid || td_task_info_read(t->pid, t->tid, &info) < 0)
 			continue;
-		if (strcmp(info.name, t->name)) {
-			chunk_writer_thread_event(w->cw, now, (uint32_t)i, TCF_THREAD_RENAME,
-				chunk_writer_string(w->cw, info.name));
-			memcpy(t->name, info.name, sizeof(t->name));
-		}
+		if (strcmp(info.name, t->name))
+			renamed(w, (uint32_t)i, t, info.name, now);
 		if (k + 1 >= w->nnames - 1)
 			break;
 	}
