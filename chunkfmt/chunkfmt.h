@@ -109,7 +109,31 @@ enum tcf_state { /* 3 bits in a sample row */
 };
 
 enum tcf_thread_event { TCF_THREAD_START = 0, TCF_THREAD_EXIT = 1, TCF_THREAD_RENAME = 2 };
-enum tcf_process_event { TCF_PROC_EXEC = 0, TCF_PROC_EXIT = 1, TCF_PROC_CRASH = 2 };
+/* PROCESS_EVENT kinds.  Readers ignore a kind they do not know (every
+ * tracerd reader has, since 1.0): new kinds need no new minor.  Never
+ * renumber.
+ *   EXEC, EXIT (status: exit code or -1; signo: the killing signal), CRASH
+ *   (signo, fault_addr, the crashing thread and its stack; at the fatal
+ *   signal's delivery, before the process dies of it);
+ *   DEATH_STACK: one per thread of a dying process, the stack it had when
+ *   the process died (at the fatal signal, or at the exit stop of a
+ *   SIGKILL): signo the fatal signal, status TCF_DEATH_* flags, fault_addr
+ *   the faulting thread's (else 0), stack_id 0 if it could not be taken;
+ *   OOM_KILL: the kernel's OOM killer killed pid (SIGKILL and the oom_kill
+ *   count of its cgroup's memory.events rose): signo SIGKILL, the event's
+ *   count (the fault_addr field on disk) that oom_kill count, 0 unknown. */
+enum tcf_process_event {
+	TCF_PROC_EXEC = 0,
+	TCF_PROC_EXIT = 1,
+	TCF_PROC_CRASH = 2,
+	TCF_PROC_DEATH_STACK = 3,
+	TCF_PROC_OOM_KILL = 4,
+};
+/* DEATH_STACK status bits; readers ignore bits they do not know. */
+enum {
+	TCF_DEATH_FAULTING = 1u << 0, /* the thread the fatal signal was for (the
+				       * crashing thread); none for SIGKILL */
+};
 enum tcf_lost_reason {
 	TCF_LOST_RING_FULL = 0,
 	TCF_LOST_UNWIND_FAILED = 1,
@@ -196,6 +220,15 @@ int chunk_writer_thread_event(struct chunk_writer *w, uint64_t time_ns, uint32_t
 int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
 	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
 	uint32_t thread_id, uint32_t stack_id);
+/* A thread's stack at its process's death (TCF_PROC_DEATH_STACK): one
+ * call per thread, the crashing thread with TCF_DEATH_FAULTING and its
+ * fault address.  stack_id must be of this chunk (0: not taken). */
+int chunk_writer_death_stack(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	int32_t signo, uint32_t thread_id, uint32_t stack_id, uint32_t flags, uint64_t fault_addr);
+/* The OOM killer killed pid (TCF_PROC_OOM_KILL); oom_kills: its cgroup's
+ * memory.events oom_kill count after the kill (0: not read). */
+int chunk_writer_oom_kill(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	uint64_t oom_kills);
 int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason);
 /* A WAITS record of one episode (a chunk opened with minor >= 1). */
 int chunk_writer_wait(struct chunk_writer *w, const struct chunk_wait *e);
@@ -252,6 +285,9 @@ enum chunk_event_kind {
 	CHUNK_EV_WAIT, /* wait: the episode (what: a string id of the chunk) */
 };
 
+/* PROCESS: status, signo, fault_addr, thread_id, stack_id as the kind
+ * uses them (enum tcf_process_event); OOM_KILL's oom_kill count in count.
+ * Ids are the chunk's (0: none). */
 struct chunk_event {
 	enum chunk_event_kind type;
 	unsigned kind;
