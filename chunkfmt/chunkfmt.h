@@ -405,6 +405,7 @@ struct tcf_dir_entry {
 	uint64_t seq;	 /* from the header; from the name if unreadable */
 	uint64_t size;
 	int64_t mtime;	 /* seconds */
+	uint64_t mtime_ns; /* the same, in ns since the epoch (0 before it) */
 	bool part;	 /* .part: unfinished (active, or its writer died) */
 	bool header_ok;
 };
@@ -459,7 +460,9 @@ void tcf_header_set_flags(uint8_t *header, uint32_t flags);
  *
  * A directory of chunks: LOCK (flock()ed by the one writer, holding its
  * pid), c<seq>-<UTC>.tcf finished chunks, at most one active
- * c<seq>-<UTC>.tcf.part.  States of the active chunk:
+ * c<seq>-<UTC>.tcf.part; beside them, never counted or deleted as
+ * chunks, snapshots/ and emergency-<pid>-<UTC>.tcf dumps.  States of the
+ * active chunk:
  *
  *   (none) --repo_writer(): open .part O_EXCL, header, fdatasync, fsync dir
  *          --> ACTIVE
@@ -529,5 +532,23 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
  * in ret_path. */
 int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes);
+/* The emergency dump of pid's death, on the writer's thread once the death
+ * records are written and the chunk rotated: REPO/emergency-PID-UTC.tcf
+ * (0640; -1, -2, ... when that name is taken: never replaces a file),
+ * relative to the repository's descriptor, no link followed.  It holds
+ * the chunks of r that overlap [since_ns, now] (CLOCK_REALTIME ns: last
+ * written at or after since_ns; 0: all), and always the newest one, in
+ * sequence order: finished ones whole, an unfinished one repaired as
+ * snapshot does (an active chunk is flushed first); every header copy
+ * has TCF_HDR_EMERGENCY set and target_pid = pid (CRC renewed), so that a
+ * reader knows whose death it is.  It appears only when complete
+ * (a .tmp file, fsync, rename, directory fsync).  Not a chunk of the
+ * repository: listings (tcf_dir_scan, tracerd report REPO) and retention
+ * pass it by, it never counts against max_size and is never deleted.
+ * Fixed memory (a table of entries and a 1 MiB copy buffer, allocated up
+ * front; a 64 KiB buffer if that fails), whatever the number of chunks.
+ * Its path (for people) in ret_path; -ENODATA: no chunks. */
+int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_path,
+	size_t path_len, unsigned *ret_chunks, uint64_t *ret_bytes);
 
 #endif
