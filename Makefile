@@ -72,7 +72,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
 	$(FX)/fx_many
 
-MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
+MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
 .PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
 all: $(TRACERD)
