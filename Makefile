@@ -48,7 +48,7 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
-	daemon/waits.c daemon/writer.c \
+	daemon/svcconf.c daemon/waits.c daemon/writer.c \
 	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
@@ -72,7 +72,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
 	$(FX)/fx_many
 
-MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1
+MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
 .PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
 all: $(TRACERD)

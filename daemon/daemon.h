@@ -255,4 +255,109 @@ static inline const char *dump_string(const struct dump_result *r, uint32_t off)
 }
 /* ==== end of tracerd dump ================================================= */
 
+/* ==== the service's configuration (daemon/svcconf.c), tracerd.conf(5) ====
+ * tracerd service reads which processes to record from a file shaped like
+ * a systemd unit file: a [Service] section and [Target NAME] sections.
+ * The parser validates everything up front (a reload is all or nothing);
+ * the matcher says which rule, if any, a process falls under. */
+#include <regex.h>
+
+#define SVC_MAX_RULES 64
+
+struct svc_rule {	   /* one [Target NAME] section */
+	char name[64];	   /* NAME: [A-Za-z0-9_.-]{1,63}, not "." or "..": the
+			    * repository's directory under Directory= */
+	char *comm, *exe;  /* Comm=, Exe=: fnmatch(3) globs; NULL: any */
+	char *cmdline;	   /* Cmdline=: POSIX extended regex source (regcomp
+			    * REG_EXTENDED|REG_NOSUB), NULL: any */
+	regex_t cmdline_re; /* compiled when cmdline != NULL */
+	char *unit;	   /* Unit=: glob on a systemd unit name, NULL: any */
+	unsigned hz;	   /* Frequency=, default 99, 1..10000 */
+	enum rec_mode mode; /* Mode=cpu|wall, default REC_MODE_CPU */
+	unsigned line;	   /* line of the section header (for messages) */
+};
+
+/* owns: every string, the rules and their compiled regexes (rules is an
+ * array of SVC_MAX_RULES that never moves: a regex_t is not moved) */
+struct svc_config {
+	char *path;		      /* the file (load), or the name given (parse) */
+	char *directory;	      /* Directory=, default /var/lib/tracerd; absolute,
+				       * no trailing slash (except "/") */
+	uint64_t max_size;	      /* MaxSize=, per rule repository, default 1 GiB,
+				       * 1 MiB..1 PiB */
+	uint64_t max_age_ns;	      /* MaxAge=, default 24 h, 1 min..365 d */
+	double cpu_budget;	      /* CPUBudget=, in CPUs ("5%" -> 0.05), default
+				       * 0.05, 0.001..100; 0: no budget */
+	uint64_t scan_interval_ns;    /* ScanInterval=, default 2 s, 100 ms..10 s */
+	uint64_t emergency_window_ns; /* EmergencyWindow=, how far back an
+				       * emergency dump reaches, default 30 min,
+				       * 1 s..365 d */
+	struct svc_rule *rules;
+	unsigned nrules; /* a config with no rule is valid (the service follows nothing) */
+};
+
+/* Where and why a configuration was refused.  file: the path (or name);
+ * line: 1-based, 0 for the file as a whole; text: the offending line,
+ * trimmed, control characters as '?', cut to fit; reason: what is wrong
+ * and what to do. */
+struct svc_config_error {
+	char file[256];
+	unsigned line;
+	char text[128];
+	char reason[200];
+};
+
+/* Load and validate path.  The file must be a regular file of at most
+ * 1 MiB, owned by root or the effective user and writable by nobody else
+ * (-TD_E_NOTREG, -EFBIG, -TD_E_NOTOWNER, -TD_E_UNSAFE).  A missing file
+ * is -ENOENT.  On failure *ret_err (if not NULL) says where and why, and
+ * the return is -errno, -TD_E_* or -EINVAL (the text is wrong). */
+int svc_config_load(const char *path, struct svc_config **ret_config,
+	struct svc_config_error *ret_err);
+/* The same for text (len bytes, need not end in NUL) read from name. */
+int svc_config_parse(const char *name, const char *text, size_t len,
+	struct svc_config **ret_config, struct svc_config_error *ret_err);
+void svc_config_free(struct svc_config *c); /* NULL-safe */
+/* Does rule b record exactly as rule a does (same name, hz, mode)?  Then
+ * a reload keeps a's recording. */
+bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b);
+
+/* What a process looks like to the rules (read from /proc). */
+enum { SVC_NEED_COMM = 1, SVC_NEED_EXE = 2, SVC_NEED_CMDLINE = 4, SVC_NEED_UNIT = 8 };
+struct svc_proc {
+	pid_t pid;
+	uint64_t start_time; /* field 22 of stat, as struct td_proc_id has it */
+	bool kernel;	     /* a kernel thread (PF_KTHREAD in stat's flags): never matches */
+	char comm[16];	     /* from stat: always filled */
+	char exe[4096];	     /* readlink of exe, "" if unreadable; a " (deleted)"
+			      * suffix stripped */
+	char cmdline[4096];  /* argv joined by single spaces, truncated */
+	char cgroup[1024];   /* the path on the "0::" line of cgroup (without one:
+			      * the name=systemd line's, for cgroup v1), "" if
+			      * none or longer */
+};
+/* Which fields the rules of c look at (SVC_NEED_*). */
+unsigned svc_config_needs(const struct svc_config *c);
+/* Read pid from the proc filesystem mounted at proc_root ("/proc"
+ * normally; tests pass a fake tree).  Only the fields in need are read
+ * (the others are ""); pid, start_time, kernel and comm always come from
+ * stat.  Every file is read through one open /proc/PID directory, so all
+ * fields are of one process even if the PID is reused meanwhile.  Returns
+ * 0, -ESRCH if it is gone, -TD_E_CORRUPT for a stat it cannot parse, or
+ * -errno. */
+int svc_proc_read(const char *proc_root, pid_t pid, unsigned need, struct svc_proc *ret_proc);
+/* The index of the first rule every given key of which matches p (keys of
+ * a rule are ANDed; a rule with no key is rejected by the parser), -1 if
+ * none.  Kernel threads never match, and a key never matches an empty
+ * field (unreadable exe, empty cmdline, no cgroup path, or a field not
+ * read: read with svc_config_needs(c)). */
+int svc_config_match(const struct svc_config *c, const struct svc_proc *p);
+/* Does the unit glob match the cgroup path?  True if any path component
+ * that is not a slice (does not end in ".slice") matches, so
+ * "ledger.service" matches "/system.slice/ledger.service" and
+ * "/system.slice/ledger.service/worker", and "app.service" matches
+ * "/user.slice/user-1000.slice/user@1000.service/app.slice/app.service". */
+bool svc_unit_match(const char *glob, const char *cgroup_path);
+/* ==== end of the service's configuration ================================== */
+
 #endif
