@@ -50,6 +50,14 @@ struct rec_config {
 	uint32_t max_window;  /* --stack-bytes */
 	uint32_t first_window;
 	const char *debuginfo_dir;
+	/* A service's recording (tracerd service, daemon/service.c): it may
+	 * start with no target, takes processes one at a time with
+	 * rec_attach, runs on when every one has exited, handles no signal
+	 * (its caller does), takes every thread's stack when a process dies
+	 * of a signal, and after a fatal one (a crash, SIGKILL) writes
+	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
+	bool follow;
+	uint64_t emergency_window_ns;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;
@@ -86,13 +94,22 @@ struct rec_failure {
  * running; returns -errno / -TD_E_* and fills *ret_fail. */
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail);
 
-/* Something the writer did on request that a person wants to hear of. */
+/* Something the recorder did that its caller wants to hear of. */
 struct rec_notice {
-	enum { REC_NOTICE_SNAPSHOT } kind;
+	enum {
+		REC_NOTICE_SNAPSHOT,  /* a snapshot was written (or failed) */
+		REC_NOTICE_ATTACH,    /* follow: the answer to rec_attach */
+		REC_NOTICE_EXIT,      /* follow: a process attached has exited */
+		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
+	} kind;
 	int err;	      /* 0, or why it failed */
-	char path[4200];      /* SNAPSHOT: the file */
-	unsigned chunks;      /* SNAPSHOT */
-	uint64_t bytes;	      /* SNAPSHOT */
+	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
+	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
+	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY: the process */
+	unsigned threads;     /* ATTACH: its threads attached */
+	int status;	      /* EXIT, EMERGENCY: its wait status */
+	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
 };
 
 /* What the control loop calls back on the caller's thread; either may be
@@ -108,6 +125,51 @@ struct rec_hooks {
 void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg);
 
 void rec_stats(const struct recorder *r, struct rec_stats *ret_stats);
+
+/* ---- a service's recording (cfg.follow), driven by the caller's loop
+ * instead of rec_run.  Ask the sampler to attach pid; its answer comes as
+ * a REC_NOTICE_ATTACH notice.  Returns 0, or -EAGAIN while REC_MAX_ASKED
+ * requests wait for their answers. */
+#define REC_MAX_ASKED 32
+int rec_attach(struct recorder *r, pid_t pid);
+/* Readable when notices wait: poll it, then call rec_poll. */
+int rec_fd(const struct recorder *r);
+/* Hand the waiting notices to hooks->notice.  Returns false once the
+ * recording has ended by itself (an I/O error: rec_stats says which). */
+bool rec_poll(struct recorder *r, const struct rec_hooks *hooks, void *arg);
+/* When (td_now_ns) the sampler last went round its loop, which it does at
+ * least every 10 ms while it is not stuck: a watchdog's evidence. */
+uint64_t rec_heartbeat(const struct recorder *r);
+
+/* ==== tracerd service (daemon/service.c) ===================================
+ * Follows the processes that the rules of a config (tracerd.conf(5)) name
+ * and records each rule's into DIRECTORY/NAME/, a rule per worker
+ * process.  It says what happens through hooks: the front end puts the
+ * messages in the journal and tells the service manager the states. */
+struct svc_hooks {
+	/* priority: LOG_ERR ... LOG_DEBUG (<syslog.h>) */
+	void (*log)(void *arg, int priority, const char *msg);
+	/* "READY=1", "RELOADING=1", "STOPPING=1", "WATCHDOG=1", "STATUS=..." */
+	void (*notify)(void *arg, const char *state);
+};
+
+struct svc_options {
+	const char *config_path;
+	/* The service manager's watchdog interval (0: none).  WATCHDOG=1 goes
+	 * out every quarter of it while every worker's sampler turns; a
+	 * sampler stuck for half of it stops them, and the manager restarts
+	 * the service. */
+	uint64_t watchdog_ns;
+	const char *proc_root; /* NULL: /proc */
+};
+
+struct svc_config_error;
+/* Run until SIGTERM or SIGINT (SIGHUP reloads the config).  Returns 0
+ * after an orderly stop: every worker has detached and finished its
+ * chunk.  At start: -EINVAL (or the loader's error) with *ret_err filled
+ * for a config it refuses, other -errno / -TD_E_* after saying why. */
+int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *arg,
+	struct svc_config_error *ret_err);
 
 /* Stop sampling, detach from every target (they keep running), finish the
  * chunk and free.  NULL-safe. */
