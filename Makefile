@@ -48,8 +48,9 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
-	daemon/svcconf.c daemon/waits.c daemon/writer.c \
-	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
+	daemon/follow.c daemon/service.c daemon/svcconf.c daemon/waits.c daemon/worker.c \
+	daemon/writer.c \
+	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/service.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
