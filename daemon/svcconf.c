@@ -730,16 +730,15 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 {
 	struct parser p = { .name = name ? name : "-", .err = ret_err };
 	struct svc_config *c;
-	char *buf;
+	char buf[SVC_LINE_MAX + 1];
 	size_t off = 0;
 	int r;
 
 	if (len > SVC_FILE_MAX)
 		return svc_error(ret_err, p.name, 0, "", -EFBIG,
 			"the file is larger than 1 MiB; a configuration is a few lines");
-	buf = td_malloc(SVC_LINE_MAX + 1);
 	c = td_calloc(1, sizeof(*c));
-	if (!buf || !c)
+	if (!c)
 		goto out_nomem;
 	p.c = c;
 	/* rules never move once made: regcomp's regex_t may not be copied */
@@ -763,8 +762,8 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 		p.line++;
 		off += n + (nl != NULL);
 		if (n > SVC_LINE_MAX) {
-			memcpy(buf, start, 120);
-			buf[120] = '\0';
+			memcpy(buf, start, sizeof(p.text));
+			buf[sizeof(p.text)] = '\0'; /* shown cut, with "..." */
 			svc_text_set(p.text, sizeof(p.text), buf);
 			r = fail(&p, "the line is longer than %u bytes; shorten it", SVC_LINE_MAX);
 			goto out_free;
@@ -783,14 +782,12 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 	r = end_section(&p);
 	if (r < 0)
 		goto out_free;
-	free(buf);
 	*ret_config = c;
 	return 0;
 
 out_nomem:
 	r = fail_nomem(&p);
 out_free:
-	free(buf);
 	svc_config_free(c);
 	return r;
 }
