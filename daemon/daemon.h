@@ -348,8 +348,6 @@ struct svc_config {
 	uint64_t max_size;	      /* MaxSize=, per rule repository, default 1 GiB,
 				       * 1 MiB..1 PiB */
 	uint64_t max_age_ns;	      /* MaxAge=, default 24 h, 1 min..365 d */
-	double cpu_budget;	      /* CPUBudget=, in CPUs ("5%" -> 0.05), default
-				       * 0.05, 0.001..100; 0: no budget */
 	uint64_t scan_interval_ns;    /* ScanInterval=, default 2 s, 100 ms..10 s */
 	uint64_t emergency_window_ns; /* EmergencyWindow=, how far back an
 				       * emergency dump reaches, default 30 min,

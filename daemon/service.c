@@ -145,7 +145,10 @@ static int worker_start(struct service *sv, unsigned i)
 	if (pid == 0) {
 		char title[16];
 		struct worker_config wc = { .repo = w->repo, .hz = w->hz, .mode = w->mode,
-			.ropts = { .max_size = sv->cfg->max_size, .max_age_ns = sv->cfg->max_age_ns },
+			/* a chunk of at most a quarter of MaxSize: the repository
+			 * keeps at least two */
+			.ropts = { .max_size = sv->cfg->max_size, .max_age_ns = sv->cfg->max_age_ns,
+				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4) },
 			.emergency_window_ns = sv->cfg->emergency_window_ns };
 
 		/* the other workers' sockets and the service's signals are

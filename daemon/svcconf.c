@@ -372,43 +372,6 @@ static int set_emergency_window(struct parser *p, const char *key, char *v)
 		&p->c->emergency_window_ns);
 }
 
-/* "5%", "0.5%", "250%"; "0", "0%" and "infinity": no budget.  Parsed as
- * thousandths of a percent, so that no float or locale is involved. */
-static int set_cpu_budget(struct parser *p, const char *key, char *v)
-{
-	uint64_t milli = 0;
-	unsigned digits = 0, fdigits = 0;
-	const char *s = v;
-
-	if (!strcmp(v, "infinity") || !strcmp(v, "0")) {
-		p->c->cpu_budget = 0;
-		return 0;
-	}
-	for (; is_digit(*s) && digits < 6; s++, digits++)
-		milli = milli * 10 + (uint64_t)(*s - '0');
-	milli *= 1000;
-	if (digits && *s == '.')
-		for (s++; is_digit(*s) && fdigits < 3; s++, fdigits++) {
-			uint64_t place = fdigits == 0 ? 100 : fdigits == 1 ? 10 : 1;
-
-			milli += place * (uint64_t)(*s - '0');
-		}
-	if (!digits || s[0] != '%' || s[1] || (s[-1] == '.'))
-		return fail(p, "%s= must be a percentage of one CPU such as 5%% or 0.5%% (up to "
-			       "three decimals), or infinity for no budget",
-			key);
-	if (milli == 0) {
-		p->c->cpu_budget = 0;
-		return 0;
-	}
-	if (milli < 100 || milli > 10000000)
-		return fail(p, "%s= must be from 0.1%% to 10000%% (100%% is one whole CPU), or "
-			       "infinity for no budget",
-			key);
-	p->c->cpu_budget = (double)milli / 100000.0;
-	return 0;
-}
-
 /* ---- [Target NAME] keys */
 
 static struct svc_rule *cur_rule(struct parser *p)
@@ -515,7 +478,6 @@ static const struct svc_key svc_keys[] = {
 	{ "Directory", SEC_SERVICE, set_directory },
 	{ "MaxSize", SEC_SERVICE, set_max_size },
 	{ "MaxAge", SEC_SERVICE, set_max_age },
-	{ "CPUBudget", SEC_SERVICE, set_cpu_budget },
 	{ "ScanInterval", SEC_SERVICE, set_scan_interval },
 	{ "EmergencyWindow", SEC_SERVICE, set_emergency_window },
 	{ "Comm", SEC_TARGET, set_comm },
@@ -749,7 +711,6 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 		goto out_nomem;
 	c->max_size = 1ull << 30;
 	c->max_age_ns = 86400 * NS_PER_SEC;
-	c->cpu_budget = 0.05;
 	c->scan_interval_ns = 2 * NS_PER_SEC;
 	c->emergency_window_ns = 1800 * NS_PER_SEC;
 

@@ -123,7 +123,6 @@ Test(svcconf, defaults)
 		cr_expect_str_eq(c->directory, "/var/lib/tracerd");
 		cr_expect_eq(c->max_size, 1ull << 30);
 		cr_expect_eq(c->max_age_ns, 86400 * NS);
-		cr_expect_float_eq(c->cpu_budget, 0.05, 1e-12);
 		cr_expect_eq(c->scan_interval_ns, 2 * NS);
 		cr_expect_eq(c->emergency_window_ns, 1800 * NS);
 		cr_expect_eq(c->nrules, 0, "no rule: the service follows nothing");
@@ -139,7 +138,6 @@ Test(svcconf, every_key)
 					"Directory=/srv/profiles\n"
 					"MaxSize=512M\n"
 					"MaxAge=7d\n"
-					"CPUBudget=2.5%\n"
 					"ScanInterval=500ms\n"
 					"EmergencyWindow=10min\n"
 					"\n"
@@ -158,7 +156,6 @@ Test(svcconf, every_key)
 	cr_expect_str_eq(c->directory, "/srv/profiles");
 	cr_expect_eq(c->max_size, 512ull << 20);
 	cr_expect_eq(c->max_age_ns, 7 * 86400 * NS);
-	cr_expect_float_eq(c->cpu_budget, 0.025, 1e-12);
 	cr_expect_eq(c->scan_interval_ns, NS / 2);
 	cr_expect_eq(c->emergency_window_ns, 600 * NS);
 	cr_assert_eq(c->nrules, 2);
@@ -170,7 +167,7 @@ Test(svcconf, every_key)
 	cr_expect_null(r->cmdline);
 	cr_expect_eq(r->hz, 199);
 	cr_expect_eq(r->mode, REC_MODE_WALL);
-	cr_expect_eq(r->line, 9);
+	cr_expect_eq(r->line, 8);
 	r = &c->rules[1];
 	cr_expect_str_eq(r->name, "py-web.1");
 	cr_expect_str_eq(r->comm, "python3*");
@@ -179,7 +176,7 @@ Test(svcconf, every_key)
 	cr_expect_str_eq(r->unit, "web@*.service");
 	cr_expect_eq(r->hz, 99, "default");
 	cr_expect_eq(r->mode, REC_MODE_CPU, "default");
-	cr_expect_eq(r->line, 14);
+	cr_expect_eq(r->line, 13);
 	cr_expect_eq(svc_config_needs(c),
 		SVC_NEED_COMM | SVC_NEED_EXE | SVC_NEED_CMDLINE | SVC_NEED_UNIT);
 	svc_config_free(c);
@@ -274,40 +271,6 @@ Test(svcconf, durations)
 	}
 	for (size_t i = 0; i < TD_ARRAY_SIZE(bad); i++)
 		service_bad(bad[i].key, bad[i].s, bad[i].range);
-}
-
-Test(svcconf, cpu_budget)
-{
-	static const struct {
-		const char *s;
-		double v;
-	} good[] = {
-		{ "5%", 0.05 },
-		{ "0.5%", 0.005 },
-		{ "0.1%", 0.001 },
-		{ "100%", 1.0 },
-		{ "250%", 2.5 },
-		{ "10000%", 100.0 },
-		{ "12.345%", 0.12345 },
-		{ "0", 0 },
-		{ "0%", 0 },
-		{ "infinity", 0 },
-	};
-	static const char *const bad[] = { "5", "0.05", "5 %", "%", "5.%", "5.1234%", "-5%",
-		"five%", "Infinity", "5%%" };
-	static const char *const out_of_range[] = { "0.09%", "10000.001%", "20000%" };
-
-	for (size_t i = 0; i < TD_ARRAY_SIZE(good); i++) {
-		struct svc_config *c = service_ok("CPUBudget", good[i].s);
-
-		cr_expect_float_eq(c->cpu_budget, good[i].v, 1e-12, "%s: %g", good[i].s,
-			c->cpu_budget);
-		svc_config_free(c);
-	}
-	for (size_t i = 0; i < TD_ARRAY_SIZE(bad); i++)
-		service_bad("CPUBudget", bad[i], "percentage of one CPU");
-	for (size_t i = 0; i < TD_ARRAY_SIZE(out_of_range); i++)
-		service_bad("CPUBudget", out_of_range[i], "0.1% to 10000%");
 }
 
 Test(svcconf, directory)
@@ -449,7 +412,7 @@ Test(svcconf, structure_errors)
 Test(svcconf, unknown_keys_name_the_valid_ones)
 {
 	parse_bad_at("[Service]\nFrob=1\n", 2, "Frob=1",
-		"Directory, MaxSize, MaxAge, CPUBudget, ScanInterval, EmergencyWindow");
+		"Directory, MaxSize, MaxAge, ScanInterval, EmergencyWindow");
 	parse_bad_at("[Target t]\nComm=x\nFrob=1\n", 3, "Frob=1",
 		"Comm, Exe, Cmdline, Unit, Frequency, Mode");
 	parse_bad_at("[Service]\nComm=x\n", 2, NULL, "belongs in [Target NAME]");
@@ -1110,7 +1073,6 @@ Test(svcconf, installed_example_follows_nothing_until_edited)
 	cr_expect_str_eq(c->directory, def->directory, "the values shown are the defaults");
 	cr_expect_eq(c->max_size, def->max_size);
 	cr_expect_eq(c->max_age_ns, def->max_age_ns);
-	cr_expect_float_eq(c->cpu_budget, def->cpu_budget, 1e-12);
 	cr_expect_eq(c->scan_interval_ns, def->scan_interval_ns);
 	cr_expect_eq(c->emergency_window_ns, def->emergency_window_ns);
 	svc_config_free(c);
