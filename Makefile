@@ -54,8 +54,9 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/session.c symbolize/demangle.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
-	daemon/waits.c daemon/writer.c \
-	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/snapshot.c cli/verify.c
+	daemon/follow.c daemon/service.c daemon/svcconf.c daemon/waits.c daemon/worker.c \
+	daemon/writer.c \
+	cli/cli.c cli/dump.c cli/record.c cli/report.c cli/service.c cli/snapshot.c cli/verify.c
 MAIN_SRC := cli/main.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/obj/%.o)
@@ -78,8 +79,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
 	$(FX)/fx_many $(FX)/fx_svc
 
-# tracerd.conf.5 comes from another branch: optional until it is merged.
-MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 $(wildcard man/tracerd.conf.5)
+MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
 .PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
 all: $(TRACERD)
@@ -270,7 +270,7 @@ install: $(TRACERD)
 	install -m 0644 man/tracerd.8 $(DESTDIR)$(MANDIR)/man8/tracerd.8
 	install -m 0644 man/tracerd-chunk.5 $(DESTDIR)$(MANDIR)/man5/tracerd-chunk.5
 	install -m 0644 man/tracerd-report.1 $(DESTDIR)$(MANDIR)/man1/tracerd-report.1
-	$(if $(wildcard man/tracerd.conf.5),install -m 0644 man/tracerd.conf.5 $(DESTDIR)$(MANDIR)/man5/tracerd.conf.5)
+	install -m 0644 man/tracerd.conf.5 $(DESTDIR)$(MANDIR)/man5/tracerd.conf.5
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/tracerd.service.in > $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	mv -f $(DESTDIR)$(UNITDIR)/tracerd.service.tmp $(DESTDIR)$(UNITDIR)/tracerd.service

@@ -5,6 +5,7 @@
 #define TD_CHUNKFMT_INTERNAL_H
 
 #include <string.h>
+#include <time.h>
 
 #include "chunkfmt.h"
 #include "../common/buf.h"
@@ -16,11 +17,28 @@ static const uint8_t tcf_end_magic[8] = { 0x89, 'T', 'C', 'E', '\r', '\n', 0x1a,
  * on kernels without openat2(2). */
 extern bool tcf_repo_no_openat2;
 
+/* Which chunks tcf_snapshot_fd copies, and how it marks their headers. */
+struct tcf_snap_opts {
+	uint64_t since_real_ns; /* last written (mtime) at or after this
+				 * CLOCK_REALTIME ns; 0: every chunk */
+	bool keep_newest;	/* and the newest chunk, whatever its mtime */
+	uint32_t set_flags;	/* TCF_HDR_* set in every header copy */
+	uint32_t target_pid;	/* non-zero: every header copy's target_pid */
+};
+
 /* Write the chunks of the repository open as repo_dirfd into out_fd (the
- * work of repo_snapshot; both borrowed), then fsync out_fd.  -ENODATA: no
- * chunks. */
-int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret_chunks,
-	unsigned *ret_repaired, uint64_t *ret_bytes);
+ * work of repo_snapshot and repo_emergency_into; both borrowed), then
+ * fsync out_fd.  -ENODATA: no chunks. */
+int tcf_snapshot_fd(int repo_dirfd, int out_fd, const struct tcf_snap_opts *o,
+	unsigned *ret_chunks, unsigned *ret_repaired, uint64_t *ret_bytes);
+
+static inline uint64_t tcf_real_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* block flags */
 enum { TCF_BLK_HAS_DEFS = 1u << 4, TCF_BLK_FINAL = 1u << 5, TCF_BLK_INDEX = 1u << 6 };

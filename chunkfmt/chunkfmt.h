@@ -109,7 +109,31 @@ enum tcf_state { /* 3 bits in a sample row */
 };
 
 enum tcf_thread_event { TCF_THREAD_START = 0, TCF_THREAD_EXIT = 1, TCF_THREAD_RENAME = 2 };
-enum tcf_process_event { TCF_PROC_EXEC = 0, TCF_PROC_EXIT = 1, TCF_PROC_CRASH = 2 };
+/* PROCESS_EVENT kinds.  Readers ignore a kind they do not know (every
+ * tracerd reader has, since 1.0): new kinds need no new minor.  Never
+ * renumber.
+ *   EXEC, EXIT (status: exit code or -1; signo: the killing signal), CRASH
+ *   (signo, fault_addr, the crashing thread and its stack; at the fatal
+ *   signal's delivery, before the process dies of it);
+ *   DEATH_STACK: one per thread of a dying process, the stack it had when
+ *   the process died (at the fatal signal, or at the exit stop of a
+ *   SIGKILL): signo the fatal signal, status TCF_DEATH_* flags, fault_addr
+ *   the faulting thread's (else 0), stack_id 0 if it could not be taken;
+ *   OOM_KILL: the kernel's OOM killer killed pid (SIGKILL and the oom_kill
+ *   count of its cgroup's memory.events rose): signo SIGKILL, the event's
+ *   count (the fault_addr field on disk) that oom_kill count, 0 unknown. */
+enum tcf_process_event {
+	TCF_PROC_EXEC = 0,
+	TCF_PROC_EXIT = 1,
+	TCF_PROC_CRASH = 2,
+	TCF_PROC_DEATH_STACK = 3,
+	TCF_PROC_OOM_KILL = 4,
+};
+/* DEATH_STACK status bits; readers ignore bits they do not know. */
+enum {
+	TCF_DEATH_FAULTING = 1u << 0, /* the thread the fatal signal was for (the
+				       * crashing thread); none for SIGKILL */
+};
 enum tcf_lost_reason {
 	TCF_LOST_RING_FULL = 0,
 	TCF_LOST_UNWIND_FAILED = 1,
@@ -196,6 +220,15 @@ int chunk_writer_thread_event(struct chunk_writer *w, uint64_t time_ns, uint32_t
 int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
 	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
 	uint32_t thread_id, uint32_t stack_id);
+/* A thread's stack at its process's death (TCF_PROC_DEATH_STACK): one
+ * call per thread, the crashing thread with TCF_DEATH_FAULTING and its
+ * fault address.  stack_id must be of this chunk (0: not taken). */
+int chunk_writer_death_stack(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	int32_t signo, uint32_t thread_id, uint32_t stack_id, uint32_t flags, uint64_t fault_addr);
+/* The OOM killer killed pid (TCF_PROC_OOM_KILL); oom_kills: its cgroup's
+ * memory.events oom_kill count after the kill (0: not read). */
+int chunk_writer_oom_kill(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	uint64_t oom_kills);
 int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason);
 /* A WAITS record of one episode (a chunk opened with minor >= 1). */
 int chunk_writer_wait(struct chunk_writer *w, const struct chunk_wait *e);
@@ -252,6 +285,9 @@ enum chunk_event_kind {
 	CHUNK_EV_WAIT, /* wait: the episode (what: a string id of the chunk) */
 };
 
+/* PROCESS: status, signo, fault_addr, thread_id, stack_id as the kind
+ * uses them (enum tcf_process_event); OOM_KILL's oom_kill count in count.
+ * Ids are the chunk's (0: none). */
 struct chunk_event {
 	enum chunk_event_kind type;
 	unsigned kind;
@@ -369,6 +405,7 @@ struct tcf_dir_entry {
 	uint64_t seq;	 /* from the header; from the name if unreadable */
 	uint64_t size;
 	int64_t mtime;	 /* seconds */
+	uint64_t mtime_ns; /* the same, in ns since the epoch (0 before it) */
 	bool part;	 /* .part: unfinished (active, or its writer died) */
 	bool header_ok;
 };
@@ -423,7 +460,9 @@ void tcf_header_set_flags(uint8_t *header, uint32_t flags);
  *
  * A directory of chunks: LOCK (flock()ed by the one writer, holding its
  * pid), c<seq>-<UTC>.tcf finished chunks, at most one active
- * c<seq>-<UTC>.tcf.part.  States of the active chunk:
+ * c<seq>-<UTC>.tcf.part; beside them, never counted or deleted as
+ * chunks, snapshots/ and emergency-<pid>-<UTC>.tcf dumps.  States of the
+ * active chunk:
  *
  *   (none) --repo_writer(): open .part O_EXCL, header, fdatasync, fsync dir
  *          --> ACTIVE
@@ -493,5 +532,23 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
  * in ret_path. */
 int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes);
+/* The emergency dump of pid's death, on the writer's thread once the death
+ * records are written and the chunk rotated: REPO/emergency-PID-UTC.tcf
+ * (0640; -1, -2, ... when that name is taken: never replaces a file),
+ * relative to the repository's descriptor, no link followed.  It holds
+ * the chunks of r that overlap [since_ns, now] (CLOCK_REALTIME ns: last
+ * written at or after since_ns; 0: all), and always the newest one, in
+ * sequence order: finished ones whole, an unfinished one repaired as
+ * snapshot does (an active chunk is flushed first); every header copy
+ * has TCF_HDR_EMERGENCY set and target_pid = pid (CRC renewed), so that a
+ * reader knows whose death it is.  It appears only when complete
+ * (a .tmp file, fsync, rename, directory fsync).  Not a chunk of the
+ * repository: listings (tcf_dir_scan, tracerd report REPO) and retention
+ * pass it by, it never counts against max_size and is never deleted.
+ * Fixed memory (a table of entries and a 1 MiB copy buffer, allocated up
+ * front; a 64 KiB buffer if that fails), whatever the number of chunks.
+ * Its path (for people) in ret_path; -ENODATA: no chunks. */
+int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_path,
+	size_t path_len, unsigned *ret_chunks, uint64_t *ret_bytes);
 
 #endif

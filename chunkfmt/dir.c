@@ -143,6 +143,8 @@ int tcf_dir_scan_fd(int dirfd, struct tcf_dir_entry *entries, unsigned cap)
 		e->part = part;
 		e->size = (uint64_t)st.st_size;
 		e->mtime = st.st_mtime;
+		e->mtime_ns = st.st_mtim.tv_sec < 0 ? 0 :
+			(uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 		if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 			tcf_parse_header(h, sizeof(h), &ci) != -TD_E_CORRUPT) {
 			e->seq = tcf_rd64(h + 40);

@@ -482,9 +482,21 @@ static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur 
 		e.fault_addr = tcf_get_varint(c);
 		e.thread_id = (uint32_t)tcf_get_varint(c);
 		e.stack_id = (uint32_t)tcf_get_varint(c);
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		if (c->bad)
+			return false;
+		if (e.kind == TCF_PROC_OOM_KILL) {
+			e.count = e.fault_addr; /* the field holds the oom_kill count */
+			e.fault_addr = 0;
+		}
+		/* a death's thread and stack are defined before it, as a
+		 * sample's are */
+		if ((e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK) &&
+			(e.thread_id > r->n_threads || e.stack_id > r->n_nodes ||
+				(e.thread_id && !r->threads[e.thread_id].tid &&
+					!r->threads[e.thread_id].pid)))
+			r->rep->unknown_refs++;
+		emit_event(r, &e);
+		return true;
 	case TCF_REC_WAITS: {
 		uint64_t n = tcf_get_varint(c);
 

@@ -566,36 +566,61 @@ static int open_snapshots_dir(struct repo *r)
 	return fd;
 }
 
-/* Give the finished snapshot tmp (in sfd) a name no other snapshot has:
- * snapshot-STAMP.tcf, else snapshot-STAMP-1.tcf, -2, ...  Never replaces a
- * file (RENAME_NOREPLACE; link + unlink where the file system lacks it). */
-static int name_snapshot(int sfd, const char *tmp, const char *stamp, char *name, size_t len)
+/* Give the finished file tmp (in dfd) a name no other file has:
+ * BASE.tcf, else BASE-1.tcf, -2, ...  Never replaces a file. */
+static int name_unique(int dfd, const char *tmp, const char *base, char *name, size_t len)
 {
 	for (unsigned k = 0; k < 10000; k++) {
+		int e;
+
 		if (k)
-			snprintf(name, len, "snapshot-%s-%u.tcf", stamp, k);
+			snprintf(name, len, "%s-%u.tcf", base, k);
 		else
-			snprintf(name, len, "snapshot-%s.tcf", stamp);
-		if (renameat2(sfd, tmp, sfd, name, RENAME_NOREPLACE) == 0)
-			return 0;
-		if (errno == EINVAL) {
-			if (linkat(sfd, tmp, sfd, name, 0) == 0) {
-				unlinkat(sfd, tmp, 0);
-				return 0;
-			}
-		}
-		if (errno != EEXIST)
-			return -errno;
+			snprintf(name, len, "%s.tcf", base);
+		e = td_renameat_noreplace(dfd, tmp, dfd, name);
+		if (e != -EEXIST)
+			return e;
 	}
 	return -EEXIST;
+}
+
+/* A new temporary file name in dfd, 0640 whatever the umask.  One left
+ * there by a writer that died is ours to remove: we hold the lock. */
+static int open_tmp(int dfd, const char *tmp)
+{
+	static const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dfd, tmp, flags, 0640), e;
+
+	if (fd < 0 && errno == EEXIST) {
+		unlinkat(dfd, tmp, 0);
+		fd = openat(dfd, tmp, flags, 0640);
+	}
+	if (fd < 0)
+		return errno == ELOOP ? -TD_E_SYMLINK : -errno;
+	if (fchmod(fd, 0640) < 0) {
+		e = -errno;
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		return e;
+	}
+	return fd;
+}
+
+static void utc_stamp(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
 }
 
 int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes)
 {
-	char stamp[32], tmp[64], name[96];
-	struct timespec ts;
-	struct tm tm;
+	static const struct tcf_snap_opts all = { 0 };
+	char stamp[32], base[64], tmp[80], name[96];
 	int sfd, fd, e;
 
 	if (r->w)
@@ -603,26 +628,18 @@ int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned
 	sfd = open_snapshots_dir(r);
 	if (sfd < 0)
 		return sfd;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(tmp, sizeof(tmp), "snapshot-%s.tcf.tmp", stamp);
-	fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (fd < 0 && errno == EEXIST) {
-		/* left by a writer that died: the lock is ours now */
-		unlinkat(sfd, tmp, 0);
-		fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	}
+	utc_stamp(stamp, sizeof(stamp));
+	snprintf(base, sizeof(base), "snapshot-%s", stamp);
+	snprintf(tmp, sizeof(tmp), "%s.tcf.tmp", base);
+	fd = open_tmp(sfd, tmp);
 	if (fd < 0) {
-		e = errno == ELOOP ? -TD_E_SYMLINK : -errno;
+		e = fd;
 		goto out;
 	}
-	e = fchmod(fd, 0640) < 0 ? -errno : 0; /* like the chunks, whatever the umask */
-	if (!e)
-		e = tcf_snapshot_fd(r->dirfd, fd, 0, ret_chunks, ret_repaired, ret_bytes);
+	e = tcf_snapshot_fd(r->dirfd, fd, &all, ret_chunks, ret_repaired, ret_bytes);
 	close(fd);
 	if (!e)
-		e = name_snapshot(sfd, tmp, stamp, name, sizeof(name));
+		e = name_unique(sfd, tmp, base, name, sizeof(name));
 	if (e < 0) {
 		unlinkat(sfd, tmp, 0);
 		goto out;
@@ -632,6 +649,48 @@ int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned
 out:
 	close(sfd);
 	return e;
+}
+
+/* The dump sits in the repository itself, where whoever looks for the
+ * evidence looks first; its name is not a chunk's (tcf_is_chunk_name), so
+ * listing, retention and the sequence scan pass it by.  Retention keeps
+ * it whatever max_size says: it is the evidence of a death, and a crash
+ * loop is bounded by the window of each dump, not by retention. */
+int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_path,
+	size_t path_len, unsigned *ret_chunks, uint64_t *ret_bytes)
+{
+	struct tcf_snap_opts so = { .since_real_ns = since_ns, .keep_newest = true,
+		.set_flags = TCF_HDR_EMERGENCY, .target_pid = (uint32_t)pid };
+	char stamp[32], base[64], tmp[80], name[96];
+	unsigned chunks, repaired;
+	uint64_t bytes;
+	int fd, e;
+
+	if (pid <= 0)
+		return -EINVAL;
+	if (r->w)
+		chunk_writer_flush(r->w); /* a chunk begun since the rotation */
+	utc_stamp(stamp, sizeof(stamp));
+	snprintf(base, sizeof(base), "emergency-%d-%s", (int)pid, stamp);
+	snprintf(tmp, sizeof(tmp), "%s.tcf.tmp", base);
+	fd = open_tmp(r->dirfd, tmp);
+	if (fd < 0)
+		return fd;
+	e = tcf_snapshot_fd(r->dirfd, fd, &so, &chunks, &repaired, &bytes);
+	close(fd);
+	if (!e)
+		e = name_unique(r->dirfd, tmp, base, name, sizeof(name));
+	if (e < 0) {
+		unlinkat(r->dirfd, tmp, 0);
+		return e;
+	}
+	e = td_fsync(r->dirfd);
+	if (e < 0)
+		return e; /* named, but its name may not last a power cut */
+	snprintf(ret_path, path_len, "%s/%s", r->path, name);
+	*ret_chunks = chunks;
+	*ret_bytes = bytes;
+	return 0;
 }
 
 int repo_error(const struct repo *r)

@@ -1,15 +1,20 @@
-/* tracerd snapshot REPO -o FILE [--since DURATION]: the emergency and
- * on-demand dump.  Orders the repository's chunks by the sequence in their
- * headers, copies finished chunks whole, repairs an unfinished one (its
- * valid prefix of whole blocks, then a synthesized CHUNK_END{recovered},
- * an empty INDEX and a trailer; the header copy gets the "recovered" flag),
- * and writes one file: a concatenation of finished chunks.
+/* tracerd snapshot REPO -o FILE [--since DURATION], the daemon's
+ * snapshots and its emergency dumps of a target's death.  Orders the
+ * repository's chunks by the sequence in their headers, copies finished
+ * chunks whole, repairs an unfinished one (its valid prefix of whole
+ * blocks, then a synthesized CHUNK_END{recovered}, an empty INDEX and a
+ * trailer; the header copy gets the "recovered" flag), and writes one
+ * file: a concatenation of finished chunks.  An emergency dump also marks
+ * every header copy (the "emergency" flag, the dead process as target_pid,
+ * the header CRC renewed); nothing else of a chunk changes, so blocks,
+ * trailers and the definitions before their uses stay as written.
  *
  * Built for memory pressure: one fixed table of entries and one fixed copy
  * buffer, allocated up front; nothing grows with the number or size of the
  * chunks.  The output appears only when complete (written to a temporary
  * file of its own, fsync'ed, renamed): over FILE for tracerd snapshot, to
- * a name no other snapshot has for the daemon's snapshots/ (repo.c). */
+ * a name no other file has for the daemon's snapshots/ and emergency dumps
+ * (repo.c). */
 #define _GNU_SOURCE
 #include "chunkfmt.h"
 
@@ -27,10 +32,13 @@
 
 #define SNAP_MAX_CHUNKS 65536
 #define SNAP_BUF (1u << 20)
+#define SNAP_BUF_LOW (64u << 10) /* when SNAP_BUF cannot be had */
 
 struct snap {
 	int out;
+	const struct tcf_snap_opts *o;
 	uint8_t *buf;
+	size_t buf_len;
 	uint64_t bytes;
 	unsigned copied, repaired, skipped;
 };
@@ -48,7 +56,7 @@ static int out_write(struct snap *s, const void *p, size_t n)
 static int copy_range(struct snap *s, int fd, uint64_t from, uint64_t to)
 {
 	while (from < to) {
-		size_t n = (size_t)TD_MIN(to - from, SNAP_BUF);
+		size_t n = (size_t)TD_MIN(to - from, s->buf_len);
 		ssize_t r = pread(fd, s->buf, n, (off_t)from);
 
 		if (r <= 0)
@@ -79,6 +87,20 @@ static uint64_t count_samples(const uint8_t *p, size_t n)
 		}
 	}
 	return total;
+}
+
+/* The marks of this copy in its header (hl bytes at hdr): target pid,
+ * flags, a new CRC.  Nothing to do for a plain snapshot of a finished
+ * chunk (returns false). */
+static bool mark_header(const struct snap *s, uint8_t *hdr, uint32_t flags)
+{
+	flags |= s->o->set_flags;
+	if (s->o->target_pid)
+		tcf_le32(hdr + 96, s->o->target_pid);
+	if (!flags && !s->o->target_pid)
+		return false;
+	tcf_header_set_flags(hdr, flags); /* renews the CRC, over the pid too */
+	return true;
 }
 
 /* Copy one chunk file: whole if finished, else its valid prefix, closed. */
@@ -128,7 +150,15 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 				pread(fd, ih, sizeof(ih), (off_t)io) == (ssize_t)sizeof(ih);
 		}
 		if (ih_ok && tcf_trailer_agrees(t, toff, (uint64_t)hl, ih, sync)) {
-			r = copy_range(s, fd, 0, size);
+			/* the trailer covers no header byte: a marked copy
+			 * of the header keeps the chunk finished */
+			if (mark_header(s, hdr, 0)) {
+				r = out_write(s, hdr, (size_t)hl);
+				if (!r)
+					r = copy_range(s, fd, (uint64_t)hl, size);
+			} else {
+				r = copy_range(s, fd, 0, size);
+			}
 			s->copied++;
 			close(fd);
 			return r;
@@ -147,7 +177,7 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 			b.payload_len > size - pos - TCF_BLOCK_HEADER_LEN || (b.flags & 0x60))
 			break; /* torn tail, or the old final/index blocks: re-closed */
 		for (off = 0; off < b.payload_len;) {
-			size_t n = (size_t)TD_MIN(b.payload_len - off, SNAP_BUF);
+			size_t n = (size_t)TD_MIN(b.payload_len - off, s->buf_len);
 
 			if (pread(fd, s->buf, n, (off_t)(pos + TCF_BLOCK_HEADER_LEN + off)) !=
 				(ssize_t)n)
@@ -157,14 +187,14 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 		}
 		if (off != b.payload_len || tcf_rd32(bh + 36) != tcf_crc_mask(crc))
 			break;
-		if (b.payload_len <= SNAP_BUF)
+		if (b.payload_len <= s->buf_len) /* else: informational, left out */
 			samples += count_samples(s->buf, b.payload_len);
 		if (b.base_clock_ns > last_clock)
 			last_clock = b.base_clock_ns;
 		seq = b.block_seq + 1;
 		pos += TCF_BLOCK_HEADER_LEN + b.payload_len;
 	}
-	tcf_header_set_flags(hdr, TCF_HDR_RECOVERED);
+	mark_header(s, hdr, TCF_HDR_RECOVERED);
 	r = out_write(s, hdr, (size_t)hl);
 	if (!r)
 		r = copy_range(s, fd, (uint64_t)hl, pos);
@@ -177,17 +207,21 @@ static int snap_chunk(struct snap *s, int dirfd, const struct tcf_dir_entry *e)
 	return r;
 }
 
-int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret_chunks,
-	unsigned *ret_repaired, uint64_t *ret_bytes)
+int tcf_snapshot_fd(int repo_dirfd, int out_fd, const struct tcf_snap_opts *o,
+	unsigned *ret_chunks, unsigned *ret_repaired, uint64_t *ret_bytes)
 {
 	struct tcf_dir_entry *e = NULL;
-	struct snap s = { .out = out_fd };
-	struct timespec now;
+	struct snap s = { .out = out_fd, .o = o, .buf_len = SNAP_BUF };
 	int n, r = 0;
 
-	/* everything this needs, up front */
-	e = malloc(SNAP_MAX_CHUNKS * sizeof(*e));
-	s.buf = malloc(SNAP_BUF);
+	/* everything this needs, up front.  The table is address space
+	 * first: only the entries a scan fills are ever touched. */
+	e = td_malloc(SNAP_MAX_CHUNKS * sizeof(*e));
+	s.buf = td_malloc(s.buf_len);
+	if (!s.buf) {
+		s.buf_len = SNAP_BUF_LOW;
+		s.buf = td_malloc(s.buf_len);
+	}
 	if (!e || !s.buf) {
 		r = -ENOMEM;
 		goto out;
@@ -201,9 +235,12 @@ int tcf_snapshot_fd(int repo_dirfd, int out_fd, uint64_t since_ns, unsigned *ret
 		r = -ENODATA;
 		goto out;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
 	for (int i = 0; i < n && !r; i++) {
-		if (since_ns && (uint64_t)(now.tv_sec - e[i].mtime) * 1000000000u > since_ns)
+		/* written since the start of the window (a chunk last written
+		 * "in the future", before the clock was stepped back, is
+		 * recent); the newest when asked for, whatever the clocks say */
+		if (o->since_real_ns && e[i].mtime_ns < o->since_real_ns &&
+			!(o->keep_newest && i == n - 1))
 			continue;
 		r = snap_chunk(&s, repo_dirfd, &e[i]);
 	}
@@ -223,6 +260,7 @@ out:
 int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned *ret_chunks,
 	unsigned *ret_repaired, uint64_t *ret_bytes)
 {
+	struct tcf_snap_opts so = { 0 };
 	char tmp[4096 + 32];
 	bool is_dir;
 	int dirfd, fd = -1, r;
@@ -249,7 +287,12 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		close(dirfd);
 		return r;
 	}
-	r = tcf_snapshot_fd(dirfd, fd, since_ns, ret_chunks, ret_repaired, ret_bytes);
+	if (since_ns) {
+		uint64_t now = tcf_real_now_ns();
+
+		so.since_real_ns = now > since_ns ? now - since_ns : 1;
+	}
+	r = tcf_snapshot_fd(dirfd, fd, &so, ret_chunks, ret_repaired, ret_bytes);
 	close(fd);
 	close(dirfd);
 	if (!r)

@@ -496,6 +496,21 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
 	return maybe_flush(w);
 }
 
+int chunk_writer_death_stack(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	int32_t signo, uint32_t thread_id, uint32_t stack_id, uint32_t flags, uint64_t fault_addr)
+{
+	return chunk_writer_process_event(w, time_ns, pid, TCF_PROC_DEATH_STACK, (int32_t)flags,
+		signo, fault_addr, thread_id, stack_id);
+}
+
+int chunk_writer_oom_kill(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	uint64_t oom_kills)
+{
+	/* SIGKILL is what the OOM killer sends, on every architecture */
+	return chunk_writer_process_event(w, time_ns, pid, TCF_PROC_OOM_KILL, 0, 9, oom_kills, 0,
+		0);
+}
+
 int chunk_writer_lost(struct chunk_writer *w, uint64_t count, enum tcf_lost_reason reason)
 {
 	if (w->err || w->finished)

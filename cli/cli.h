@@ -24,6 +24,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_service(int argc, char **argv);
 
 /* One line on stderr, prefixed "tracerd: ". */
 void td_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

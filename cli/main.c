@@ -20,6 +20,8 @@ static void usage(FILE *f)
 	      "  snapshot REPO -o FILE      one file from a repository's chunks, repairing\n"
 	      "                             an unfinished one (the emergency dump)\n"
 	      "  verify PATH...             check chunk files and repositories\n"
+	      "  service [--config FILE]    the system service: follow the processes a\n"
+	      "                             config names (tracerd.conf(5))\n"
 	      "\n"
 	      "  tracerd COMMAND --help   options of a command\n"
 	      "  tracerd --version        version\n"
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return cmd_verify(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "service"))
+		return cmd_service(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))
 		return cmd_snapshot(argc - 1, argv + 1);
 	td_msg("unknown command '%s'; see tracerd --help", argv[1]);

@@ -7,6 +7,7 @@
 #include "td.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -83,6 +84,22 @@ int td_renameat(int olddir, const char *oldpath, int newdir, const char *newpath
 	if (hit(TD_FAULT_RENAME))
 		return -EIO;
 	return renameat(olddir, oldpath, newdir, newpath) < 0 ? -errno : 0;
+}
+
+int td_renameat_noreplace(int olddir, const char *oldpath, int newdir, const char *newpath)
+{
+	if (hit(TD_FAULT_RENAME))
+		return -EIO;
+	if (renameat2(olddir, oldpath, newdir, newpath, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* no RENAME_NOREPLACE here: a hard link fails the same way on a
+	 * taken name */
+	if (linkat(olddir, oldpath, newdir, newpath, 0) < 0)
+		return -errno;
+	unlinkat(olddir, oldpath, 0);
+	return 0;
 }
 
 void *td_malloc(size_t n)

@@ -33,6 +33,8 @@ enum {
 					    * (cpu mode, ptrace capture) */
 	TD_SAMPLE_FUTEX = 1u << 12,	   /* NOSTOP in futex(): futex[] holds the
 					    * words at its futex address */
+	TD_SAMPLE_DEATH = 1u << 14,	   /* taken at its exit stop: its process
+					    * is dying of a signal (pt_config.trace_exit) */
 	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
 };
 
@@ -53,6 +55,7 @@ struct td_sample {
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
+	int32_t signo;	     /* TD_SAMPLE_DEATH: the signal its process dies of */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
 	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
 	uint32_t futex[TD_FUTEX_WORDS]; /* TD_SAMPLE_FUTEX */

@@ -108,6 +108,9 @@ ssize_t td_write_all(int fd, const void *buf, size_t len); /* len or -errno */
 int td_fdatasync(int fd);
 int td_fsync(int fd);
 int td_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
+/* The same, never over an existing file: -EEXIST if newpath is taken
+ * (RENAME_NOREPLACE; link and unlink where the file system lacks it). */
+int td_renameat_noreplace(int olddir, const char *oldpath, int newdir, const char *newpath);
 void *td_malloc(size_t n);
 void *td_calloc(size_t n, size_t size);
 void *td_realloc(void *p, size_t n);

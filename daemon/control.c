@@ -53,6 +53,7 @@ struct recorder {
 	pthread_t sampler_thread, writer_thread;
 	bool sampler_started, writer_started;
 	struct writer *writer;
+	unsigned asked; /* follow: rec_attach requests not yet answered */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -131,11 +132,14 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	sigdelset(&sigs, SIGCHLD);
 	sigdelset(&sigs, SIGPIPE);
-	r->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* a service's recorders leave the signals to the service */
+	if (!cfg->follow)
+		r->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	sh->writer_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sh->sampler_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sh->control_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->sfd < 0 || sh->writer_wake < 0 || sh->sampler_wake < 0 || sh->control_wake < 0) {
+	if ((r->sfd < 0 && !cfg->follow) || sh->writer_wake < 0 || sh->sampler_wake < 0 ||
+		sh->control_wake < 0) {
 		e = -errno;
 		goto out_free;
 	}
@@ -145,7 +149,11 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	if (!e)
 		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));
 	if (!e)
-		e = ring_init(&sh->notices, 16, sizeof(struct rec_notice));
+		e = ring_init(&sh->notices, cfg->follow ? 256 : 16, sizeof(struct rec_notice));
+	if (!e && cfg->follow)
+		e = ring_init(&sh->asks, REC_MAX_ASKED, sizeof(pid_t));
+	if (!e && cfg->follow)
+		e = ring_init(&sh->answers, REC_MAX_ASKED, sizeof(struct rec_notice));
 	if (e < 0)
 		goto out_free;
 	r->cfg.ropts.target_pid = (uint32_t)r->cfg.pids[0];
@@ -240,6 +248,50 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 	}
 }
 
+int rec_attach(struct recorder *r, pid_t pid)
+{
+	pid_t *slot;
+
+	/* each ask gets one answer: fewer than REC_MAX_ASKED outstanding
+	 * keeps the sampler's answers ring from ever filling */
+	if (r->asked >= REC_MAX_ASKED - 1 || !(slot = ring_reserve(&r->sh.asks)))
+		return -EAGAIN;
+	*slot = pid;
+	ring_publish(&r->sh.asks);
+	r->asked++;
+	rec_wake(r->sh.sampler_wake);
+	return 0;
+}
+
+int rec_fd(const struct recorder *r)
+{
+	return r->sh.control_wake;
+}
+
+bool rec_poll(struct recorder *r, const struct rec_hooks *hooks, void *arg)
+{
+	struct rec_shared *sh = &r->sh;
+	uint64_t junk;
+
+	if (read(sh->control_wake, &junk, sizeof(junk)) < 0)
+		junk = 0;
+	for (struct rec_notice *n; (n = ring_peek(&sh->answers)); ring_pop(&sh->answers)) {
+		r->asked--;
+		if (hooks && hooks->notice)
+			hooks->notice(n, arg);
+	}
+	for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
+		if (hooks && hooks->notice)
+			hooks->notice(n, arg);
+	return !atomic_load(&sh->writer_done);
+}
+
+uint64_t rec_heartbeat(const struct recorder *r)
+{
+	/* the cast only drops const: an atomic is read */
+	return atomic_load(&((struct recorder *)r)->sh.heartbeat_ns);
+}
+
 void rec_free(struct recorder *r)
 {
 	struct rec_shared *sh;
@@ -258,6 +310,8 @@ void rec_free(struct recorder *r)
 	ring_free(&sh->samples);
 	ring_free(&sh->events);
 	ring_free(&sh->notices);
+	ring_free(&sh->asks);
+	ring_free(&sh->answers);
 	if (r->sfd >= 0)
 		close(r->sfd);
 	if (sh->writer_wake >= 0)

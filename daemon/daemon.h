@@ -50,6 +50,14 @@ struct rec_config {
 	uint32_t max_window;  /* --stack-bytes */
 	uint32_t first_window;
 	const char *debuginfo_dir;
+	/* A service's recording (tracerd service, daemon/service.c): it may
+	 * start with no target, takes processes one at a time with
+	 * rec_attach, runs on when every one has exited, handles no signal
+	 * (its caller does), takes every thread's stack when a process dies
+	 * of a signal, and after a fatal one (a crash, SIGKILL) writes
+	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
+	bool follow;
+	uint64_t emergency_window_ns;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;
@@ -86,13 +94,22 @@ struct rec_failure {
  * running; returns -errno / -TD_E_* and fills *ret_fail. */
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail);
 
-/* Something the writer did on request that a person wants to hear of. */
+/* Something the recorder did that its caller wants to hear of. */
 struct rec_notice {
-	enum { REC_NOTICE_SNAPSHOT } kind;
+	enum {
+		REC_NOTICE_SNAPSHOT,  /* a snapshot was written (or failed) */
+		REC_NOTICE_ATTACH,    /* follow: the answer to rec_attach */
+		REC_NOTICE_EXIT,      /* follow: a process attached has exited */
+		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
+	} kind;
 	int err;	      /* 0, or why it failed */
-	char path[4200];      /* SNAPSHOT: the file */
-	unsigned chunks;      /* SNAPSHOT */
-	uint64_t bytes;	      /* SNAPSHOT */
+	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
+	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
+	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY: the process */
+	unsigned threads;     /* ATTACH: its threads attached */
+	int status;	      /* EXIT, EMERGENCY: its wait status */
+	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
 };
 
 /* What the control loop calls back on the caller's thread; either may be
@@ -108,6 +125,51 @@ struct rec_hooks {
 void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg);
 
 void rec_stats(const struct recorder *r, struct rec_stats *ret_stats);
+
+/* ---- a service's recording (cfg.follow), driven by the caller's loop
+ * instead of rec_run.  Ask the sampler to attach pid; its answer comes as
+ * a REC_NOTICE_ATTACH notice.  Returns 0, or -EAGAIN while REC_MAX_ASKED
+ * requests wait for their answers. */
+#define REC_MAX_ASKED 32
+int rec_attach(struct recorder *r, pid_t pid);
+/* Readable when notices wait: poll it, then call rec_poll. */
+int rec_fd(const struct recorder *r);
+/* Hand the waiting notices to hooks->notice.  Returns false once the
+ * recording has ended by itself (an I/O error: rec_stats says which). */
+bool rec_poll(struct recorder *r, const struct rec_hooks *hooks, void *arg);
+/* When (td_now_ns) the sampler last went round its loop, which it does at
+ * least every 10 ms while it is not stuck: a watchdog's evidence. */
+uint64_t rec_heartbeat(const struct recorder *r);
+
+/* ==== tracerd service (daemon/service.c) ===================================
+ * Follows the processes that the rules of a config (tracerd.conf(5)) name
+ * and records each rule's into DIRECTORY/NAME/, a rule per worker
+ * process.  It says what happens through hooks: the front end puts the
+ * messages in the journal and tells the service manager the states. */
+struct svc_hooks {
+	/* priority: LOG_ERR ... LOG_DEBUG (<syslog.h>) */
+	void (*log)(void *arg, int priority, const char *msg);
+	/* "READY=1", "RELOADING=1", "STOPPING=1", "WATCHDOG=1", "STATUS=..." */
+	void (*notify)(void *arg, const char *state);
+};
+
+struct svc_options {
+	const char *config_path;
+	/* The service manager's watchdog interval (0: none).  WATCHDOG=1 goes
+	 * out every quarter of it while every worker's sampler turns; a
+	 * sampler stuck for half of it stops them, and the manager restarts
+	 * the service. */
+	uint64_t watchdog_ns;
+	const char *proc_root; /* NULL: /proc */
+};
+
+struct svc_config_error;
+/* Run until SIGTERM or SIGINT (SIGHUP reloads the config).  Returns 0
+ * after an orderly stop: every worker has detached and finished its
+ * chunk.  At start: -EINVAL (or the loader's error) with *ret_err filled
+ * for a config it refuses, other -errno / -TD_E_* after saying why. */
+int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *arg,
+	struct svc_config_error *ret_err);
 
 /* Stop sampling, detach from every target (they keep running), finish the
  * chunk and free.  NULL-safe. */
@@ -254,5 +316,108 @@ static inline const char *dump_string(const struct dump_result *r, uint32_t off)
 	return off ? r->strings + off : NULL;
 }
 /* ==== end of tracerd dump ================================================= */
+
+/* ==== the service's configuration (daemon/svcconf.c), tracerd.conf(5) ====
+ * tracerd service reads which processes to record from a file shaped like
+ * a systemd unit file: a [Service] section and [Target NAME] sections.
+ * The parser validates everything up front (a reload is all or nothing);
+ * the matcher says which rule, if any, a process falls under. */
+#include <regex.h>
+
+#define SVC_MAX_RULES 64
+
+struct svc_rule {	   /* one [Target NAME] section */
+	char name[64];	   /* NAME: [A-Za-z0-9_.-]{1,63}, not "." or "..": the
+			    * repository's directory under Directory= */
+	char *comm, *exe;  /* Comm=, Exe=: fnmatch(3) globs; NULL: any */
+	char *cmdline;	   /* Cmdline=: POSIX extended regex source (regcomp
+			    * REG_EXTENDED|REG_NOSUB), NULL: any */
+	regex_t cmdline_re; /* compiled when cmdline != NULL */
+	char *unit;	   /* Unit=: glob on a systemd unit name, NULL: any */
+	unsigned hz;	   /* Frequency=, default 99, 1..10000 */
+	enum rec_mode mode; /* Mode=cpu|wall, default REC_MODE_CPU */
+	unsigned line;	   /* line of the section header (for messages) */
+};
+
+/* owns: every string, the rules and their compiled regexes (rules is an
+ * array of SVC_MAX_RULES that never moves: a regex_t is not moved) */
+struct svc_config {
+	char *path;		      /* the file (load), or the name given (parse) */
+	char *directory;	      /* Directory=, default /var/lib/tracerd; absolute,
+				       * no trailing slash (except "/") */
+	uint64_t max_size;	      /* MaxSize=, per rule repository, default 1 GiB,
+				       * 1 MiB..1 PiB */
+	uint64_t max_age_ns;	      /* MaxAge=, default 24 h, 1 min..365 d */
+	uint64_t scan_interval_ns;    /* ScanInterval=, default 2 s, 100 ms..10 s */
+	uint64_t emergency_window_ns; /* EmergencyWindow=, how far back an
+				       * emergency dump reaches, default 30 min,
+				       * 1 s..365 d */
+	struct svc_rule *rules;
+	unsigned nrules; /* a config with no rule is valid (the service follows nothing) */
+};
+
+/* Where and why a configuration was refused.  file: the path (or name);
+ * line: 1-based, 0 for the file as a whole; text: the offending line,
+ * trimmed, control characters as '?', cut to fit; reason: what is wrong
+ * and what to do. */
+struct svc_config_error {
+	char file[256];
+	unsigned line;
+	char text[128];
+	char reason[200];
+};
+
+/* Load and validate path.  The file must be a regular file of at most
+ * 1 MiB, owned by root or the effective user and writable by nobody else
+ * (-TD_E_NOTREG, -EFBIG, -TD_E_NOTOWNER, -TD_E_UNSAFE).  A missing file
+ * is -ENOENT.  On failure *ret_err (if not NULL) says where and why, and
+ * the return is -errno, -TD_E_* or -EINVAL (the text is wrong). */
+int svc_config_load(const char *path, struct svc_config **ret_config,
+	struct svc_config_error *ret_err);
+/* The same for text (len bytes, need not end in NUL) read from name. */
+int svc_config_parse(const char *name, const char *text, size_t len,
+	struct svc_config **ret_config, struct svc_config_error *ret_err);
+void svc_config_free(struct svc_config *c); /* NULL-safe */
+/* Does rule b record exactly as rule a does (same name, hz, mode)?  Then
+ * a reload keeps a's recording. */
+bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b);
+
+/* What a process looks like to the rules (read from /proc). */
+enum { SVC_NEED_COMM = 1, SVC_NEED_EXE = 2, SVC_NEED_CMDLINE = 4, SVC_NEED_UNIT = 8 };
+struct svc_proc {
+	pid_t pid;
+	uint64_t start_time; /* field 22 of stat, as struct td_proc_id has it */
+	bool kernel;	     /* a kernel thread (PF_KTHREAD in stat's flags): never matches */
+	char comm[16];	     /* from stat: always filled */
+	char exe[4096];	     /* readlink of exe, "" if unreadable; a " (deleted)"
+			      * suffix stripped */
+	char cmdline[4096];  /* argv joined by single spaces, truncated */
+	char cgroup[1024];   /* the path on the "0::" line of cgroup (without one:
+			      * the name=systemd line's, for cgroup v1), "" if
+			      * none or longer */
+};
+/* Which fields the rules of c look at (SVC_NEED_*). */
+unsigned svc_config_needs(const struct svc_config *c);
+/* Read pid from the proc filesystem mounted at proc_root ("/proc"
+ * normally; tests pass a fake tree).  Only the fields in need are read
+ * (the others are ""); pid, start_time, kernel and comm always come from
+ * stat.  Every file is read through one open /proc/PID directory, so all
+ * fields are of one process even if the PID is reused meanwhile.  Returns
+ * 0, -ESRCH if it is gone, -TD_E_CORRUPT for a stat it cannot parse, or
+ * -errno. */
+int svc_proc_read(const char *proc_root, pid_t pid, unsigned need, struct svc_proc *ret_proc);
+/* The index of the first rule every given key of which matches p (keys of
+ * a rule are ANDed; a rule with no key is rejected by the parser), -1 if
+ * none.  Kernel threads never match, and a key never matches an empty
+ * field (unreadable exe, empty cmdline, no cgroup path, or a field not
+ * read: read with svc_config_needs(c)). */
+int svc_config_match(const struct svc_config *c, const struct svc_proc *p);
+/* Does the unit glob match the cgroup path?  True if any path component
+ * that is not a slice (does not end in ".slice") matches, so
+ * "ledger.service" matches "/system.slice/ledger.service" and
+ * "/system.slice/ledger.service/worker", and "app.service" matches
+ * "/user.slice/user-1000.slice/user@1000.service/app.slice/app.service". */
+bool svc_unit_match(const char *glob, const char *cgroup_path);
+/* ==== end of the service's configuration ================================== */
 
 #endif

@@ -274,10 +274,12 @@ static void slot_put(void *arg, struct td_sample *smp)
 	struct sampler *s = arg;
 	struct rec_shared *sh = s->sh;
 
-	if (smp->flags & TD_SAMPLE_PERF) {
-		/* taken by the kernel: nothing was stopped */
+	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH)) {
+		/* taken by the kernel (nothing was stopped), or at a death:
+		 * not a sample of the profile, and no sampling stop */
 		ring_publish(&sh->samples);
-		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		if (smp->flags & TD_SAMPLE_PERF)
+			atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		return;
 	}
 	{
@@ -357,8 +359,12 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
 
-	if (targets_note(&s->targets, ev))
+	if (targets_note(&s->targets, ev)) {
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
+		for (unsigned i = 0; i < s->targets.nprocs; i++)
+			if (s->targets.procs[i].id.pid == ev->pid)
+				e.start_time = s->targets.procs[i].id.start_time;
+	}
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
 		e.kind = REC_EV_THREAD_NEW;
@@ -814,6 +820,32 @@ static uint64_t next_period(struct sampler *s)
 	return period / 2 + (s->rng >> 11) % (period + 1);
 }
 
+/* A service's requests (rec_attach), between rounds: attach each process
+ * asked for and answer.  Attaching stops nothing for longer than a seize
+ * does; the ticks wait meanwhile. */
+static void serve_asks(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+
+	for (pid_t *ask; (ask = ring_peek(&sh->asks)); ring_pop(&sh->asks)) {
+		struct rec_notice *n = ring_reserve(&sh->answers);
+		struct td_proc_id id = { .pid = *ask };
+		unsigned before = s->n;
+		pid_t failed = 0;
+		int e = targets_attach(&s->targets, ask, 1, &thread_ops, s, &id, &failed);
+
+		atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
+		/* one answer per ask and fewer asks than slots (rec_attach):
+		 * never full */
+		if (n) {
+			*n = (struct rec_notice){ .kind = REC_NOTICE_ATTACH, .err = e, .id = id,
+				.threads = s->n - before };
+			ring_publish(&sh->answers);
+		}
+	}
+	rec_wake(sh->control_wake);
+}
+
 /* Recording ends on a request of the control loop or an I/O error of the
  * writer. */
 static bool stopping(struct rec_shared *sh)
@@ -825,7 +857,7 @@ void *sampler_main(void *arg)
 {
 	struct rec_shared *sh = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true };
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = sh->cfg->follow };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
 	uint64_t start, next, round_at;
@@ -887,6 +919,7 @@ void *sampler_main(void *arg)
 		sh->attach_err = -errno;
 		goto out_fail;
 	}
+	atomic_store(&sh->heartbeat_ns, td_now_ns());
 	atomic_store(&sh->attach_state, 1);
 	rec_wake(sh->control_wake);
 
@@ -917,20 +950,25 @@ void *sampler_main(void *arg)
 				apply_pending(s);
 				handle_crash(s);
 			}
-			if (pfd[2].revents & POLLIN)
+			atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
+			if (pfd[2].revents & POLLIN) {
 				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
 					junk = 0;
+				if (s->cfg->follow && ring_used(&sh->asks))
+					serve_asks(s);
+			}
 			if (pfd[3].revents & POLLIN)
 				perf_drain(s);
 			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
-				!targets_live(&s->targets))
+				(!targets_live(&s->targets) && !s->cfg->follow))
 				break;
 		}
+
 		if (read(tfd, &junk, sizeof(junk)) < 0)
 			junk = 0;
 		if (s->perf)
 			perf_drain(s);
-		if (stopping(sh) || !targets_live(&s->targets))
+		if (stopping(sh) || (!targets_live(&s->targets) && !s->cfg->follow))
 			break;
 		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
 			break;

@@ -37,20 +37,30 @@ void targets_init(struct targets *ts, struct pt_tracer *tracer)
 int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 	const struct targets_ops *ops, void *arg, struct td_proc_id *ret_ids, pid_t *ret_pid)
 {
-	for (unsigned i = 0; i < n && i < TD_ARRAY_SIZE(ts->procs); i++) {
-		struct target *tg = &ts->procs[ts->nprocs];
-		int r = pt_tracer_attach(ts->tracer, pids[i]);
+	for (unsigned i = 0; i < n; i++) {
+		struct target *tg = NULL;
+		int r;
 
+		/* a target that exited leaves its slot to the next */
+		for (unsigned k = 0; k < ts->nprocs && !tg; k++)
+			if (!ts->procs[k].live)
+				tg = &ts->procs[k];
+		if (!tg && ts->nprocs == TD_ARRAY_SIZE(ts->procs)) {
+			*ret_pid = pids[i];
+			return -TD_E_LIMIT;
+		}
+		r = pt_tracer_attach(ts->tracer, pids[i]);
 		if (r < 0) {
 			*ret_pid = pids[i];
 			return r;
 		}
+		if (!tg)
+			tg = &ts->procs[ts->nprocs++];
 		/* attached: the PID cannot name another process until the
 		 * tracer reaps this one */
 		if (td_proc_id_read(pids[i], &tg->id) < 0)
 			tg->id = (struct td_proc_id){ .pid = pids[i] };
 		tg->live = true;
-		ts->nprocs++;
 		ts->live++;
 		ret_ids[i] = tg->id;
 		r = pt_tracer_threads(ts->tracer, pids[i], ts->scratch, REC_MAX_THREADS);

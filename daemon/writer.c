@@ -75,6 +75,7 @@ struct writer {
 	uint32_t loc_ids[SYM_MAX_FRAMES + 1];
 	int end_reason;
 	struct rec_event crash; /* the crash being written, kind REC_EV_CRASH */
+	struct rec_event last_crash; /* the latest crash: its thread faulted */
 	/* names of the threads this chunk defined, for renames; by thread id */
 	struct tname {
 		pid_t pid, tid;
@@ -101,6 +102,15 @@ struct writer {
 	struct td_map owner_wait; /* owners whose next sample episodes wait for */
 	struct episode *eps;
 	size_t neps, capeps;
+	/* follow (a service's recording): the processes seen, for their
+	 * deaths; a slot with pid 0 is free */
+	struct wproc {
+		pid_t pid;
+		uint64_t first_real_ns; /* when first seen (realtime) */
+		char memory_events[192]; /* its cgroup's memory.events, "" if none */
+		uint64_t oom_kills;	 /* oom_kill there when last read */
+	} procs[TARGETS_MAX];
+	uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 };
 
 /* A wait episode in progress: from the first tick that found the thread
@@ -236,6 +246,7 @@ static void rotated(struct writer *w)
 }
 
 static void episodes_close_chunk(struct writer *w);
+static void record_lost(struct writer *w);
 
 /* Commit what is buffered as a block, rotate if the chunk is full or old.
  * An error stays in the repository (repo_error), which the loop reports. */
@@ -821,6 +832,150 @@ static enum tcf_state state_of(const struct td_sample *s)
 	return TCF_STATE_ONCPU; /* perf samples, and stops in user mode */
 }
 
+/* ---- follow: deaths, the OOM killer and emergency dumps */
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The oom_kill count of a cgroup v2 memory.events file, 0 if unreadable. */
+static uint64_t oom_kills_of(const char *path)
+{
+	char buf[1024], *p;
+
+	if (!path[0] || td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\noom_kill ");
+	return p ? strtoull(p + 10, NULL, 10) : 0;
+}
+
+static struct wproc *wproc_of(struct writer *w, pid_t pid)
+{
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->procs); i++)
+		if (w->procs[i].pid == pid)
+			return &w->procs[i];
+	return NULL;
+}
+
+/* A process met for the first time: where its cgroup counts OOM kills. */
+static void wproc_add(struct writer *w, pid_t pid)
+{
+	struct wproc *p = wproc_of(w, pid);
+	char path[64], buf[1024], *cg;
+
+	if (p || !(p = wproc_of(w, 0)))
+		return;
+	*p = (struct wproc){ .pid = pid, .first_real_ns = realtime_ns() };
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return;
+	/* cgroup v2: the "0::" line (v1 lines carry no memory.events) */
+	cg = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
+	if (!cg)
+		return;
+	cg += cg == buf ? 3 : 4;
+	cg[strcspn(cg, "\n")] = '\0';
+	if ((size_t)snprintf(p->memory_events, sizeof(p->memory_events),
+		    "/sys/fs/cgroup%s/memory.events", cg) >= sizeof(p->memory_events))
+		p->memory_events[0] = '\0';
+	p->oom_kills = oom_kills_of(p->memory_events);
+}
+
+/* Every second: an OOM kill in a cgroup is blamed on a death only if it
+ * came after the last look. */
+static void wprocs_refresh(struct writer *w, uint64_t now)
+{
+	if (now - w->oom_read_ns < 1000000000u)
+		return;
+	w->oom_read_ns = now;
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->procs); i++)
+		if (w->procs[i].pid)
+			w->procs[i].oom_kills = oom_kills_of(w->procs[i].memory_events);
+}
+
+/* A signal that ends a process abnormally: those that dump core, and
+ * SIGKILL (the OOM killer's, systemd's last resort, an operator's). */
+static bool fatal_signal(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGABRT: case SIGFPE: case SIGILL: case SIGSYS:
+	case SIGTRAP: case SIGQUIT: case SIGXCPU: case SIGXFSZ: case SIGKILL:
+		return true;
+	}
+	return false;
+}
+
+static void notify(struct writer *w, const struct rec_notice *n)
+{
+	struct rec_notice *slot = ring_reserve(&w->sh->notices);
+
+	if (!slot)
+		return; /* the service rescans /proc: an exit is not lost for good */
+	*slot = *n;
+	ring_publish(&w->sh->notices);
+	rec_wake(w->sh->control_wake);
+}
+
+/* A thread's stack at its process's death (TD_SAMPLE_DEATH). */
+static void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack)
+{
+	bool faulting = w->last_crash.pid == s->pid && w->last_crash.tid == s->tid &&
+			w->last_crash.signo == s->signo;
+
+	chunk_writer_death_stack(w->cw, s->time_ns, (uint32_t)s->pid, s->signo, tid, stack,
+		faulting ? TCF_DEATH_FAULTING : 0, faulting ? w->last_crash.addr : 0);
+	if (w->cfg->mode == REC_MODE_WALL)
+		episode_end(w, s->tid);
+}
+
+/* After a fatal death: its cause on record, the chunk finished (so that
+ * the evidence is on disk and whole), then REPO/emergency-PID-TIME.tcf
+ * reaching back to the window or to when the process was first seen. */
+static void emergency_dump(struct writer *w, const struct rec_event *e, const struct wproc *p,
+	bool oom)
+{
+	struct rec_notice n = { .kind = REC_NOTICE_EMERGENCY, .status = e->status, .oom = oom,
+		.id = { e->pid, e->start_time } };
+	uint64_t now = realtime_ns(), since = 0;
+
+	if (oom)
+		chunk_writer_oom_kill(w->cw, e->time_ns, (uint32_t)e->pid,
+			p ? oom_kills_of(p->memory_events) : 0);
+	if (w->cfg->emergency_window_ns && now > w->cfg->emergency_window_ns)
+		since = now - w->cfg->emergency_window_ns;
+	if (p && p->first_real_ns > since)
+		since = p->first_real_ns;
+	record_lost(w);
+	episodes_close_chunk(w);
+	if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
+		atomic_store(&w->sh->io_err, repo_error(w->repo));
+	rotated(w);
+	n.err = repo_emergency_into(w->repo, e->pid, since, n.path, sizeof(n.path), &n.chunks,
+		&n.bytes);
+	notify(w, &n);
+}
+
+/* The process e->pid has exited (its exit record is written). */
+static void process_died(struct writer *w, const struct rec_event *e)
+{
+	struct wproc *p = wproc_of(w, e->pid);
+	struct rec_notice n = { .kind = REC_NOTICE_EXIT, .status = e->status,
+		.id = { e->pid, e->start_time } };
+	int sig = WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
+
+	if (p && sig == SIGKILL && oom_kills_of(p->memory_events) > p->oom_kills)
+		n.oom = true;
+	if (fatal_signal(sig))
+		emergency_dump(w, e, p, n.oom);
+	notify(w, &n);
+	if (p)
+		p->pid = 0;
+}
+
 static void do_sample(struct writer *w, const struct td_sample *s)
 {
 	uint32_t stack, tid;
@@ -838,6 +993,11 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 	}
 	stack = stack_of(w, s);
 	tid = thread_id_named(w, s->pid, s->tid, (s->flags & TD_SAMPLE_NAMED) ? s->comm : NULL);
+	if (s->flags & TD_SAMPLE_DEATH) {
+		/* where it was when its process died: a record, not a sample */
+		death_stack(w, s, tid, stack);
+		return;
+	}
 	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
@@ -864,6 +1024,8 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		return;
 	switch (e->kind) {
 	case REC_EV_THREAD_NEW:
+		if (w->cfg->follow)
+			wproc_add(w, e->pid);
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_START, 0);
 		break;
@@ -882,7 +1044,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			0, thread_id(w, e->pid, e->tid), 0);
 		break;
 	case REC_EV_CRASH:
-		w->crash = *e;
+		w->crash = w->last_crash = *e;
 		break;
 	case REC_EV_REPEAT: {
 		/* a sample without stack bytes: the header is all there is */
@@ -917,6 +1079,8 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
 		session_drop(w, e->pid);
+		if (w->cfg->follow)
+			process_died(w, e);
 		break;
 	default:
 		break;
@@ -1052,6 +1216,8 @@ void *writer_main(void *arg)
 		if (atomic_exchange(&sh->snapshot_req, 0))
 			take_snapshot(w);
 		check_renames(w, now);
+		if (w->cfg->follow)
+			wprocs_refresh(w, now);
 		if (now - w->published_ns >= WRITER_PUBLISH_NS) {
 			record_lost(w);
 			publish(w, now);

@@ -414,6 +414,8 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		opts |= PTRACE_O_TRACECLONE;
 	if (t->cfg.trace_exec)
 		opts |= PTRACE_O_TRACEEXEC;
+	if (t->cfg.trace_exit)
+		opts |= PTRACE_O_TRACEEXIT;
 	/* Threads born while we attach: rescan until a pass finds nothing new
 	 * (with TRACECLONE, children of seized threads are attached for us). */
 	do {
@@ -734,6 +736,33 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		emit(t, &ev);
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		rearm(th);
+		return;
+	}
+	case PTRACE_EVENT_EXIT: {
+		/* The thread is leaving; a death by a signal is the last look
+		 * at its stack (exit_mm comes after this stop).  The exit
+		 * status is the process's: a thread zapped by an exec leaves
+		 * with 0 and is not a death.  An interrupt of ours it took
+		 * instead is counted gone when its exit comes. */
+		struct td_sample *smp = NULL;
+		uint64_t stop_start = td_now_ns();
+
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && WIFSIGNALED((int)msg) &&
+			t->ops && t->ops->slot_get) {
+			if (!th->want) {
+				th->want = true;
+				t->pending++;
+			}
+			smp = capture(t, th, TD_SAMPLE_DEATH);
+			if (smp)
+				smp->signo = WTERMSIG((int)msg);
+		}
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		if (smp) {
+			smp->stopped_ns = td_now_ns() - stop_start;
+			t->stats->captured++;
+			t->ops->slot_put(t->arg, smp);
+		}
 		return;
 	}
 	case 0: {

@@ -89,6 +89,12 @@ struct pt_config {
 	 * PTRACE_DETACH needs a stopped tracee, and stopping a thread asleep
 	 * in epoll_wait makes the call return EINTR. */
 	bool detach_by_exit;
+	/* PTRACE_O_TRACEEXIT: a thread leaving because its process dies of
+	 * a signal (SIGKILL too: the kernel still stops a tracee at its exit
+	 * then, registers and memory intact) is copied at that stop, flagged
+	 * TD_SAMPLE_DEATH, and resumed at once; any other exit is resumed
+	 * at once.  Costs one stop per thread exit. */
+	bool trace_exit;
 };
 
 struct pt_round_stats {

@@ -310,7 +310,7 @@ Test(writer, losses_are_recorded, .timeout = 30)
 		char p[128];
 		struct chunk_report rep;
 
-		snprintf(p, sizeof(p), "%s/%s", dir, e[i].name);
+		snprintf(p, sizeof(p), "%s/%.63s", dir, e[i].name);
 		chunk_read_file(p, &v, NULL, &rep);
 	}
 	cr_expect_eq(lost_by[TCF_LOST_RING_FULL], 1760, "ring full: %llu",

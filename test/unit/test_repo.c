@@ -519,3 +519,358 @@ Test(repo, dictionary_cap_rotates)
 	cr_expect_not(census().damage, "every chunk is self-contained after a reset");
 	rmrepo();
 }
+
+/* ---- emergency dumps (repo_emergency_into) */
+
+/* What an emergency dump holds, chunk by chunk. */
+struct edump {
+	unsigned n;
+	uint64_t seq[64];
+	uint32_t flags[64], pid[64];
+	struct chunk_report rep;
+};
+
+static int e_begin(void *arg, struct chunk_reader *rd)
+{
+	struct edump *d = arg;
+	const struct chunk_info *ci = chunk_reader_info(rd);
+
+	if (d->n < 64) {
+		d->seq[d->n] = ci->chunk_seq;
+		d->flags[d->n] = ci->header_flags;
+		d->pid[d->n] = ci->target_pid;
+	}
+	d->n++;
+	return 0;
+}
+
+/* Read the dump at path; every chunk must be finished and undamaged. */
+static struct edump read_dump(const char *path)
+{
+	static const struct chunk_visitor v = { .chunk_begin = e_begin };
+	struct edump d = { 0 };
+
+	cr_assert_eq(chunk_read_file(path, &v, &d, &d.rep), 0, "%s", path);
+	cr_expect_eq(d.rep.chunks, d.n);
+	cr_expect_eq(d.rep.chunks_finished, d.rep.chunks, "%s: every chunk finished", path);
+	cr_expect_eq(d.rep.blocks_bad + d.rep.seq_gaps + d.rep.unknown_refs, 0, "%s: %s", path,
+		d.rep.first_damage);
+	cr_expect_not(d.rep.torn_tail);
+	return d;
+}
+
+/* The emergency-* files in dir: dumps and leftovers (.tmp). */
+static unsigned emergency_files(unsigned *ret_tmp)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned n = 0, tmp = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "emergency-", 10)) {
+			n++;
+			tmp += strstr(de->d_name, ".tmp") != NULL;
+		}
+	closedir(d);
+	if (ret_tmp)
+		*ret_tmp = tmp;
+	return n;
+}
+
+/* Three finished chunks and an active one whose last block was torn (a
+ * writer killed mid-write): the dump holds all four in sequence order,
+ * the active one repaired, every header marked for the dead process with
+ * a CRC that still holds; the repository reads as before and its listing
+ * does not see the dump. */
+Test(repo, emergency_dump_in_order_marked_for_the_dead)
+{
+	struct repo_opts o = { .target_pid = 1000 };
+	struct repo *r;
+	char path[4200], part[600];
+	unsigned chunks, nf;
+	uint64_t bytes, samples;
+	struct tcf_dir_entry e[8];
+	struct edump d;
+	struct stat st;
+	mode_t old = umask(077);
+	int fd;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_gt(write_some(r, 200, (uint64_t)i + 1), 0);
+		cr_assert_eq(repo_rotate(r, i == 2 ? TCF_END_TARGET_CRASH : TCF_END_ROTATE), 0);
+	}
+	cr_assert_gt(write_some(r, 150, 9), 0);
+	cr_assert_eq(chunk_writer_flush(repo_writer(r)), 0);
+	cr_assert_eq(tcf_dir_scan(dir, e, 8), 4);
+	cr_assert(e[3].part);
+	snprintf(part, sizeof(part), "%s/%.63s", dir, e[3].name);
+	fd = open(part, O_WRONLY | O_APPEND);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "\x01\x02torn", 6), 6);
+	close(fd);
+	samples = census().samples;
+
+	cr_assert_eq(repo_emergency_into(r, 4321, 0, path, sizeof(path), &chunks, &bytes), 0);
+	umask(old);
+	cr_expect_eq(chunks, 4);
+	cr_expect(!strncmp(path, dir, strlen(dir)) &&
+			  !strncmp(path + strlen(dir), "/emergency-4321-", 16) &&
+			  !strcmp(path + strlen(path) - 4, ".tcf"),
+		"%s", path);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "whatever the umask: %o", st.st_mode & 07777);
+	cr_expect_eq((uint64_t)st.st_size, bytes);
+	d = read_dump(path);
+	cr_assert_eq(d.n, 4);
+	cr_expect_eq(d.rep.samples, samples, "every whole block of every chunk");
+	for (unsigned i = 0; i < 4; i++) {
+		cr_expect_eq(d.seq[i], i, "sequence order");
+		cr_expect(d.flags[i] & TCF_HDR_EMERGENCY, "chunk %u flagged", i);
+		cr_expect_eq(d.pid[i], 4321, "chunk %u names the dead process", i);
+		cr_expect_eq(!!(d.flags[i] & TCF_HDR_RECOVERED), i == 3, "only the active one repaired");
+	}
+	/* the repository is as it was, and does not list the dump */
+	cr_expect_eq(tcf_dir_scan(dir, e, 8), 4);
+	cr_expect_eq(emergency_files(&nf), 1);
+	cr_expect_eq(nf, 0, "no temporary file left");
+	for (int i = 0; i < 3; i++) {
+		struct chunk_report rep;
+		uint8_t h[TCF_HEADER_LEN];
+		struct chunk_info ci;
+
+		snprintf(part, sizeof(part), "%s/%.63s", dir, e[i].name);
+		fd = open(part, O_RDONLY);
+		cr_assert_eq(pread(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+		close(fd);
+		cr_assert_gt(tcf_parse_header(h, sizeof(h), &ci), 0);
+		cr_expect_eq(ci.header_flags, 0, "the chunk's own header is never touched");
+		cr_expect_eq(ci.target_pid, 1000);
+		cr_expect_eq(chunk_read_file(part, NULL, NULL, &rep), 0);
+	}
+	repo_discard(r);
+	rmrepo();
+}
+
+/* The window: chunks last written at or after since_ns; the newest is in
+ * every dump, however the clocks moved; 0 takes every chunk. */
+Test(repo, emergency_dump_window)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r;
+	struct tcf_dir_entry e[8];
+	char path[4200];
+	unsigned chunks;
+	uint64_t bytes, now;
+	struct edump d;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_gt(write_some(r, 50, (uint64_t)i + 1), 0);
+		cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	}
+	cr_assert_eq(tcf_dir_scan(dir, e, 8), 4);
+	set_mtime(e[0].name, time(NULL) - 3600);
+	set_mtime(e[1].name, time(NULL) - 3600);
+	now = (uint64_t)time(NULL) * 1000000000u;
+
+	cr_assert_eq(repo_emergency_into(r, 7, now - 60000000000ull, path, sizeof(path), &chunks,
+			     &bytes),
+		0);
+	d = read_dump(path);
+	cr_expect_eq(chunks, 2);
+	cr_assert_eq(d.n, 2);
+	cr_expect(d.seq[0] == 2 && d.seq[1] == 3, "the last minute's: %llu %llu",
+		(unsigned long long)d.seq[0], (unsigned long long)d.seq[1]);
+
+	for (int i = 2; i < 4; i++)
+		set_mtime(e[i].name, time(NULL) - 3600);
+	cr_assert_eq(repo_emergency_into(r, 7, now - 60000000000ull, path, sizeof(path), &chunks,
+			     &bytes),
+		0);
+	d = read_dump(path);
+	cr_expect_eq(chunks, 1);
+	cr_expect(d.n == 1 && d.seq[0] == 3, "the newest, always");
+
+	cr_assert_eq(repo_emergency_into(r, 7, 0, path, sizeof(path), &chunks, &bytes), 0);
+	cr_expect_eq(chunks, 4, "no window: every chunk");
+	cr_expect_eq(emergency_files(NULL), 3, "three dumps of the same death, three files");
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+/* A dump never replaces a file, whoever made it; an empty repository has
+ * nothing to dump. */
+Test(repo, emergency_dump_never_replaces)
+{
+	struct repo_opts o = { 0 };
+	struct repo *r;
+	char path[4200], first[4200], mine[2][600];
+	unsigned chunks;
+	uint64_t bytes;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_expect_eq(repo_emergency_into(r, 55, 0, path, sizeof(path), &chunks, &bytes), -ENODATA);
+	cr_expect_eq(emergency_files(NULL), 0, "nothing left behind");
+	cr_expect_eq(repo_emergency_into(r, 0, 0, path, sizeof(path), &chunks, &bytes), -EINVAL);
+	cr_assert_gt(write_some(r, 50, 1), 0);
+	cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	/* the names this second and the next would take are someone's */
+	for (int k = 0; k < 2; k++) {
+		time_t t = time(NULL) + k;
+		struct tm tm;
+		char stamp[32];
+		FILE *f;
+
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+		snprintf(mine[k], sizeof(mine[k]), "%s/emergency-55-%s.tcf", dir, stamp);
+		cr_assert_not_null(f = fopen(mine[k], "w"));
+		fputs("precious", f);
+		fclose(f);
+	}
+	cr_assert_eq(repo_emergency_into(r, 55, 0, first, sizeof(first), &chunks, &bytes), 0);
+	cr_assert_eq(repo_emergency_into(r, 55, 0, path, sizeof(path), &chunks, &bytes), 0);
+	cr_expect_str_neq(path, first);
+	for (int k = 0; k < 2; k++) {
+		char *text = NULL;
+		size_t cap = 0;
+		FILE *f = fopen(mine[k], "r");
+
+		cr_assert_not_null(f);
+		cr_expect_eq(getdelim(&text, &cap, '\0', f), 8);
+		cr_expect_str_eq(text, "precious", "%s was replaced", mine[k]);
+		cr_expect_str_neq(first, mine[k]);
+		cr_expect_str_neq(path, mine[k]);
+		free(text);
+		fclose(f);
+	}
+	read_dump(first);
+	read_dump(path);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+/* Retention keeps the dumps: not deleted past max_size or max_age, and
+ * not counted against max_size (the chunks alone are kept under it). */
+Test(repo, emergency_dump_kept_by_retention)
+{
+	struct repo_opts o = { .max_size = 30000, .max_age_ns = 3600ull * 1000000000u };
+	struct repo *r;
+	struct tcf_dir_entry e[128];
+	char path[4200], name[600];
+	unsigned chunks;
+	uint64_t bytes, total = 0;
+	struct stat st;
+	int n;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		cr_assert_gt(write_some(r, 300, (uint64_t)i + 1), 0);
+		cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	}
+	cr_assert_eq(repo_emergency_into(r, 99, 0, path, sizeof(path), &chunks, &bytes), 0);
+	cr_assert_gt(bytes, 20000, "a dump of the size of the chunks");
+	snprintf(name, sizeof(name), "%s", strrchr(path, '/') + 1);
+	{
+		struct timespec ts[2] = { { time(NULL) - 2 * 86400, 0 },
+			{ time(NULL) - 2 * 86400, 0 } };
+
+		cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0); /* two days old */
+	}
+	for (int i = 0; i < 8; i++) {
+		cr_assert_gt(write_some(r, 300, (uint64_t)i + 20), 0);
+		cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	}
+	cr_assert_geq(repo_retain(r), 0);
+	cr_assert_eq(stat(path, &st), 0, "the dump is kept");
+	cr_expect_eq((uint64_t)st.st_size, bytes);
+	n = tcf_dir_scan(dir, e, 128);
+	for (int i = 0; i < n; i++) {
+		total += e[i].size;
+		cr_expect_str_neq(e[i].name, name);
+	}
+	cr_expect_leq(total, 30000, "the chunks are kept under max_size");
+	cr_expect_gt(total + (uint64_t)st.st_size, 30000, "the dump is not counted");
+	cr_expect_gt(n, 0);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
+/* A write, fsync, rename or allocation that fails leaves no dump and no
+ * temporary file, or (a failed directory fsync after the rename) a whole
+ * one; the repository is untouched and the next dump succeeds. */
+static void emergency_faults(unsigned ops)
+{
+	unsigned fired = 0;
+
+	for (long n = 1; n < 200; n++) {
+		struct repo_opts o = { .block_bytes = 1024 };
+		struct repo *r;
+		char path[4200];
+		unsigned chunks, tmp, files;
+		uint64_t bytes, before;
+		int e;
+
+		mkrepo();
+		cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+		for (int i = 0; i < 3; i++) {
+			cr_assert_gt(write_some(r, 200, (uint64_t)i + 1), 0);
+			cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+		}
+		before = census().samples;
+		td_fault_arm(ops, n);
+		e = repo_emergency_into(r, 31, 0, path, sizeof(path), &chunks, &bytes);
+		if (!td_fault_fired()) {
+			td_fault_arm(0, 0);
+			cr_expect_eq(e, 0);
+			repo_close(r, TCF_END_STOP);
+			rmrepo();
+			break;
+		}
+		td_fault_arm(0, 0);
+		fired++;
+		files = emergency_files(&tmp);
+		cr_expect_eq(tmp, 0, "fault %ld: no temporary file left", n);
+		if (e < 0) {
+			cr_expect_leq(files, 1, "fault %ld", n);
+		} else {
+			cr_expect_eq(files, 1, "fault %ld", n);
+			read_dump(path);
+		}
+		cr_expect_eq(census().samples, before, "fault %ld: the chunks are untouched", n);
+		cr_expect_not(census().damage);
+		cr_expect_eq(repo_emergency_into(r, 31, 0, path, sizeof(path), &chunks, &bytes), 0,
+			"fault %ld: the next dump", n);
+		cr_expect_eq(chunks, 3);
+		read_dump(path);
+		cr_expect_eq(repo_close(r, TCF_END_STOP), 0);
+		rmrepo();
+	}
+	cr_expect_gt(fired, 0, "the injector reached the dump");
+}
+
+Test(repo_faults, emergency_writes, .timeout = 120)
+{
+	emergency_faults(TD_FAULT_WRITE);
+}
+
+Test(repo_faults, emergency_fsyncs, .timeout = 120)
+{
+	emergency_faults(TD_FAULT_FSYNC);
+}
+
+Test(repo_faults, emergency_renames, .timeout = 120)
+{
+	emergency_faults(TD_FAULT_RENAME);
+}
+
+Test(repo_faults, emergency_mallocs, .timeout = 120)
+{
+	emergency_faults(TD_FAULT_MALLOC);
+}

@@ -1,0 +1,196 @@
+/* tracerd service [--config FILE] [--check] [--verbose]: the front end of
+ * the system service (daemon/service.c does the work).
+ *
+ * What it adds: the journal and the service manager.  Under systemd
+ * ($JOURNAL_STREAM names our stdout) each message is one stdout line with
+ * a "<N>" syslog-priority prefix, which journald stores as the priority;
+ * elsewhere, "tracerd: " lines on stderr.  sd_notify is a dozen lines of
+ * our own rather than libsystemd: one datagram to $NOTIFY_SOCKET is the
+ * whole protocol (sd_notify(3) documents it as stable), and the service
+ * then links nothing a plain `tracerd record` does not. */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "../daemon/daemon.h"
+
+#define DEFAULT_CONFIG "/etc/tracerd/tracerd.conf"
+
+static void usage(FILE *f)
+{
+	fputs("usage: tracerd service [--config FILE] [--check] [--verbose]\n"
+	      "\n"
+	      "Run as a system service: follow the processes the config's rules name,\n"
+	      "record each rule's into DIRECTORY/NAME/, write an emergency dump when one\n"
+	      "dies of a fatal signal.  SIGHUP reloads the config; SIGTERM detaches from\n"
+	      "every process and stops.  Speaks sd_notify(3) under systemd.\n"
+	      "\n"
+	      "  -c, --config FILE    the config (default " DEFAULT_CONFIG ");\n"
+	      "                       see tracerd.conf(5)\n"
+	      "      --check          check the config, say what it would follow, and exit\n"
+	      "  -v, --verbose        debug messages too\n",
+		f);
+}
+
+struct front {
+	bool journal; /* stdout is the journal's stream */
+	bool verbose;
+	int notify_fd;
+	struct sockaddr_un notify_addr;
+	socklen_t notify_len;
+};
+
+/* Is stdout the stream $JOURNAL_STREAM ("DEV:INODE") names? */
+static bool stdout_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDOUT_FILENO, &st) == 0 &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static void on_log(void *arg, int prio, const char *msg)
+{
+	struct front *f = arg;
+
+	if (prio >= LOG_DEBUG && !f->verbose)
+		return;
+	if (f->journal) {
+		printf("<%d>%s\n", prio, msg);
+		fflush(stdout);
+	} else {
+		td_msg("%s", msg);
+	}
+}
+
+/* sd_notify(3): a datagram to $NOTIFY_SOCKET, a path or "@abstract". */
+static void notify_open(struct front *f)
+{
+	const char *s = getenv("NOTIFY_SOCKET");
+	size_t len;
+
+	f->notify_fd = -1;
+	if (!s || (s[0] != '/' && s[0] != '@') || (len = strlen(s)) >= sizeof(f->notify_addr.sun_path))
+		return;
+	f->notify_addr.sun_family = AF_UNIX;
+	memcpy(f->notify_addr.sun_path, s, len);
+	if (s[0] == '@')
+		f->notify_addr.sun_path[0] = '\0';
+	f->notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+	f->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+
+static void on_notify(void *arg, const char *state)
+{
+	struct front *f = arg;
+
+	if (f->notify_fd >= 0)
+		sendto(f->notify_fd, state, strlen(state), MSG_NOSIGNAL,
+			(struct sockaddr *)&f->notify_addr, f->notify_len);
+}
+
+/* $WATCHDOG_USEC, if it is meant for this process. */
+static uint64_t watchdog_ns(void)
+{
+	const char *us = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+
+	if (!us || (pid && atol(pid) != (long)getpid()))
+		return 0;
+	return strtoull(us, NULL, 10) * 1000u;
+}
+
+static int check(const char *path)
+{
+	struct svc_config *c = NULL;
+	struct svc_config_error err = { 0 };
+	int e = svc_config_load(path, &c, &err);
+
+	if (e < 0) {
+		td_msg("%s:%u: %s%s%s", err.file, err.line, err.reason, err.text[0] ? ": " : "",
+			err.text);
+		return TD_EXIT_USAGE;
+	}
+	printf("%s: %u rule%s, repositories under %s\n", path, c->nrules, c->nrules == 1 ? "" : "s",
+		c->directory);
+	for (unsigned i = 0; i < c->nrules; i++)
+		printf("  [Target %s] %s mode, %u Hz%s%s%s%s%s%s%s%s\n", c->rules[i].name,
+			c->rules[i].mode == REC_MODE_WALL ? "wall" : "cpu", c->rules[i].hz,
+			c->rules[i].comm ? ", Comm=" : "", c->rules[i].comm ? c->rules[i].comm : "",
+			c->rules[i].exe ? ", Exe=" : "", c->rules[i].exe ? c->rules[i].exe : "",
+			c->rules[i].cmdline ? ", Cmdline=" : "",
+			c->rules[i].cmdline ? c->rules[i].cmdline : "",
+			c->rules[i].unit ? ", Unit=" : "", c->rules[i].unit ? c->rules[i].unit : "");
+	svc_config_free(c);
+	return TD_EXIT_OK;
+}
+
+int cmd_service(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct front f = { .journal = stdout_is_journal() };
+	struct svc_options o = { .config_path = DEFAULT_CONFIG };
+	struct svc_hooks hooks = { on_log, on_notify };
+	struct svc_config_error err = { 0 };
+	bool only_check = false;
+	int c, e;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o.config_path = optarg;
+			break;
+		case 'k':
+			only_check = true;
+			break;
+		case 'v':
+			f.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return TD_EXIT_OK;
+		default:
+			return td_bad_option("service", c, argv);
+		}
+	}
+	if (optind != argc) {
+		td_msg("service: unexpected argument '%s'; see tracerd service --help", argv[optind]);
+		return TD_EXIT_USAGE;
+	}
+	if (only_check)
+		return check(o.config_path);
+	notify_open(&f);
+	o.watchdog_ns = watchdog_ns();
+	e = svc_run(&o, &hooks, &f, &err);
+	if (f.notify_fd >= 0)
+		close(f.notify_fd);
+	if (e == 0)
+		return TD_EXIT_OK;
+	if (err.file[0]) {
+		char msg[800];
+
+		snprintf(msg, sizeof(msg), "%s:%u: %s%s%s; not started", err.file, err.line,
+			err.reason, err.text[0] ? ": " : "", err.text);
+		on_log(&f, LOG_ERR, msg);
+		return TD_EXIT_USAGE;
+	}
+	return TD_EXIT_IO;
+}

@@ -1,0 +1,1103 @@
+/* The service's configuration, tracerd.conf(5), and the process matcher.
+ *
+ * svc_config_load/svc_config_parse turn a file shaped like a systemd unit
+ * file into a struct svc_config, checking everything before they return:
+ * a configuration that loads is one the service can run as it is, so that
+ * a reload can be all or nothing.  Each refusal names the file, the line,
+ * the text and what to do (struct svc_config_error); the caller words it
+ * for the journal.  Every length a file controls is bounded: the file
+ * (1 MiB), a line (4096 bytes), a name (63), the rules (SVC_MAX_RULES).
+ *
+ * svc_proc_read reads what the rules look at from /proc through one open
+ * /proc/PID directory, and svc_config_match picks the first rule that a
+ * process matches.  What to do with a match (attach, keep a process on
+ * its first rule, restart recordings on reload) is the service loop's. */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/td.h"
+
+#define SVC_FILE_MAX (1u << 20)
+#define SVC_LINE_MAX 4096
+/* Directory= plus "/" NAME "/emergency-PID-TIME.tcf" stays below PATH_MAX */
+#define SVC_DIRECTORY_MAX 3968
+#define SVC_COMM_MAX 15		/* TASK_COMM_LEN - 1: the kernel cuts longer names */
+#define SVC_PF_KTHREAD 0x00200000u /* include/linux/sched.h */
+
+#define NS_PER_SEC 1000000000ull
+
+enum svc_section { SEC_NONE, SEC_SERVICE, SEC_TARGET };
+
+struct parser;
+
+struct svc_key {
+	const char *name;
+	enum svc_section sec;
+	int (*set)(struct parser *p, const char *key, char *value);
+};
+
+/* borrows: the configuration being built, the error to fill */
+struct parser {
+	struct svc_config *c;
+	struct svc_config_error *err;
+	const char *name;
+	unsigned line;
+	char text[128];	  /* the current line as an error shows it */
+	enum svc_section sec;
+	unsigned key_line[16]; /* per key of svc_keys: the line it was given on in
+				* this section, 0 if not */
+	unsigned service_line; /* the [Service] header, 0 if none yet */
+	char header[128];      /* the current [Target]'s header, for its late error */
+};
+
+/* ---- messages */
+
+/* s as an error shows it: control characters as '?', cut with "..." */
+static void svc_text_set(char *dst, size_t size, const char *s)
+{
+	size_t i;
+
+	if (!s)
+		s = "";
+	for (i = 0; s[i] && i + 1 < size; i++)
+		dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	dst[i] = '\0';
+	if (s[i] && size > 4)
+		memcpy(dst + size - 4, "...", 4);
+}
+
+static int svc_verror(struct svc_config_error *err, const char *file, unsigned line,
+	const char *text, int code, const char *fmt, va_list ap)
+{
+	if (!err)
+		return code;
+	memset(err, 0, sizeof(*err));
+	svc_text_set(err->file, sizeof(err->file), file);
+	err->line = line;
+	svc_text_set(err->text, sizeof(err->text), text);
+	vsnprintf(err->reason, sizeof(err->reason), fmt, ap);
+	for (char *s = err->reason; *s; s++) /* it may quote the file */
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	return code;
+}
+
+__attribute__((format(printf, 6, 7))) static int svc_error(struct svc_config_error *err,
+	const char *file, unsigned line, const char *text, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = svc_verror(err, file, line, text, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* An error on the current line; returns -EINVAL. */
+__attribute__((format(printf, 2, 3))) static int fail(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = svc_verror(p->err, p->name, p->line, p->text, -EINVAL, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static int fail_nomem(struct parser *p)
+{
+	return svc_error(p->err, p->name, p->line, p->text, -ENOMEM,
+		"out of memory while reading the configuration; try again");
+}
+
+/* ---- small parsers (no locale: strtod and isspace would follow LC_*) */
+
+static bool is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+static bool is_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static bool is_alpha(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static char *trim(char *s)
+{
+	size_t n;
+
+	while (is_blank(*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && is_blank(s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+static char *svc_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = td_malloc(n);
+
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* A size: a whole number with an optional K, M, G or T (powers of 1024),
+ * optionally followed by "B" or "iB"; "B" alone for bytes. */
+static bool parse_size(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	if (!is_digit(*s))
+		return false;
+	for (; is_digit(*s); s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	switch (*s) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case 'T':
+	case 't':
+		shift = 40;
+		break;
+	}
+	if (shift) {
+		s++;
+		if (s[0] == 'i' && s[1] == 'B')
+			s += 2;
+		else if (s[0] == 'B')
+			s++;
+	} else if (s[0] == 'B') {
+		s++;
+	}
+	if (*s || v > UINT64_MAX >> shift)
+		return false;
+	*ret = v << shift;
+	return true;
+}
+
+static const struct {
+	const char *name;
+	uint64_t ns;
+} svc_time_units[] = {
+	{ "us", 1000ull },
+	{ "usec", 1000ull },
+	{ "ms", 1000000ull },
+	{ "msec", 1000000ull },
+	{ "s", NS_PER_SEC },
+	{ "sec", NS_PER_SEC },
+	{ "second", NS_PER_SEC },
+	{ "seconds", NS_PER_SEC },
+	{ "m", 60 * NS_PER_SEC },
+	{ "min", 60 * NS_PER_SEC },
+	{ "minute", 60 * NS_PER_SEC },
+	{ "minutes", 60 * NS_PER_SEC },
+	{ "h", 3600 * NS_PER_SEC },
+	{ "hr", 3600 * NS_PER_SEC },
+	{ "hour", 3600 * NS_PER_SEC },
+	{ "hours", 3600 * NS_PER_SEC },
+	{ "d", 86400 * NS_PER_SEC },
+	{ "day", 86400 * NS_PER_SEC },
+	{ "days", 86400 * NS_PER_SEC },
+	{ "w", 604800 * NS_PER_SEC },
+	{ "week", 604800 * NS_PER_SEC },
+	{ "weeks", 604800 * NS_PER_SEC },
+};
+
+/* A duration as systemd.time(7) writes one: "30s", "10min", "1h 30min",
+ * "1.5h"; a bare number is seconds.  In ns. */
+static bool parse_duration(const char *s, uint64_t *ret_ns)
+{
+	unsigned __int128 total = 0;
+	bool any = false;
+
+	for (;;) {
+		uint64_t whole = 0, frac = 0, scale = 1, unit = 0;
+		size_t ulen;
+
+		while (is_blank(*s))
+			s++;
+		if (!*s)
+			break;
+		if (!is_digit(*s))
+			return false;
+		for (; is_digit(*s); s++) {
+			if (whole > 1000000000000000ull)
+				return false;
+			whole = whole * 10 + (uint64_t)(*s - '0');
+		}
+		if (*s == '.') {
+			if (!is_digit(*++s))
+				return false;
+			for (; is_digit(*s); s++)
+				if (scale < NS_PER_SEC) {
+					frac = frac * 10 + (uint64_t)(*s - '0');
+					scale *= 10;
+				}
+		}
+		while (is_blank(*s))
+			s++;
+		for (ulen = 0; is_alpha(s[ulen]); ulen++)
+			;
+		if (ulen == 0) {
+			if (any || *s)
+				return false; /* "5" alone is 5 s; "1h 5" is a typo */
+			unit = NS_PER_SEC;
+		}
+		for (size_t i = 0; ulen && i < TD_ARRAY_SIZE(svc_time_units); i++)
+			if (strlen(svc_time_units[i].name) == ulen &&
+				!memcmp(svc_time_units[i].name, s, ulen))
+				unit = svc_time_units[i].ns;
+		if (!unit)
+			return false;
+		s += ulen;
+		total += (unsigned __int128)whole * unit + (unsigned __int128)frac * unit / scale;
+		if (total > UINT64_MAX)
+			return false;
+		any = true;
+	}
+	if (!any)
+		return false;
+	*ret_ns = (uint64_t)total;
+	return true;
+}
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[\\") != NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+/* ---- [Service] keys */
+
+static int set_directory(struct parser *p, const char *key, char *v)
+{
+	size_t n = strlen(v);
+	char *d;
+
+	if (v[0] != '/')
+		return fail(p, "%s= must be an absolute path (starting with '/'), e.g. "
+			       "/var/lib/tracerd",
+			key);
+	while (n > 1 && v[n - 1] == '/')
+		v[--n] = '\0';
+	if (n > SVC_DIRECTORY_MAX)
+		return fail(p, "%s= is longer than %u bytes; choose a shorter path", key,
+			SVC_DIRECTORY_MAX);
+	d = svc_strdup(v);
+	if (!d)
+		return fail_nomem(p);
+	free(p->c->directory);
+	p->c->directory = d;
+	return 0;
+}
+
+static int set_max_size(struct parser *p, const char *key, char *v)
+{
+	uint64_t size;
+
+	if (!parse_size(v, &size) || size < (1ull << 20) || size > (1ull << 50))
+		return fail(p, "%s= must be a size from 1M to 1024T: a whole number of bytes "
+			       "or one with K, M, G or T (powers of 1024), e.g. 2G",
+			key);
+	p->c->max_size = size;
+	return 0;
+}
+
+static int set_duration(struct parser *p, const char *key, const char *v, uint64_t min_ns,
+	uint64_t max_ns, const char *range, uint64_t *ret_ns)
+{
+	uint64_t ns;
+
+	if (!parse_duration(v, &ns) || ns < min_ns || ns > max_ns)
+		return fail(p, "%s= must be a duration from %s, a number with a unit "
+			       "(ms, s, min, h, d, w), e.g. 30s, 10min or 1h 30min",
+			key, range);
+	*ret_ns = ns;
+	return 0;
+}
+
+static int set_max_age(struct parser *p, const char *key, char *v)
+{
+	return set_duration(p, key, v, 60 * NS_PER_SEC, 365 * 86400 * NS_PER_SEC,
+		"1min to 365d", &p->c->max_age_ns);
+}
+
+static int set_scan_interval(struct parser *p, const char *key, char *v)
+{
+	return set_duration(p, key, v, NS_PER_SEC / 10, 10 * NS_PER_SEC, "100ms to 10s",
+		&p->c->scan_interval_ns);
+}
+
+static int set_emergency_window(struct parser *p, const char *key, char *v)
+{
+	return set_duration(p, key, v, NS_PER_SEC, 365 * 86400 * NS_PER_SEC, "1s to 365d",
+		&p->c->emergency_window_ns);
+}
+
+/* ---- [Target NAME] keys */
+
+static struct svc_rule *cur_rule(struct parser *p)
+{
+	return &p->c->rules[p->c->nrules - 1];
+}
+
+static int set_string(struct parser *p, char **slot, const char *v)
+{
+	char *d = svc_strdup(v);
+
+	if (!d)
+		return fail_nomem(p);
+	*slot = d;
+	return 0;
+}
+
+static int set_comm(struct parser *p, const char *key, char *v)
+{
+	if (!has_glob(v) && strlen(v) > SVC_COMM_MAX)
+		return fail(p, "%s= '%.40s' is longer than a process name can be (%u characters; "
+			       "the kernel cuts longer ones): give its first %u characters, or "
+			       "match with Exe= or Cmdline=",
+			key, v, SVC_COMM_MAX, SVC_COMM_MAX);
+	return set_string(p, &cur_rule(p)->comm, v);
+}
+
+static int set_exe(struct parser *p, const char *key, char *v)
+{
+	if (!strchr(v, '/'))
+		return fail(p, "%s= is matched against the executable's full path: give one "
+			       "such as /usr/bin/ledger or */ledger, or match the name with Comm=",
+			key);
+	return set_string(p, &cur_rule(p)->exe, v);
+}
+
+static int set_cmdline(struct parser *p, const char *key, char *v)
+{
+	struct svc_rule *r = cur_rule(p);
+	char why[96];
+	int e;
+
+	e = regcomp(&r->cmdline_re, v, REG_EXTENDED | REG_NOSUB);
+	if (e == REG_ESPACE)
+		return fail_nomem(p);
+	if (e) {
+		regerror(e, &r->cmdline_re, why, sizeof(why));
+		return fail(p, "%s= is not a POSIX extended regular expression: %s; see regex(7)",
+			key, why);
+	}
+	r->cmdline = svc_strdup(v);
+	if (!r->cmdline) {
+		regfree(&r->cmdline_re);
+		return fail_nomem(p);
+	}
+	return 0;
+}
+
+static int set_unit(struct parser *p, const char *key, char *v)
+{
+	if (strchr(v, '/'))
+		return fail(p, "%s= names a unit, not a cgroup path: give a unit name or glob "
+			       "such as ledger.service or ledger@*.service",
+			key);
+	if (ends_with(v, ".slice"))
+		return fail(p, "%s= cannot match a slice (slices are skipped so that a glob does "
+			       "not take in whole slices): name the units in it, e.g. *.service",
+			key);
+	if (!has_glob(v) && !strchr(v, '.'))
+		return fail(p, "%s= '%.40s' has no unit type: give %.40s.service (or %.40s.scope)",
+			key, v, v, v);
+	return set_string(p, &cur_rule(p)->unit, v);
+}
+
+static int set_frequency(struct parser *p, const char *key, char *v)
+{
+	size_t n = strspn(v, "0123456789");
+	unsigned long hz = 0;
+
+	if (n > 0 && n <= 5 && !v[n])
+		hz = strtoul(v, NULL, 10);
+	if (hz < 1 || hz > 10000)
+		return fail(p, "%s= must be a whole number of samples per second from 1 to 10000 "
+			       "(default 99)",
+			key);
+	cur_rule(p)->hz = (unsigned)hz;
+	return 0;
+}
+
+static int set_mode(struct parser *p, const char *key, char *v)
+{
+	if (!strcmp(v, "cpu"))
+		cur_rule(p)->mode = REC_MODE_CPU;
+	else if (!strcmp(v, "wall"))
+		cur_rule(p)->mode = REC_MODE_WALL;
+	else
+		return fail(p, "%s= must be cpu (where threads use CPU) or wall (every thread, "
+			       "running or blocked); see tracerd(8), Modes",
+			key);
+	return 0;
+}
+
+static const struct svc_key svc_keys[] = {
+	{ "Directory", SEC_SERVICE, set_directory },
+	{ "MaxSize", SEC_SERVICE, set_max_size },
+	{ "MaxAge", SEC_SERVICE, set_max_age },
+	{ "ScanInterval", SEC_SERVICE, set_scan_interval },
+	{ "EmergencyWindow", SEC_SERVICE, set_emergency_window },
+	{ "Comm", SEC_TARGET, set_comm },
+	{ "Exe", SEC_TARGET, set_exe },
+	{ "Cmdline", SEC_TARGET, set_cmdline },
+	{ "Unit", SEC_TARGET, set_unit },
+	{ "Frequency", SEC_TARGET, set_frequency },
+	{ "Mode", SEC_TARGET, set_mode },
+};
+_Static_assert(TD_ARRAY_SIZE(svc_keys) <= TD_ARRAY_SIZE(((struct parser *)0)->key_line),
+	"key_line has a slot per key");
+
+static const char *section_name(enum svc_section sec)
+{
+	return sec == SEC_SERVICE ? "[Service]" : "[Target NAME]";
+}
+
+/* "Directory, MaxSize, ..." for sec */
+static void key_list(enum svc_section sec, char *buf, size_t size)
+{
+	size_t off = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < TD_ARRAY_SIZE(svc_keys); i++) {
+		if (svc_keys[i].sec != sec)
+			continue;
+		n = snprintf(buf + off, size - off, "%s%s", off ? ", " : "", svc_keys[i].name);
+
+		if (n < 0 || (size_t)n >= size - off)
+			return;
+		off += (size_t)n;
+	}
+}
+
+/* ---- sections */
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!is_alpha(*s) && !is_digit(*s) && *s != '_' && *s != '.' && *s != '-')
+			return false;
+	return true;
+}
+
+/* The section being left: a target must say what it matches. */
+static int end_section(struct parser *p)
+{
+	struct svc_rule *r;
+
+	if (p->sec != SEC_TARGET)
+		return 0;
+	r = cur_rule(p);
+	if (r->comm || r->exe || r->cmdline || r->unit)
+		return 0;
+	return svc_error(p->err, p->name, r->line, p->header, -EINVAL,
+		"[Target %s] has no matching key: give at least one of Comm=, Exe=, Cmdline= "
+		"or Unit= (a target may not take in every process)",
+		r->name);
+}
+
+static int parse_header(struct parser *p, char *s)
+{
+	size_t n = strlen(s);
+	char *inner, *name;
+	struct svc_rule *r;
+	int e;
+
+	if (s[n - 1] != ']')
+		return fail(p, "a section header must end with ']': [Service] or [Target NAME]");
+	s[n - 1] = '\0';
+	inner = trim(s + 1);
+	e = end_section(p);
+	if (e < 0)
+		return e;
+	memset(p->key_line, 0, sizeof(p->key_line));
+	if (!strcmp(inner, "Service")) {
+		if (p->service_line)
+			return fail(p, "a second [Service] section (the first is on line %u): "
+				       "put every service setting in one",
+				p->service_line);
+		p->service_line = p->line;
+		p->sec = SEC_SERVICE;
+		return 0;
+	}
+	if (strncmp(inner, "Target", 6) || (inner[6] && !is_blank(inner[6])))
+		return fail(p, "unknown section [%.40s]: the sections are [Service] and "
+			       "[Target NAME] (names are case-sensitive)",
+			inner);
+	name = trim(inner + 6);
+	n = strlen(name);
+	if (n >= 2 && name[0] == '"' && name[n - 1] == '"') {
+		name[n - 1] = '\0';
+		name++;
+	}
+	if (!name_ok(name))
+		return fail(p, "'%.64s' is not a target name: give 1 to 63 letters, digits, "
+			       "'_', '.' or '-' (not . or ..); it names the target's repository",
+			name);
+	for (unsigned i = 0; i < p->c->nrules; i++)
+		if (!strcmp(p->c->rules[i].name, name))
+			return fail(p, "target name '%s' is used on line %u too: give each target "
+				       "a name of its own (it names its repository)",
+				name, p->c->rules[i].line);
+	if (p->c->nrules >= SVC_MAX_RULES)
+		return fail(p, "more than %u targets: merge some (one glob or regular expression "
+			       "can match several programs)",
+			SVC_MAX_RULES);
+	r = &p->c->rules[p->c->nrules++];
+	strcpy(r->name, name); /* name_ok: at most 63 */
+	r->hz = 99;
+	r->mode = REC_MODE_CPU;
+	r->line = p->line;
+	memcpy(p->header, p->text, sizeof(p->header));
+	p->sec = SEC_TARGET;
+	return 0;
+}
+
+/* ---- lines */
+
+static const struct svc_key *find_key(const char *key)
+{
+	for (size_t i = 0; i < TD_ARRAY_SIZE(svc_keys); i++)
+		if (!strcmp(svc_keys[i].name, key))
+			return &svc_keys[i];
+	return NULL;
+}
+
+static int unknown_key(struct parser *p, const char *key)
+{
+	char keys[128];
+
+	for (size_t i = 0; i < TD_ARRAY_SIZE(svc_keys); i++) {
+		if (strcasecmp(svc_keys[i].name, key))
+			continue;
+		if (svc_keys[i].sec != p->sec)
+			break;
+		return fail(p, "unknown key '%.40s': keys are case-sensitive; did you mean %s=?",
+			key, svc_keys[i].name);
+	}
+	key_list(p->sec, keys, sizeof(keys));
+	return fail(p, "unknown key '%.40s' in %s; the keys there are %s", key,
+		section_name(p->sec), keys);
+}
+
+static int parse_setting(struct parser *p, char *s, char *eq)
+{
+	const struct svc_key *k;
+	char *key, *value;
+	size_t n, idx;
+
+	*eq = '\0';
+	key = trim(s);
+	value = trim(eq + 1);
+	if (!*key)
+		return fail(p, "the line has no key before '='; write Key=Value");
+	k = find_key(key);
+	if (p->sec == SEC_NONE) {
+		if (k)
+			return fail(p, "%s= is outside any section: put it under %s", k->name,
+				section_name(k->sec));
+		return fail(p, "a setting outside any section: settings go under [Service] or "
+			       "[Target NAME]");
+	}
+	if (!k || k->sec != p->sec) {
+		if (k)
+			return fail(p, "%s= belongs in %s, not in %s", k->name,
+				section_name(k->sec), section_name(p->sec));
+		return unknown_key(p, key);
+	}
+	idx = (size_t)(k - svc_keys);
+	if (p->key_line[idx])
+		return fail(p, "%s= is given twice in this section (first on line %u): keep one",
+			k->name, p->key_line[idx]);
+	p->key_line[idx] = p->line;
+	n = strlen(value);
+	if (value[0] == '"') {
+		if (n < 2 || value[n - 1] != '"')
+			return fail(p, "the value of %s= opens a double quote it does not close: "
+				       "quote the whole value or none of it",
+				k->name);
+		value[n - 1] = '\0';
+		value++;
+	}
+	if (!*value)
+		return fail(p, "%s= has an empty value: give one or remove the line", k->name);
+	return k->set(p, k->name, value);
+}
+
+static int parse_line(struct parser *p, char *line)
+{
+	char *s = trim(line), *eq;
+
+	svc_text_set(p->text, sizeof(p->text), s);
+	if (!*s || *s == '#' || *s == ';')
+		return 0;
+	if (*s == '[')
+		return parse_header(p, s);
+	eq = strchr(s, '=');
+	if (!eq)
+		return fail(p, "not a setting: write Key=Value, a [Section] header, or a comment "
+			       "starting with # or ;");
+	return parse_setting(p, s, eq);
+}
+
+int svc_config_parse(const char *name, const char *text, size_t len,
+	struct svc_config **ret_config, struct svc_config_error *ret_err)
+{
+	struct parser p = { .name = name ? name : "-", .err = ret_err };
+	struct svc_config *c;
+	char buf[SVC_LINE_MAX + 1];
+	size_t off = 0;
+	int r;
+
+	if (len > SVC_FILE_MAX)
+		return svc_error(ret_err, p.name, 0, "", -EFBIG,
+			"the file is larger than 1 MiB; a configuration is a few lines");
+	c = td_calloc(1, sizeof(*c));
+	if (!c)
+		goto out_nomem;
+	p.c = c;
+	/* rules never move once made: regcomp's regex_t may not be copied */
+	c->rules = td_calloc(SVC_MAX_RULES, sizeof(*c->rules));
+	c->path = svc_strdup(p.name);
+	c->directory = svc_strdup("/var/lib/tracerd");
+	if (!c->rules || !c->path || !c->directory)
+		goto out_nomem;
+	c->max_size = 1ull << 30;
+	c->max_age_ns = 86400 * NS_PER_SEC;
+	c->scan_interval_ns = 2 * NS_PER_SEC;
+	c->emergency_window_ns = 1800 * NS_PER_SEC;
+
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		off = 3; /* a UTF-8 byte order mark, as systemd skips it */
+	while (off < len) {
+		const char *start = text + off, *nl = memchr(start, '\n', len - off);
+		size_t n = nl ? (size_t)(nl - start) : len - off;
+
+		p.line++;
+		off += n + (nl != NULL);
+		if (n > SVC_LINE_MAX) {
+			memcpy(buf, start, sizeof(p.text));
+			buf[sizeof(p.text)] = '\0'; /* shown cut, with "..." */
+			svc_text_set(p.text, sizeof(p.text), buf);
+			r = fail(&p, "the line is longer than %u bytes; shorten it", SVC_LINE_MAX);
+			goto out_free;
+		}
+		if (memchr(start, '\0', n)) {
+			svc_text_set(p.text, sizeof(p.text), "");
+			r = fail(&p, "the line holds a NUL byte: the file must be text");
+			goto out_free;
+		}
+		memcpy(buf, start, n);
+		buf[n] = '\0';
+		r = parse_line(&p, buf);
+		if (r < 0)
+			goto out_free;
+	}
+	r = end_section(&p);
+	if (r < 0)
+		goto out_free;
+	*ret_config = c;
+	return 0;
+
+out_nomem:
+	r = fail_nomem(&p);
+out_free:
+	svc_config_free(c);
+	return r;
+}
+
+static const char *open_hint(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return "create it (see tracerd.conf(5)) or give another path";
+	case EACCES:
+	case EPERM:
+		return "let tracerd read it: run it as root, or check the file's mode and its "
+		       "directories'";
+	case ELOOP:
+		return "a symbolic link loops on the path";
+	default:
+		return "check the path";
+	}
+}
+
+int svc_config_load(const char *path, struct svc_config **ret_config,
+	struct svc_config_error *ret_err)
+{
+	struct stat st;
+	size_t len = 0;
+	char *buf = NULL;
+	int fd, r;
+
+	/* O_NONBLOCK: a FIFO put in the file's place does not hang us */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		r = -errno;
+		return svc_error(ret_err, path, 0, "", r, "cannot open the file: %s; %s",
+			td_strerror(r), open_hint(-r));
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		svc_error(ret_err, path, 0, "", r, "cannot read the file: %s", td_strerror(r));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = svc_error(ret_err, path, 0, "", -TD_E_NOTREG,
+			"not a regular file: give the path of a configuration file");
+		goto out_close;
+	}
+	/* the file says what root attaches to and where it writes */
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		r = svc_error(ret_err, path, 0, "", -TD_E_NOTOWNER,
+			"the file belongs to uid %u, who could choose what tracerd records and "
+			"where it writes: chown it to root",
+			(unsigned)st.st_uid);
+		goto out_close;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		r = svc_error(ret_err, path, 0, "", -TD_E_UNSAFE,
+			"the file is writable by its group or by others, who could choose what "
+			"tracerd records and where it writes: chmod go-w it");
+		goto out_close;
+	}
+	if (st.st_size > SVC_FILE_MAX) {
+		r = svc_error(ret_err, path, 0, "", -EFBIG,
+			"the file is larger than 1 MiB; a configuration is a few lines");
+		goto out_close;
+	}
+	buf = td_malloc(SVC_FILE_MAX + 1);
+	if (!buf) {
+		r = svc_error(ret_err, path, 0, "", -ENOMEM,
+			"out of memory while reading the configuration; try again");
+		goto out_close;
+	}
+	/* read to the end, not to st_size: the file may grow meanwhile */
+	while (len <= SVC_FILE_MAX) {
+		ssize_t n = read(fd, buf + len, SVC_FILE_MAX + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			svc_error(ret_err, path, 0, "", r, "cannot read the file: %s; %s",
+				td_strerror(r), open_hint(-r));
+			goto out_free;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	r = svc_config_parse(path, buf, len, ret_config, ret_err);
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return r;
+}
+
+void svc_config_free(struct svc_config *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; c->rules && i < c->nrules; i++) {
+		struct svc_rule *r = &c->rules[i];
+
+		free(r->comm);
+		free(r->exe);
+		free(r->unit);
+		if (r->cmdline)
+			regfree(&r->cmdline_re);
+		free(r->cmdline);
+	}
+	free(c->rules);
+	free(c->path);
+	free(c->directory);
+	free(c);
+}
+
+bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b)
+{
+	return a && b && !strcmp(a->name, b->name) && a->hz == b->hz && a->mode == b->mode;
+}
+
+/* ---- matching */
+
+unsigned svc_config_needs(const struct svc_config *c)
+{
+	unsigned need = 0;
+
+	for (unsigned i = 0; c && i < c->nrules; i++) {
+		const struct svc_rule *r = &c->rules[i];
+
+		need |= (r->comm ? SVC_NEED_COMM : 0) | (r->exe ? SVC_NEED_EXE : 0) |
+			(r->cmdline ? SVC_NEED_CMDLINE : 0) | (r->unit ? SVC_NEED_UNIT : 0);
+	}
+	return need;
+}
+
+bool svc_unit_match(const char *glob, const char *cgroup_path)
+{
+	const char *s = cgroup_path;
+
+	if (!glob || !s)
+		return false;
+	while (*s) {
+		size_t n;
+		char comp[256]; /* NAME_MAX + 1: no cgroup is named longer */
+
+		s += strspn(s, "/");
+		n = strcspn(s, "/");
+		if (n > 0 && n < sizeof(comp)) {
+			memcpy(comp, s, n);
+			comp[n] = '\0';
+			if (!ends_with(comp, ".slice") && fnmatch(glob, comp, 0) == 0)
+				return true;
+		}
+		s += n;
+	}
+	return false;
+}
+
+static bool rule_matches(const struct svc_rule *r, const struct svc_proc *p)
+{
+	if (r->comm && (!p->comm[0] || fnmatch(r->comm, p->comm, 0) != 0))
+		return false;
+	if (r->exe && (!p->exe[0] || fnmatch(r->exe, p->exe, 0) != 0))
+		return false;
+	if (r->cmdline && (!p->cmdline[0] || regexec(&r->cmdline_re, p->cmdline, 0, NULL, 0)))
+		return false;
+	if (r->unit && (!p->cgroup[0] || !svc_unit_match(r->unit, p->cgroup)))
+		return false;
+	return true;
+}
+
+int svc_config_match(const struct svc_config *c, const struct svc_proc *p)
+{
+	if (!c || !p || p->kernel)
+		return -1;
+	for (unsigned i = 0; i < c->nrules; i++)
+		if (rule_matches(&c->rules[i], p))
+			return (int)i;
+	return -1;
+}
+
+/* ---- reading a process */
+
+/* pid, start_time, kernel and comm from stat.  comm (field 2) may hold
+ * spaces and parentheses: it ends at the last ')'. */
+static int read_stat(int dfd, struct svc_proc *p)
+{
+	char buf[4096], *open, *close_paren, *f;
+	unsigned long long flags = 0, start = 0;
+	size_t n;
+	int r;
+
+	r = td_read_text(dfd, "stat", buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	open = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (!open || !close_paren || close_paren < open || close_paren[1] != ' ')
+		return -TD_E_CORRUPT;
+	n = TD_MIN((size_t)(close_paren - open - 1), sizeof(p->comm) - 1);
+	memcpy(p->comm, open + 1, n);
+	p->comm[n] = '\0';
+	f = close_paren + 2; /* field 3, the state */
+	for (int field = 3; field <= 22; field++) {
+		if (field == 9 && sscanf(f, "%llu", &flags) != 1)
+			return -TD_E_CORRUPT;
+		if (field == 22 && sscanf(f, "%llu", &start) != 1)
+			return -TD_E_CORRUPT;
+		if (field < 22) {
+			f = strchr(f, ' ');
+			if (!f)
+				return -TD_E_CORRUPT;
+			f++;
+		}
+	}
+	p->kernel = (flags & SVC_PF_KTHREAD) != 0;
+	p->start_time = start;
+	return 0;
+}
+
+static bool gone_err(int err)
+{
+	return err == -ENOENT || err == -ESRCH;
+}
+
+/* exe's target without " (deleted)"; "" if unreadable (a kernel thread, a
+ * zombie, no permission). */
+static int read_exe(int dfd, struct svc_proc *p)
+{
+	ssize_t n = readlinkat(dfd, "exe", p->exe, sizeof(p->exe));
+	static const char deleted[] = " (deleted)";
+
+	if (n < 0 || (size_t)n >= sizeof(p->exe)) {
+		p->exe[0] = '\0';
+		return n < 0 ? -errno : 0;
+	}
+	p->exe[n] = '\0';
+	if ((size_t)n >= sizeof(deleted) - 1 &&
+		!memcmp(p->exe + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1))
+		p->exe[n - (sizeof(deleted) - 1)] = '\0';
+	return 0;
+}
+
+static int read_cmdline(int dfd, struct svc_proc *p)
+{
+	int n = td_read_text(dfd, "cmdline", p->cmdline, sizeof(p->cmdline));
+
+	if (n < 0) {
+		p->cmdline[0] = '\0';
+		return n;
+	}
+	while (n > 0 && p->cmdline[n - 1] == '\0')
+		n--;
+	for (int i = 0; i < n; i++)
+		if (p->cmdline[i] == '\0')
+			p->cmdline[i] = ' ';
+	p->cmdline[n] = '\0';
+	return 0;
+}
+
+/* The path of the first line of buf that is "ID:" then hierarchy then the
+ * path, into p->cgroup; false if there is none, or it does not fit.  id
+ * NULL: any number. */
+static bool cgroup_line(const char *buf, const char *id, const char *hierarchy,
+	struct svc_proc *p)
+{
+	size_t hlen = strlen(hierarchy), n;
+	const char *s = buf, *f;
+
+	for (; *s; s += n + (s[n] == '\n')) {
+		n = strcspn(s, "\n");
+		f = s + strspn(s, "0123456789");
+		if (f == s || *f != ':' ||
+			(id && (strlen(id) != (size_t)(f - s) || strncmp(s, id, strlen(id)))))
+			continue;
+		f++;
+		if ((size_t)(s + n - f) < hlen || strncmp(f, hierarchy, hlen))
+			continue;
+		f += hlen;
+		if (f == s + n || (size_t)(s + n - f) >= sizeof(p->cgroup))
+			return false;
+		memcpy(p->cgroup, f, (size_t)(s + n - f));
+		p->cgroup[s + n - f] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* The unified hierarchy's line, "0::PATH"; on a cgroup v1 system, the
+ * path systemd keeps in its own named hierarchy, "N:name=systemd:PATH". */
+static int read_cgroup(int dfd, struct svc_proc *p)
+{
+	char buf[16384];
+	int n = td_read_text(dfd, "cgroup", buf, sizeof(buf));
+
+	p->cgroup[0] = '\0';
+	if (n < 0)
+		return n;
+	if (!cgroup_line(buf, "0", ":", p))
+		cgroup_line(buf, NULL, "name=systemd:", p);
+	return 0;
+}
+
+int svc_proc_read(const char *proc_root, pid_t pid, unsigned need, struct svc_proc *ret_proc)
+{
+	struct svc_proc *p;
+	char path[4096];
+	int dfd, r, gone = 0;
+
+	if (pid <= 0)
+		return -ESRCH;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid) >= sizeof(path))
+		return -ENAMETOOLONG;
+	/* the one directory: on procfs, once the process is gone every file
+	 * under it fails, even if its PID names a new process */
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	p = td_calloc(1, sizeof(*p)); /* 9 KiB: not on a thread's stack twice */
+	if (!p) {
+		r = -ENOMEM;
+		goto out_close;
+	}
+	p->pid = pid;
+	r = read_stat(dfd, p);
+	if (r < 0)
+		goto out_free;
+	if (need & SVC_NEED_EXE) {
+		r = read_exe(dfd, p);
+		gone |= gone_err(r);
+	}
+	if (need & SVC_NEED_CMDLINE) {
+		r = read_cmdline(dfd, p);
+		gone |= gone_err(r);
+	}
+	if (need & SVC_NEED_UNIT) {
+		r = read_cgroup(dfd, p);
+		gone |= gone_err(r);
+	}
+	/* a kernel thread's or a zombie's exe is ENOENT too: only a stat that
+	 * is gone as well means the process is */
+	if (gone && faccessat(dfd, "stat", F_OK, 0) < 0 && gone_err(-errno)) {
+		r = -ESRCH;
+		goto out_free;
+	}
+	*ret_proc = *p;
+	r = 0;
+out_free:
+	free(p);
+out_close:
+	close(dfd);
+	return r;
+}

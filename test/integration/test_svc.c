@@ -1,0 +1,299 @@
+/* tracerd service on this machine, without systemd (test_service.c runs it
+ * under a real one): it follows the processes its rules name, follows a
+ * restart, picks up a new rule on SIGHUP and keeps its config when the new
+ * one is bad, says once that a process another tracer holds cannot be
+ * followed and follows it once it is free, writes an emergency dump when a
+ * process crashes, and leaves every target running and untraced when it
+ * stops. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../helpers.h"
+
+struct svc {
+	char dir[64], conf[96], log[96], data[96];
+	pid_t pid;
+};
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+	chmod(path, 0600);
+}
+
+static void svc_config(struct svc *s, const char *rules)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text), "[Service]\nDirectory=%s\nScanInterval=200ms\n\n%s", s->data,
+		rules);
+	write_file(s->conf, text);
+}
+
+static void svc_start(struct svc *s, const char *rules)
+{
+	pid_t pid;
+
+	snprintf(s->dir, sizeof(s->dir), "/tmp/tracerd-svc-XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->conf, sizeof(s->conf), "%s/tracerd.conf", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
+	snprintf(s->data, sizeof(s->data), "%s/data", s->dir);
+	svc_config(s, rules);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		/* a failed assertion ends the test's process: the service goes
+		 * too, in order */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(TD_BUILD_DIR "/tracerd", "tracerd", "service", "--config", s->conf, "--verbose",
+			(char *)NULL);
+		_exit(127);
+	}
+	s->pid = pid;
+}
+
+static char *slurp(const char *path)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "cat '%s' 2>/dev/null", path);
+	return shell_output(cmd, NULL);
+}
+
+struct logwait {
+	const struct svc *s;
+	const char *text;
+};
+
+static bool log_has(void *arg)
+{
+	struct logwait *w = arg;
+	char *log = slurp(w->s->log);
+	bool has = strstr(log, w->text) != NULL;
+
+	free(log);
+	return has;
+}
+
+static void expect_log(const struct svc *s, const char *text)
+{
+	struct logwait w = { s, text };
+
+	if (!wait_for(log_has, &w, TEST_PATIENCE_MS)) {
+		char *log = slurp(s->log);
+
+		cr_assert_fail("no \"%s\" in the service's log:\n%s", text, log);
+	}
+}
+
+static unsigned log_count(const struct svc *s, const char *text)
+{
+	char *log = slurp(s->log);
+	unsigned n = 0;
+
+	for (const char *p = log; (p = strstr(p, text)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* The stop: SIGTERM, exit 0; what the log said comes back (freed by the
+ * caller). */
+static char *svc_stop(struct svc *s)
+{
+	int status;
+
+	kill(s->pid, SIGTERM);
+	cr_assert_eq(waitpid(s->pid, &status, 0), s->pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"the service stopped with status 0x%x:\n%s", status, slurp(s->log));
+	return slurp(s->log);
+}
+
+static void svc_cleanup(struct svc *s)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+	free(shell_output(cmd, NULL));
+}
+
+static int tracer_of(pid_t pid)
+{
+	char path[64], *text, *p;
+	int tracer = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	text = slurp(path);
+	if ((p = strstr(text, "TracerPid:")))
+		tracer = atoi(p + 10);
+	free(text);
+	return tracer;
+}
+
+struct folded {
+	const char *repo, *function;
+};
+
+/* Does the repository hold a sample with function on its stack? */
+static bool has_samples(void *arg)
+{
+	struct folded *f = arg;
+	char cmd[512], *out;
+	bool has;
+
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report --format folded '%s' 2>/dev/null",
+		TD_BUILD_DIR, f->repo);
+	out = shell_output(cmd, NULL);
+	has = strstr(out, f->function) != NULL;
+	free(out);
+	return has;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 240)
+{
+	struct svc s;
+	char want[128], repo[160], *log;
+	pid_t spin, spin2, threads;
+	double t0;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	/* each test's fixtures carry an argument of their own: the rules
+	 * must not take another test's */
+	svc_start(&s, "[Target spin]\nExe=" TD_FIXTURE_DIR "/fx_spin\nCmdline=fx_spin 70001$\n");
+	expect_log(&s, "started:");
+
+	/* a process that starts later is followed, and sampled */
+	t0 = now_s();
+	spin = fx_start(TD_FIXTURE_DIR "/fx_spin", "70001");
+	cr_assert_gt(spin, 0);
+	snprintf(want, sizeof(want), "following %d (fx_spin)", (int)spin);
+	expect_log(&s, want);
+	snprintf(repo, sizeof(repo), "%s/spin", s.data);
+	cr_assert(wait_for(has_samples, &(struct folded){ repo, "fx_spin_user" }, TEST_PATIENCE_MS),
+		"no sample of fx_spin in %s", repo);
+	cr_log_info("start to first sample on disk: %.2f s (ScanInterval=200ms)", now_s() - t0);
+
+	/* a restart: a new process, followed too */
+	fx_stop(spin);
+	spin2 = fx_start(TD_FIXTURE_DIR "/fx_spin", "70001");
+	snprintf(want, sizeof(want), "following %d (fx_spin)", (int)spin2);
+	expect_log(&s, want);
+
+	/* a reload adds a rule: its processes are followed, the old rule's
+	 * recording goes on */
+	svc_config(&s, "[Target spin]\nExe=" TD_FIXTURE_DIR "/fx_spin\nCmdline=fx_spin 70001$\n\n"
+		       "[Target threads]\nExe=*/fx_threads\nCmdline=fx_threads 3$\n");
+	t0 = now_s();
+	kill(s.pid, SIGHUP);
+	expect_log(&s, "reloaded");
+	cr_assert_eq(log_count(&s, "rule spin: recording into"), 1, "the unchanged rule restarted");
+	threads = fx_start(TD_FIXTURE_DIR "/fx_threads", "3");
+	snprintf(want, sizeof(want), "rule threads: following %d (fx_threads)", (int)threads);
+	expect_log(&s, want);
+	snprintf(repo, sizeof(repo), "%s/threads", s.data);
+	cr_assert(wait_for(has_samples, &(struct folded){ repo, "spin_loop" }, TEST_PATIENCE_MS),
+		"no sample of fx_threads in %s", repo);
+	cr_log_info("reload to the new rule's first sample on disk: %.2f s", now_s() - t0);
+
+	/* a bad config at reload: said with its line, the old one stays */
+	svc_config(&s, "[Target spin]\nComm=fx_spin\nCmdline=fx_spin 70001$\nFrequency=lots\n");
+	kill(s.pid, SIGHUP);
+	expect_log(&s, "reload refused");
+	snprintf(want, sizeof(want), "%s:8:", s.conf);
+	expect_log(&s, want);
+	cr_assert_gt(tracer_of(spin2), 0, "still followed after a refused reload");
+	cr_assert_gt(tracer_of(threads), 0, "still followed after a refused reload");
+
+	/* the stop: every target runs on, traced by nobody */
+	log = svc_stop(&s);
+	cr_assert(strstr(log, "stopping: detaching from "), "%s", log);
+	free(log);
+	cr_assert_eq(kill(spin2, 0), 0);
+	cr_assert_eq(kill(threads, 0), 0);
+	cr_assert_eq(tracer_of(spin2), 0);
+	cr_assert_eq(tracer_of(threads), 0);
+	cr_assert_neq(task_state(spin2, spin2), 't', "left stopped");
+	fx_stop(spin2);
+	fx_stop(threads);
+	svc_cleanup(&s);
+}
+
+Test(svc, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 120)
+{
+	struct svc s;
+	char want[128];
+	pid_t spin;
+	int status;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	spin = fx_start(TD_FIXTURE_DIR "/fx_spin", "70003");
+	cr_assert_gt(spin, 0);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, spin, 0, 0), 0, "%s", strerror(errno));
+	svc_start(&s, "[Target spin]\nComm=fx_spin\nCmdline=fx_spin 70003$\n");
+	expect_log(&s, "started:");
+	snprintf(want, sizeof(want), "cannot follow %d (fx_spin)", (int)spin);
+	expect_log(&s, want);
+	/* free it: the retry (after its backoff) follows it */
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, spin, 0, 0), 0);
+	cr_assert_eq(waitpid(spin, &status, __WALL), spin);
+	cr_assert_eq(ptrace(PTRACE_DETACH, spin, 0, 0), 0);
+	snprintf(want, sizeof(want), "following %d (fx_spin)", (int)spin);
+	expect_log(&s, want);
+	snprintf(want, sizeof(want), "cannot follow %d", (int)spin);
+	cr_assert_eq(log_count(&s, want), 1, "a refusal is said once");
+	free(svc_stop(&s));
+	cr_assert_eq(tracer_of(spin), 0);
+	fx_stop(spin);
+	svc_cleanup(&s);
+}
+
+Test(svc, a_bad_config_refuses_to_start)
+{
+	char dir[] = "/tmp/tracerd-svc-XXXXXX", conf[96];
+	const char *argv[] = { "tracerd", "service", "--config", conf, NULL };
+	struct run_result r;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/tracerd.conf", dir);
+	write_file(conf, "[Service]\nDirectory=/tmp\n\n[Target x]\nComm=x\nMode=fast\n");
+	cr_assert_eq(run_tracerd(&r, argv), 0);
+	cr_assert_eq(r.status, 1, "exit %d:\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, ":6:") && strstr(r.err, "Mode=fast") && strstr(r.err, "not started"),
+		"file, line, text and what happened:\n%s", r.err);
+	run_result_free(&r);
+	unlink(conf);
+	rmdir(dir);
+}
