@@ -68,7 +68,7 @@ proc_info() {
 	fi
 	st=$(awk '$1 == "State:" { print $2 }' /proc/"$1"/status)
 	tp=$(tracer_of "$1")
-	echo "pid $1 state $st, TracerPid $tp$([ "$tp" != 0 ] && echo " ($(cat /proc/"$tp"/comm 2>/dev/null) in $(grep '^0::' /proc/"$tp"/cgroup 2>/dev/null))")"
+	echo "pid $1 state $st, TracerPid $tp$([ "$tp" != 0 ] && echo " ($(cat /proc/"$tp"/comm 2>/dev/null) in $(grep '^0::' /proc/"$tp"/cgroup 2>/dev/null))"); tracerd said: $(journalctl -b _SYSTEMD_UNIT=tracerd.service -o cat 2>/dev/null | grep -w "$1" | tail -2 | tr '\n' ' ')"
 }
 started() { [ "$(mainpid "$1")" != 0 ]; }
 alive() { [ -d /proc/"$1" ] && ! grep -q '^State:.*Z' /proc/"$1"/status 2>/dev/null; }
@@ -94,6 +94,7 @@ if ! wait_until 30 settled || ! active; then
 	finish
 fi
 ok ready
+wd0=$(prop tracerd WatchdogTimestampMonotonic)
 if wait_until 10 status_following; then
 	ok status_text
 else
@@ -130,7 +131,7 @@ fi
 cat >> $CONF <<'EOF'
 
 [Target third]
-Cmdline=fx_svc.*third
+Cmdline=tdtest-svc.*third
 Mode=wall
 EOF
 third=$(mainpid tracerd-test-third)
@@ -179,6 +180,21 @@ check_emergency emergency_sigsegv svc "$pid"
 pid=$(mainpid tracerd-test-third)
 systemctl kill -s USR1 --kill-who=main tracerd-test-third # a real NULL write
 check_emergency emergency_fault third "$pid"
+
+# ---- WATCHDOG=1 keeps coming (scenario.sh's drop-in makes WatchdogSec=
+# short enough to see it), and the service never restarted: a crash or a
+# watchdog kill would have been hidden by Restart=on-failure
+wd_advanced() { [ "$(prop tracerd WatchdogTimestampMonotonic)" != "$wd0" ]; }
+if wait_until 10 wd_advanced; then
+	ok watchdog
+else
+	fail watchdog "no WATCHDOG=1 since READY=1 (WatchdogUSec $(prop tracerd WatchdogUSec))"
+fi
+if [ "$(prop tracerd NRestarts)" = 0 ]; then
+	ok no_restarts
+else
+	fail no_restarts "tracerd.service restarted $(prop tracerd NRestarts) times: $(why_down)"
+fi
 
 # ---- stop: every target runs on, untraced
 # The crashed targets came back (Restart=on-abnormal): wait until the
