@@ -237,6 +237,16 @@ else
 	ok stop_leaves_targets
 fi
 
+# The stop sealed every chunk: no .part left, and verify finds no damage.
+parts=$(find $D -name '*.part' | tr '\n' ' ')
+if [ -n "$parts" ]; then
+	fail stop_sealed "unfinished chunks after the stop: $parts"
+elif ! v=$(tracerd verify $D/spinner $D/svc $D/third 2>&1); then
+	fail stop_sealed "tracerd verify after the stop: $(echo "$v" | grep -iv '^ *ok' | tr '\n' ' ' | cut -c1-400)"
+else
+	ok stop_sealed
+fi
+
 # ---- the journal: tracerd's own lines, with priorities from <N> prefixes
 # (PID 1's lines about the unit are not tracerd's.)
 j=$(journalctl -b _SYSTEMD_UNIT=tracerd.service -o export 2>/dev/null | awk '
