@@ -250,6 +250,41 @@ Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 24
 	svc_cleanup(&s);
 }
 
+Test(svc, a_crash_leaves_an_emergency_dump, .timeout = 120)
+{
+	struct svc s;
+	char want[128], cmd[512], *out, *log, *p;
+	pid_t crash;
+	int status;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	svc_start(&s, "[Target crash]\nComm=fx_crash\nCmdline=fx_crash 600001$\nMode=wall\n");
+	expect_log(&s, "started:");
+	crash = fx_start(TD_FIXTURE_DIR "/fx_crash", "600001");
+	snprintf(want, sizeof(want), "following %d (fx_crash)", (int)crash);
+	expect_log(&s, want);
+	kill(crash, SIGUSR1);
+	cr_assert_eq(waitpid(crash, &status, 0), crash);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "it died as it would have");
+	expect_log(&s, "emergency dump ");
+	log = slurp(s.log);
+	p = strstr(log, "emergency dump ");
+	cr_assert(strstr(log, "killed by signal 11 (SIGSEGV)"), "%s", log);
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report '%.*s' 2>&1", TD_BUILD_DIR,
+		(int)strcspn(p + 15, " "), p + 15);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "%s:\n%s", cmd, out);
+	/* the death leads: its cause, then the crashing thread's stack */
+	cr_assert(strstr(out, "SIGSEGV") || strstr(out, "Segmentation fault"), "%s", out);
+	cr_assert(strstr(out, "crash_leaf"), "no stack at death:\n%s", out);
+	cr_assert_lt(strstr(out, "crash_leaf") - out, 2000, "the death does not lead:\n%s", out);
+	free(out);
+	free(log);
+	free(svc_stop(&s));
+	svc_cleanup(&s);
+}
+
 Test(svc, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 120)
 {
 	struct svc s;
