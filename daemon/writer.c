@@ -76,6 +76,12 @@ struct writer {
 	int end_reason;
 	struct rec_event crash; /* the crash being written, kind REC_EV_CRASH */
 	struct rec_event last_crash; /* the latest crash: its thread faulted */
+	/* the latest name seen of a tid (by tid % size), for a thread defined
+	 * in a new chunk once it is gone: the stacks of a death */
+	struct known_name {
+		pid_t tid;
+		char name[16];
+	} known[1024];
 	/* names of the threads this chunk defined, for renames; by thread id */
 	struct tname {
 		pid_t pid, tid;
@@ -328,10 +334,20 @@ static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const ch
 			renamed(w, id, t, name, td_now_ns());
 		return id;
 	}
+	struct known_name *k = &w->known[(uint32_t)tid % TD_ARRAY_SIZE(w->known)];
+
 	if (name)
 		snprintf(info.name, sizeof(info.name), "%s", name);
-	else if (td_task_info_read(pid, tid, &info) < 0)
+	else if (td_task_info_read(pid, tid, &info) == 0)
+		;
+	else if (k->tid == tid) /* gone (a death's stack): its name of an earlier chunk */
+		memcpy(info.name, k->name, sizeof(info.name));
+	else
 		snprintf(info.name, sizeof(info.name), "?");
+	if (strcmp(info.name, "?")) {
+		k->tid = tid;
+		memcpy(k->name, info.name, sizeof(k->name));
+	}
 	id = chunk_writer_thread(w->cw, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
 		map_put(&w->threads, (uint64_t)(uint32_t)tid + 1, id);
