@@ -76,6 +76,12 @@ struct writer {
 	int end_reason;
 	struct rec_event crash; /* the crash being written, kind REC_EV_CRASH */
 	struct rec_event last_crash; /* the latest crash: its thread faulted */
+	/* the latest name seen of a tid (by tid % size), for a thread defined
+	 * in a new chunk once it is gone: the stacks of a death */
+	struct known_name {
+		pid_t tid;
+		char name[16];
+	} known[1024];
 	/* names of the threads this chunk defined, for renames; by thread id */
 	struct tname {
 		pid_t pid, tid;
@@ -107,7 +113,7 @@ struct writer {
 	struct wproc {
 		pid_t pid;
 		uint64_t first_real_ns; /* when first seen (realtime) */
-		char memory_events[192]; /* its cgroup's memory.events, "" if none */
+		char memory_events[320]; /* its cgroup's memory.events (v1: oom_control), "" if none */
 		uint64_t oom_kills;	 /* oom_kill there when last read */
 	} procs[TARGETS_MAX];
 	uint64_t oom_read_ns; /* the last refresh of every oom_kills */
@@ -328,10 +334,20 @@ static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const ch
 			renamed(w, id, t, name, td_now_ns());
 		return id;
 	}
+	struct known_name *k = &w->known[(uint32_t)tid % TD_ARRAY_SIZE(w->known)];
+
 	if (name)
 		snprintf(info.name, sizeof(info.name), "%s", name);
-	else if (td_task_info_read(pid, tid, &info) < 0)
+	else if (td_task_info_read(pid, tid, &info) == 0)
+		;
+	else if (k->tid == tid) /* gone (a death's stack): its name of an earlier chunk */
+		memcpy(info.name, k->name, sizeof(info.name));
+	else
 		snprintf(info.name, sizeof(info.name), "?");
+	if (strcmp(info.name, "?")) {
+		k->tid = tid;
+		memcpy(k->name, info.name, sizeof(k->name));
+	}
 	id = chunk_writer_thread(w->cw, (uint32_t)tid, (uint32_t)pid, info.name);
 	if (id)
 		map_put(&w->threads, (uint64_t)(uint32_t)tid + 1, id);
@@ -865,7 +881,7 @@ static struct wproc *wproc_of(struct writer *w, pid_t pid)
 static void wproc_add(struct writer *w, pid_t pid)
 {
 	struct wproc *p = wproc_of(w, pid);
-	char path[64], buf[1024], *cg;
+	char path[64], buf[1024];
 
 	if (p || !(p = wproc_of(w, 0)))
 		return;
@@ -873,15 +889,30 @@ static void wproc_add(struct writer *w, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return;
-	/* cgroup v2: the "0::" line (v1 lines carry no memory.events) */
-	cg = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
-	if (!cg)
-		return;
-	cg += cg == buf ? 3 : 4;
-	cg[strcspn(cg, "\n")] = '\0';
-	if ((size_t)snprintf(p->memory_events, sizeof(p->memory_events),
-		    "/sys/fs/cgroup%s/memory.events", cg) >= sizeof(p->memory_events))
-		p->memory_events[0] = '\0';
+	/* cgroup v2: the "0::" line's memory.events; v1 (a hybrid host):
+	 * the memory controller's memory.oom_control, which counts oom_kill
+	 * the same way */
+	for (int v = 2; v >= 1 && !p->memory_events[0]; v--) {
+		const char *key = v == 2 ? "0::" : ":memory:";
+		size_t klen = strlen(key);
+		char line[1024], *cg = NULL;
+
+		for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (v == 2 ? !strncmp(l, key, klen) :
+				     (strstr(l, key) && strstr(l, key) < strchr(l, '\n'))) {
+				cg = v == 2 ? l + klen : strstr(l, key) + klen;
+				break;
+			}
+		if (!cg)
+			continue;
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(cg, "\n"), cg);
+		if ((size_t)snprintf(p->memory_events, sizeof(p->memory_events), "%s%s%s",
+			    v == 2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", line,
+			    v == 2 ? "/memory.events" : "/memory.oom_control") >=
+				sizeof(p->memory_events) ||
+			access(p->memory_events, R_OK) < 0)
+			p->memory_events[0] = '\0';
+	}
 	p->oom_kills = oom_kills_of(p->memory_events);
 }
 

@@ -3,7 +3,13 @@
  * content into the profile's own tables.  A stack is resolved once per
  * chunk (cached by its chunk id) into a path of the merged prefix tree.
  * Damaged and unfinished chunks give what they hold; what was skipped is
- * summed up once in the load report. */
+ * summed up once in the load report.
+ *
+ * An emergency dump's chunks (header flag "emergency") are about the death
+ * of their target_pid: unless --pid chose, only that process's samples,
+ * threads and waits are kept from them.  The rows of deaths (death stacks,
+ * crashes, OOM kills, exits) are read whatever the filters: the death
+ * section shows them for the dead processes. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -123,6 +129,7 @@ struct load {
 	struct td_map module_cache;
 	int64_t from, to;
 	uint16_t minor; /* the current chunk's format minor */
+	uint32_t only_pid; /* the current chunk is an emergency dump's: its pid */
 	bool oom; /* out of memory: the load fails */
 };
 
@@ -336,6 +343,39 @@ static uint64_t real_of(struct chunk_reader *r, uint64_t clock_ns)
 	return ci->start_real_ns + (clock_ns - ci->start_clock_ns);
 }
 
+static bool pid_wanted(const struct load *L, uint32_t pid)
+{
+	const struct rp_filter *f = L->f;
+	bool ok = !f->npids;
+
+	if (L->only_pid && pid != L->only_pid)
+		return false;
+	for (unsigned i = 0; i < f->npids; i++)
+		ok |= f->pids[i] == pid;
+	return ok;
+}
+
+/* The pid of a chunk's thread id, as thread_of() would make it: asked
+ * before a thread of an unwanted process becomes one of the profile's. */
+static bool thread_wanted(const struct load *L, struct chunk_reader *r, uint32_t id)
+{
+	struct chunk_thread t;
+
+	if (!L->only_pid && !L->f->npids)
+		return true;
+	return pid_wanted(L, chunk_reader_thread(r, id, &t) ? t.pid :
+							    chunk_reader_info(r)->target_pid);
+}
+
+bool rp_pid_shown(const struct rp_profile *p, uint32_t pid)
+{
+	bool ok = !p->nshown;
+
+	for (unsigned i = 0; i < p->nshown; i++)
+		ok |= p->shown_pids[i] == pid;
+	return ok;
+}
+
 static bool keep(struct load *L, const struct rp_thread *t, uint64_t real, int state)
 {
 	const struct rp_filter *f = L->f;
@@ -347,13 +387,8 @@ static bool keep(struct load *L, const struct rp_thread *t, uint64_t real, int s
 		return false;
 	if (f->state >= 0 && state != f->state)
 		return false;
-	if (f->npids) {
-		ok = false;
-		for (unsigned i = 0; i < f->npids; i++)
-			ok |= f->pids[i] == t->pid;
-		if (!ok)
-			return false;
-	}
+	if (!pid_wanted(L, t->pid))
+		return false;
 	if (f->ntids) {
 		ok = false;
 		for (unsigned i = 0; i < f->ntids; i++)
@@ -367,12 +402,32 @@ static bool keep(struct load *L, const struct rp_thread *t, uint64_t real, int s
 	return true;
 }
 
+/* Add pid to a set of at most 16 (more are left out). */
+static void pid_set_add(uint32_t *set, unsigned *n, uint32_t pid)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (set[i] == pid)
+			return;
+	if (*n < 16)
+		set[(*n)++] = pid;
+}
+
 static int on_begin(void *arg, struct chunk_reader *r)
 {
 	struct load *L = arg;
+	const struct chunk_info *ci = chunk_reader_info(r);
 
 	L->rep->chunks++;
-	L->minor = chunk_reader_info(r)->minor;
+	L->minor = ci->minor;
+	L->only_pid = 0;
+	if ((ci->header_flags & TCF_HDR_EMERGENCY) && ci->target_pid) {
+		pid_set_add(L->p->dead_pids, &L->p->ndead, ci->target_pid);
+		if (!L->f->npids) {
+			L->only_pid = ci->target_pid;
+			L->p->restricted = true;
+			pid_set_add(L->p->shown_pids, &L->p->nshown, ci->target_pid);
+		}
+	}
 	td_map_clear(&L->stack_cache);
 	td_map_clear(&L->thread_cache);
 	td_map_clear(&L->func_cache);
@@ -385,11 +440,14 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 {
 	struct load *L = arg;
 	struct rp_profile *p = L->p;
-	struct rp_thread *t = thread_of(L, r, s->thread_id);
+	struct rp_thread *t;
 	uint64_t real = real_of(r, s->time_ns), *tn;
 	uint32_t node;
 
 	L->rep->samples_read++;
+	if (!thread_wanted(L, r, s->thread_id))
+		return 0;
+	t = thread_of(L, r, s->thread_id);
 	if (!t || !keep(L, t, real, (int)s->state))
 		return 0;
 	node = resolve_stack(L, r, s->stack_id);
@@ -428,6 +486,29 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 
 static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wait *w);
 
+/* A thread's stack at a death (a DEATH_STACK or CRASH row).  The tid and
+ * name come from the chunk, not from thread_of(): the death of a process
+ * that the filters leave out adds no thread to the profile. */
+static int add_death_stack(struct load *L, struct chunk_reader *r, const struct chunk_event *e,
+	uint32_t flags)
+{
+	struct rp_profile *p = L->p;
+	struct rp_death_stack *d;
+	struct chunk_thread t;
+
+	d = realloc(p->dstacks, (p->ndstacks + 1) * sizeof(*d));
+	if (!d)
+		return -1;
+	p->dstacks = d;
+	if (!chunk_reader_thread(r, e->thread_id, &t))
+		t = (struct chunk_thread){ 0, e->pid, NULL };
+	p->dstacks[p->ndstacks++] = (struct rp_death_stack){ .pid = e->pid, .tid = t.tid,
+		.name = intern(p, t.name), .node = e->stack_id ? resolve_stack(L, r, e->stack_id) : 0,
+		.flags = flags, .signo = e->signo, .addr = e->fault_addr,
+		.real_ns = real_of(r, e->time_ns) };
+	return 0;
+}
+
 static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
 {
 	struct load *L = arg;
@@ -435,6 +516,8 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 
 	switch (e->type) {
 	case CHUNK_EV_THREAD:
+		if (!thread_wanted(L, r, e->thread_id))
+			break;
 		if (e->kind == TCF_THREAD_RENAME) {
 			struct rp_thread *t = thread_of(L, r, e->thread_id);
 			const char *name = chunk_reader_string(r, (uint32_t)e->arg);
@@ -451,17 +534,32 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 		}
 		break;
 	case CHUNK_EV_PROCESS:
-		if (e->kind == TCF_PROC_CRASH) {
-			struct rp_thread *t = thread_of(L, r, e->thread_id);
+		if (e->kind == TCF_PROC_DEATH_STACK) {
+			if (add_death_stack(L, r, e, (uint32_t)e->status & ~RP_DEATH_FROM_CRASH) < 0)
+				return -1;
+		} else if (e->kind == TCF_PROC_OOM_KILL) {
+			struct rp_oom *o = realloc(p->ooms, (p->nooms + 1) * sizeof(*o));
+
+			if (!o)
+				return -1;
+			p->ooms = o;
+			p->ooms[p->nooms++] = (struct rp_oom){ e->pid, e->count,
+				real_of(r, e->time_ns) };
+		} else if (e->kind == TCF_PROC_CRASH) {
 			struct rp_crash *c = realloc(p->crashes, (p->ncrashes + 1) * sizeof(*c));
+			const struct rp_death_stack *d;
 
 			if (!c)
 				return -1;
 			p->crashes = c;
-			p->crashes[p->ncrashes++] = (struct rp_crash){ .pid = e->pid,
-				.tid = t ? t->tid : 0, .thread_name = t ? t->name : 0,
-				.node = resolve_stack(L, r, e->stack_id), .signo = e->signo,
-				.addr = e->fault_addr, .real_ns = real_of(r, e->time_ns) };
+			/* also the death section's, for recordings without death
+			 * stacks */
+			if (add_death_stack(L, r, e, TCF_DEATH_FAULTING | RP_DEATH_FROM_CRASH) < 0)
+				return -1;
+			d = &p->dstacks[p->ndstacks - 1];
+			p->crashes[p->ncrashes++] = (struct rp_crash){ .pid = e->pid, .tid = d->tid,
+				.thread_name = d->name, .node = d->node, .signo = e->signo,
+				.addr = e->fault_addr, .real_ns = d->real_ns };
 		} else if (e->kind == TCF_PROC_EXIT) {
 			struct rp_exit *x = realloc(p->exits, (p->nexits + 1) * sizeof(*x));
 
@@ -470,7 +568,7 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 			p->exits = x;
 			p->exits[p->nexits++] = (struct rp_exit){ e->pid, e->status, e->signo,
 				real_of(r, e->time_ns) };
-		} else if (e->kind == TCF_PROC_EXEC) {
+		} else if (e->kind == TCF_PROC_EXEC && pid_wanted(L, e->pid)) {
 			p->execs++;
 		}
 		break;
@@ -523,10 +621,13 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wait *w)
 {
 	struct rp_profile *p = L->p;
-	struct rp_thread *t = thread_of(L, r, w->thread_id);
+	struct rp_thread *t;
 	uint64_t real = real_of(r, w->time_ns), key, *slot;
 	struct rp_wait *e;
 
+	if (!thread_wanted(L, r, w->thread_id))
+		return 0;
+	t = thread_of(L, r, w->thread_id);
 	if (!t || !keep(L, t, real, -1))
 		return 0;
 	/* an equal hash of two episodes merges them: 2^-64 per pair */
@@ -566,7 +667,9 @@ static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wa
 			e->what = intern(p, what);
 	}
 	for (unsigned i = 0; i < w->nowners; i++) {
-		struct rp_thread *o = thread_of(L, r, w->owners[i].thread_id);
+		struct rp_thread *o = thread_wanted(L, r, w->owners[i].thread_id) ?
+					      thread_of(L, r, w->owners[i].thread_id) :
+					      NULL;
 		uint32_t oi = o ? (uint32_t)(o - p->threads) : UINT32_MAX, k;
 
 		if (oi == UINT32_MAX)
@@ -777,6 +880,8 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	memset(rep, 0, sizeof(*rep));
 	if (!p)
 		return -ENOMEM;
+	for (unsigned i = 0; i < f->npids; i++)
+		pid_set_add(p->shown_pids, &p->nshown, f->pids[i]);
 	intern(p, "");
 	node_id(p, 0, 0); /* the root: node 0 */
 	p->nodes[0] = (struct rp_node){ 0 };
@@ -843,6 +948,8 @@ void rp_free(struct rp_profile *p)
 	td_map_free(&p->wait_index);
 	free(p->crashes);
 	free(p->exits);
+	free(p->dstacks);
+	free(p->ooms);
 	free(p->modules);
 	td_map_free(&p->module_index);
 	free(p);

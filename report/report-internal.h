@@ -40,6 +40,24 @@ struct rp_exit {
 	uint64_t real_ns;
 };
 
+/* A thread's stack at its process's death: a DEATH_STACK row, or a CRASH
+ * row (RP_DEATH_FROM_CRASH; the crashing thread's, the only one a
+ * recording without death stacks has). */
+enum { RP_DEATH_FROM_CRASH = 1u << 31 };
+struct rp_death_stack {
+	uint32_t pid, tid, name; /* name: string id */
+	uint32_t node;		 /* line-level node; 0: not taken */
+	uint32_t flags;		 /* TCF_DEATH_*, RP_DEATH_FROM_CRASH */
+	int32_t signo;
+	uint64_t addr, real_ns;
+};
+
+/* The OOM killer killed pid (an OOM_KILL row). */
+struct rp_oom {
+	uint32_t pid;
+	uint64_t count, real_ns;
+};
+
 /* One kept sample, when the filter asked for time order. */
 struct rp_seq {
 	uint64_t real_ns;
@@ -95,6 +113,21 @@ struct rp_profile {
 	size_t ncrashes;
 	struct rp_exit *exits;
 	size_t nexits;
+	/* deaths: read whatever the filters, shown for the dead processes */
+	struct rp_death_stack *dstacks;
+	size_t ndstacks;
+	struct rp_oom *ooms;
+	size_t nooms;
+	/* The processes whose deaths the emergency dumps read record (their
+	 * chunks' target_pid), and whether their chunks' samples were kept
+	 * for them alone (no --pid given). */
+	uint32_t dead_pids[16];
+	unsigned ndead;
+	bool restricted;
+	/* the processes the report shows, as --pid or the restriction chose
+	 * them (none: every one) */
+	uint32_t shown_pids[16];
+	unsigned nshown;
 	struct rp_seq *seq; /* sorted by thread, then time */
 	size_t nseq, capseq;
 	uint64_t lost[4];
@@ -159,6 +192,13 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q);
 #define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
 const char *rp_str(const struct rp_profile *p, uint32_t id);
+/* Does the report show process pid (--pid, or an emergency dump's)? */
+bool rp_pid_shown(const struct rp_profile *p, uint32_t pid);
+/* The death of each process an emergency dump records, for people: what
+ * killed it, when, every thread's stack then (the crashing thread first),
+ * and whether the report is restricted to it.  Nothing without a dump.
+ * The text formats open with it (text.c). */
+void rp_death_header(FILE *out, const struct rp_profile *p);
 /* What a wait's object is, as the waits report prints it: an address
  * "0x...", a descriptor's number, "a set of fds", or "" (no object). */
 void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object);

@@ -1,6 +1,7 @@
-/* The text formats of tracerd report: top, tree, folded, threads, info.
- * Deterministic output (ties broken by name) so that golden files can hold
- * it. */
+/* The text formats of tracerd report: top, tree, folded, threads, info,
+ * and the death section that top, tree, threads, info and waits open with
+ * when they read an emergency dump.  Deterministic output (ties broken by
+ * name) so that golden files can hold it. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -118,6 +119,7 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 		}
 	}
 	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
+	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
 	fprintf(out, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
@@ -185,6 +187,7 @@ int rp_tree(FILE *out, const struct rp_profile *p, double min_percent)
 {
 	uint64_t min = (uint64_t)(min_percent / 100.0 * (double)p->samples);
 
+	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	fprintf(out, "%llu samples; total%% and self%% per call path, below %.2f%% pruned\n\n",
 		(unsigned long long)p->samples, min_percent);
@@ -298,6 +301,7 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 		return -ENOMEM;
 	if (p->nthreads) /* else p->threads may be NULL: never for memcpy */
 		memcpy(t, p->threads, p->nthreads * sizeof(*t));
+	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	rp_sort(t, p->nthreads, sizeof(*t), thread_cmp);
 	fprintf(out, "%8s %8s  %-16s %9s %7s  %-20s  %-20s  %s\n", "tid", "pid", "name", "samples",
@@ -305,6 +309,8 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		char a[32], b[32], end[96];
 
+		if (!rp_pid_shown(p, t[i].pid))
+			continue;
 		td_fmt_utc(t[i].first_ns, a, sizeof(a));
 		td_fmt_utc(t[i].last_ns, b, sizeof(b));
 		/* the recorder stores the wait(2) status */
@@ -340,6 +346,178 @@ static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	}
 }
 
+/* Signals whose si_addr says where the fault was. */
+static bool has_fault_address(int signo)
+{
+	return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
+	       signo == SIGTRAP;
+}
+
+/* UTC to the millisecond: a death is a moment. */
+static void fmt_utc_ms(uint64_t real_ns, char *buf, size_t len)
+{
+	size_t n;
+
+	td_fmt_utc(real_ns, buf, len);
+	n = strlen(buf);
+	if (real_ns && n > 1 && buf[n - 1] == 'Z')
+		snprintf(buf + n - 1, len - (n - 1), ".%03uZ",
+			(unsigned)(real_ns % 1000000000u / 1000000u));
+}
+
+/* The process's name: its main thread's, else any of its threads'. */
+static const char *comm_of(const struct rp_profile *p, uint32_t pid)
+{
+	const char *any = NULL;
+
+	for (size_t i = 0; i < p->ndstacks; i++) {
+		const struct rp_death_stack *d = &p->dstacks[i];
+
+		if (d->pid == pid && rp_str(p, d->name) && *rp_str(p, d->name)) {
+			if (d->tid == pid)
+				return rp_str(p, d->name);
+			any = any ? any : rp_str(p, d->name);
+		}
+	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rp_thread *t = &p->threads[i];
+
+		if (t->pid == pid && rp_str(p, t->name) && *rp_str(p, t->name)) {
+			if (t->tid == pid)
+				return rp_str(p, t->name);
+			any = any ? any : rp_str(p, t->name);
+		}
+	}
+	return any ? any : "?";
+}
+
+static bool oom_killed(const struct rp_profile *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->nooms; i++)
+		if (p->ooms[i].pid == pid)
+			return true;
+	return false;
+}
+
+static void death_thread(FILE *out, const struct rp_profile *p, const struct rp_death_stack *d,
+	bool crashing)
+{
+	fprintf(out, "  thread %u (%s)%s", d->tid, name_or(p, d->name, "?"),
+		crashing ? ", the crashing thread" : "");
+	if (!d->node) {
+		fputs(": no stack taken\n", out);
+		return;
+	}
+	fputs(":\n", out);
+	print_stack(out, p, d->node);
+}
+
+/* The death of pid: its cause, time and stacks. */
+static void death_of(FILE *out, const struct rp_profile *p, uint32_t pid)
+{
+	const struct rp_death_stack *crash = NULL, *fault = NULL;
+	const struct rp_exit *ex = NULL;
+	struct td_map seen = { 0 };
+	int32_t signo = 0, ds_signo = 0;
+	uint64_t when = 0, *slot;
+	size_t nds = 0;
+	uint32_t crashing = 0;
+	char t[48];
+
+	for (size_t i = 0; i < p->ndstacks; i++) {
+		const struct rp_death_stack *d = &p->dstacks[i];
+
+		if (d->pid != pid)
+			continue;
+		if (d->flags & RP_DEATH_FROM_CRASH) {
+			crash = crash ? crash : d;
+		} else {
+			nds++;
+			if (!fault && (d->flags & TCF_DEATH_FAULTING))
+				fault = d;
+			ds_signo = ds_signo ? ds_signo : d->signo;
+		}
+		if (!when || d->real_ns < when)
+			when = d->real_ns;
+	}
+	for (size_t i = 0; i < p->nooms; i++)
+		if (p->ooms[i].pid == pid && (!when || p->ooms[i].real_ns < when))
+			when = p->ooms[i].real_ns;
+	for (size_t i = 0; i < p->nexits; i++)
+		if (p->exits[i].pid == pid)
+			ex = &p->exits[i];
+	/* what the process was reaped with, else what was seen killing it */
+	signo = ex && ex->signo		 ? ex->signo :
+		ex			 ? 0 :
+		crash && crash->signo	 ? crash->signo :
+		ds_signo		 ? ds_signo :
+		oom_killed(p, pid)	 ? SIGKILL :
+					   0;
+	if (!when && ex)
+		when = ex->real_ns;
+	fprintf(out, "pid %u (%s) ", pid, comm_of(p, pid));
+	if (signo) {
+		fprintf(out, "died: killed by signal %d (%s)", signo, strsignal(signo));
+		if ((crash || fault) && has_fault_address(signo))
+			fprintf(out, " at address 0x%llx",
+				(unsigned long long)(fault ? fault->addr : crash->addr));
+	} else if (ex) {
+		fprintf(out, "exited with status %d", ex->status);
+	} else {
+		fputs("died; what killed it was not recorded", out);
+	}
+	if (oom_killed(p, pid))
+		fputs(" \u2014 by the OOM killer", out);
+	fputc('\n', out);
+	if (when) {
+		fmt_utc_ms(when, t, sizeof(t));
+		fprintf(out, "  time: %s\n", t);
+	}
+	crashing = fault ? fault->tid : crash ? crash->tid : 0;
+	if (!nds) {
+		if (crash) {
+			death_thread(out, p, crash, true);
+			fputs("  (the other threads' stacks at its death were not recorded)\n", out);
+		} else {
+			fputs("  (no stacks were recorded at its death)\n", out);
+		}
+		return;
+	}
+	/* the crashing thread first, then the others as recorded; a thread
+	 * read twice (a dump given with its repository) once */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < p->ndstacks; i++) {
+			const struct rp_death_stack *d = &p->dstacks[i];
+
+			if (d->pid != pid || (d->flags & RP_DEATH_FROM_CRASH) ||
+				(pass == 0) != (crashing && d->tid == crashing))
+				continue;
+			if (td_map_upsert(&seen, (uint64_t)d->tid + 1, &slot) < 0)
+				break; /* out of memory: a repeat may show */
+			if ((*slot)++)
+				continue;
+			death_thread(out, p, d, crashing && d->tid == crashing);
+		}
+	}
+	td_map_free(&seen);
+}
+
+void rp_death_header(FILE *out, const struct rp_profile *p)
+{
+	if (!p->ndead)
+		return;
+	for (unsigned i = 0; i < p->ndead; i++)
+		death_of(out, p, p->dead_pids[i]);
+	if (p->restricted) {
+		fprintf(out, "report restricted to pid%s", p->nshown > 1 ? "s" : "");
+		for (unsigned i = 0; i < p->nshown; i++)
+			fprintf(out, "%s %u", i ? "," : "", p->shown_pids[i]);
+		fprintf(out, ", the process%s that died (--pid to choose)\n",
+			p->nshown > 1 ? "es" : "");
+	}
+	fputc('\n', out);
+}
+
 void rp_mode_header(FILE *out, const struct rp_profile *p)
 {
 	static const char *const names[] = { "on-cpu", "runnable", "sleeping", "disk",
@@ -366,6 +544,7 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 		"did not stop" };
 	char a[32], b[32];
 
+	rp_death_header(out, p);
 	td_fmt_utc(p->first_ns, a, sizeof(a));
 	td_fmt_utc(p->last_ns, b, sizeof(b));
 	fprintf(out, "files:     %u\n", rep->files);
@@ -394,18 +573,29 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	if (p->execs)
 		fprintf(out, "exec:      %llu\n", (unsigned long long)p->execs);
 	for (size_t i = 0; i < p->nexits; i++) {
+		if (!rp_pid_shown(p, p->exits[i].pid))
+			continue;
 		td_fmt_utc(p->exits[i].real_ns, a, sizeof(a));
 		if (p->exits[i].signo)
-			fprintf(out, "exit:      pid %u killed by signal %d (%s) at %s\n",
-				p->exits[i].pid, p->exits[i].signo, strsignal(p->exits[i].signo), a);
+			fprintf(out, "exit:      pid %u killed by signal %d (%s)%s at %s\n",
+				p->exits[i].pid, p->exits[i].signo, strsignal(p->exits[i].signo),
+				oom_killed(p, p->exits[i].pid) ? " by the OOM killer" : "", a);
 		else
 			fprintf(out, "exit:      pid %u exited with status %d at %s\n", p->exits[i].pid,
 				p->exits[i].status, a);
 	}
-	fprintf(out, "crashes:   %zu\n", p->ncrashes);
+	{
+		size_t n = 0;
+
+		for (size_t i = 0; i < p->ncrashes; i++)
+			n += rp_pid_shown(p, p->crashes[i].pid);
+		fprintf(out, "crashes:   %zu\n", n);
+	}
 	for (size_t i = 0; i < p->ncrashes; i++) {
 		const struct rp_crash *c = &p->crashes[i];
 
+		if (!rp_pid_shown(p, c->pid))
+			continue;
 		td_fmt_utc(c->real_ns, a, sizeof(a));
 		fprintf(out, "  pid %u thread %u (%s): signal %d (%s), fault address 0x%llx, at %s\n",
 			c->pid, c->tid, name_or(p, c->thread_name, "?"), c->signo, strsignal(c->signo),

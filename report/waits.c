@@ -314,6 +314,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 		}
 		fputs("\n]}\n", out);
 	} else {
+		rp_death_header(out, p);
 		rp_mode_header(out, p);
 		if (!(p->modes & RP_MODE_WALL)) {
 			fputs("no wait episodes: waits are recorded in wall mode (tracerd --mode wall)\n",

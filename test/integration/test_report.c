@@ -1240,3 +1240,281 @@ Test(report, html_escapes_what_the_recording_names, .timeout = 120)
 	snprintf(cmd, sizeof(cmd), "rm -f %s %s", chunk, page);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* ---- emergency dumps: the death leads */
+
+enum death { DEATH_OOM, DEATH_SEGV };
+
+/* The functions and stacks of the death repository, per chunk. */
+struct dstacks {
+	uint32_t serve, alloc, io, tick;		/* stacks */
+	uint32_t victim, worker, bystander, idle;	/* threads */
+};
+
+static uint32_t dloc(struct chunk_writer *w, uint32_t map, const char *fn, uint32_t line,
+	uint64_t addr)
+{
+	uint32_t f = chunk_writer_function(w, fn, NULL, "victim.c", line - 2);
+
+	return chunk_writer_location(w, map, addr, (struct chunk_line[]){ { f, line, 0 } }, 1);
+}
+
+/* Definitions of a chunk: two processes, 4242 "victim" (its main thread
+ * serving, an io-worker reading, an idle thread that never runs) and
+ * 5252 "bystander" (ticking), sharing the repository. */
+static struct dstacks death_defs(struct chunk_writer *w)
+{
+	uint32_t map = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x400000,
+		.size = 0x10000, .path = "/usr/bin/victim", .flags = TCF_MAP_HAS_LINES });
+	uint32_t l_main = dloc(w, map, "main", 12, 0x401010),
+		 l_serve = dloc(w, map, "serve", 30, 0x401100),
+		 l_handle = dloc(w, map, "handle_request", 52, 0x401200),
+		 l_alloc = dloc(w, map, "alloc_buffer", 77, 0x401300),
+		 l_io = dloc(w, map, "io_loop", 90, 0x401400),
+		 l_read = dloc(w, map, "read_block", 101, 0x401500),
+		 l_tick = dloc(w, map, "bystander_tick", 140, 0x401600);
+	struct dstacks s = {
+		.serve = chunk_writer_stack(w, (uint32_t[]){ l_handle, l_serve, l_main }, 3),
+		.alloc = chunk_writer_stack(w, (uint32_t[]){ l_alloc, l_handle, l_serve, l_main }, 4),
+		.io = chunk_writer_stack(w, (uint32_t[]){ l_read, l_io, l_main }, 3),
+		.tick = chunk_writer_stack(w, (uint32_t[]){ l_tick, l_main }, 2),
+		.victim = chunk_writer_thread(w, 4242, 4242, "victim"),
+		.worker = chunk_writer_thread(w, 4243, 4242, "io-worker"),
+		.idle = chunk_writer_thread(w, 4244, 4242, "idle"),
+		.bystander = chunk_writer_thread(w, 5252, 5252, "bystander"),
+	};
+
+	cr_assert(s.serve && s.alloc && s.io && s.tick && s.victim && s.bystander);
+	chunk_writer_meta(w, "sampling.mode", "cpu");
+	chunk_writer_meta(w, "sampling.hz", "100");
+	return s;
+}
+
+/* n ticks of 10 ms from t: victim and io-worker of 4242, and 5252. */
+static void death_ticks(struct chunk_writer *w, const struct dstacks *s, uint64_t t, unsigned n,
+	uint32_t victim_stack)
+{
+	for (unsigned k = 0; k < n; k++, t += 10000000) {
+		cr_assert_eq(chunk_writer_sample(w, t, s->victim, TCF_STATE_ONCPU, victim_stack, NULL,
+				     0),
+			0);
+		cr_assert_eq(chunk_writer_sample(w, t, s->worker, TCF_STATE_ONCPU, s->io, NULL, 0), 0);
+		cr_assert_eq(chunk_writer_sample(w, t, s->bystander, TCF_STATE_ONCPU, s->tick, NULL,
+				     0),
+			0);
+	}
+}
+
+/* A repository at dir, as tracerd service would leave it when 4242 dies:
+ * a chunk of 10 ticks, then the death chunk (10 ticks, 4242's main thread
+ * in alloc_buffer at the end, then the rows of the death), finished as a
+ * crash; the dump of 4242's death into dump.  After the dump 5252 goes on
+ * for 5 ticks into an active chunk.  Returns 4242's samples. */
+static unsigned death_repo(const char *dir, enum death how, char *dump, size_t len)
+{
+	struct repo_opts o = { .target_pid = 4242 };
+	struct repo *r;
+	struct chunk_writer *w;
+	struct dstacks s;
+	uint64_t t = td_now_ns() - 1000000000ull, bytes;
+	unsigned chunks;
+
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_not_null(w = repo_writer(r));
+	s = death_defs(w);
+	death_ticks(w, &s, t, 10, s.serve);
+	cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+
+	/* the death chunk: its own definitions, as every chunk */
+	cr_assert_not_null(w = repo_writer(r));
+	s = death_defs(w);
+	death_ticks(w, &s, t + 100000000, 10, s.alloc);
+	t += 200000000;
+	if (how == DEATH_SEGV) {
+		/* at the fatal signal: the crash, then every thread's stack */
+		cr_assert_eq(chunk_writer_process_event(w, t, 4242, TCF_PROC_CRASH, 0, 11, 0x10,
+				     s.victim, s.alloc),
+			0);
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.worker, s.io, 0, 0), 0);
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.victim, s.alloc,
+				     TCF_DEATH_FAULTING, 0x10),
+			0);
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.idle, 0, 0, 0), 0);
+		cr_assert_eq(chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 11,
+				     0, 0, 0),
+			0);
+	} else {
+		/* SIGKILL: the stacks at the exit stops, the exit, then the
+		 * cgroup's oom_kill count that rose */
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.victim, s.alloc, 0, 0), 0);
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.worker, s.io, 0, 0), 0);
+		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.idle, 0, 0, 0), 0);
+		cr_assert_eq(chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 9, 0,
+				     0, 0),
+			0);
+		cr_assert_eq(chunk_writer_oom_kill(w, t + 3000000, 4242, 1), 0);
+	}
+	cr_assert_eq(repo_rotate(r, TCF_END_TARGET_CRASH), 0);
+	cr_assert_eq(repo_emergency_into(r, 4242, 0, dump, len, &chunks, &bytes), 0);
+	cr_expect_eq(chunks, 2);
+
+	/* the bystander lives on */
+	cr_assert_not_null(w = repo_writer(r));
+	s = death_defs(w);
+	for (unsigned k = 0; k < 5; k++)
+		cr_assert_eq(chunk_writer_sample(w, t + 10000000 * (k + 1), s.bystander,
+				     TCF_STATE_ONCPU, s.tick, NULL, 0),
+			0);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	return 40;
+}
+
+/* Times of day in text made "@TIME@": they are the test's own. */
+static void mask_times(char *s)
+{
+	for (char *p = s; strnlen(p, 24) >= 20; p++) {
+		size_t n = 0;
+
+		if (!(isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[3]) && p[4] == '-' &&
+			    p[10] == 'T' && p[13] == ':' && p[16] == ':'))
+			continue;
+		n = 19;
+		if (p[n] == '.' && strnlen(p, 24) == 24)
+			n += 4;
+		if (p[n] != 'Z')
+			continue;
+		memcpy(p, "@TIME@", 6);
+		memmove(p + 6, p + n + 1, strlen(p + n + 1) + 1);
+		p += 5;
+	}
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* tracerd's output with its times masked (exit status in *ret_status). */
+static char *run_masked(const char *const *argv, int *ret_status)
+{
+	struct run_result r;
+	char *out;
+
+	run_tracerd(&r, argv);
+	*ret_status = r.status;
+	if (r.status)
+		cr_log_error("%s", r.err);
+	out = strdup(r.out);
+	run_result_free(&r);
+	mask_times(out);
+	return out;
+}
+
+/* An OOM kill: the default report leads with the death (cause, time,
+ * every thread's stack), says it is restricted, and counts only 4242's
+ * samples; the other formats are restricted alike; the repository itself
+ * does not read the dump as one of its chunks. */
+Test(report, emergency_dump_leads_with_the_death)
+{
+	char dir[] = "/tmp/tracerd-death-XXXXXX", dump[4300], repo[64];
+	const char *top[] = { "tracerd", "report", dump, NULL };
+	const char *threads[] = { "tracerd", "report", dump, "-f", "threads", NULL };
+	const char *folded[] = { "tracerd", "report", dump, "-f", "folded", NULL };
+	const char *info[] = { "tracerd", "report", dump, "-f", "info", NULL };
+	const char *other[] = { "tracerd", "report", dump, "--pid", "5252", NULL };
+	const char *whole[] = { "tracerd", "report", repo, NULL };
+	char *out, *want, cmd[600];
+	int st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	death_repo(repo, DEATH_OOM, dump, sizeof(dump));
+
+	out = run_masked(top, &st);
+	cr_assert_eq(st, 0);
+	want = read_all(GOLD("report/emergency-oom.top.txt"));
+	cr_expect_str_eq(out, want, "differs from test/golden/report/emergency-oom.top.txt");
+	free(want);
+	free(out);
+
+	out = run_masked(threads, &st);
+	cr_expect_eq(st, 0);
+	cr_expect(starts(out, "pid 4242 (victim) died: "), "%s", out);
+	cr_expect(strstr(out, "    4242     4242  victim") && strstr(out, "    4243     4242  io-worker"),
+		"%s", out);
+	cr_expect_not(strstr(out, "5252  bystander"), "only the dead process's threads: %s", out);
+	free(out);
+
+	out = run_masked(folded, &st);
+	cr_expect_eq(st, 0);
+	cr_expect_eq(sum_column(out, 0, -1), 40, "4242's samples: %s", out);
+	cr_expect_not(strstr(out, "bystander_tick"), "%s", out);
+	cr_expect_not(strstr(out, "died"), "folded stays folded: %s", out);
+	free(out);
+
+	out = run_masked(info, &st);
+	cr_expect_eq(st, 0);
+	cr_expect(starts(out, "pid 4242 (victim) died: killed by signal 9 (Killed) \u2014 by the OOM "
+			      "killer\n"),
+		"%s", out);
+	cr_expect(strstr(out, "exit:      pid 4242 killed by signal 9 (Killed) by the OOM killer at "),
+		"%s", out);
+	cr_expect(strstr(out, "samples:   40 (of 60 read)"), "%s", out);
+	free(out);
+
+	/* --pid chooses: the death still leads, the profile is 5252's */
+	out = run_masked(other, &st);
+	cr_expect_eq(st, 0);
+	cr_expect(starts(out, "pid 4242 (victim) died: "), "%s", out);
+	cr_expect_not(strstr(out, "restricted"), "%s", out);
+	cr_expect(strstr(out, "\n20 samples\n") && strstr(out, "bystander_tick"), "%s", out);
+	free(out);
+
+	/* the repository: its three chunks, every process, no death section
+	 * (the dump sits in it but is not one of its chunks) */
+	out = run_masked(whole, &st);
+	cr_expect_eq(st, 0);
+	cr_expect(starts(out, "mode: cpu"), "%s", out);
+	cr_expect(strstr(out, "\n65 samples\n"), "40 + 20 + 5 after the death: %s", out);
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* A SIGSEGV: the cause with its fault address, the crashing thread's stack
+ * first though its row came second, and a thread whose stack could not be
+ * taken said so. */
+Test(report, emergency_dump_of_a_crash)
+{
+	char dir[] = "/tmp/tracerd-death-XXXXXX", dump[4300], repo[64];
+	const char *top[] = { "tracerd", "report", dump, "-f", "tree", NULL };
+	const char *victim, *worker, *idle, *samples;
+	char *out, cmd[600];
+	int st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	death_repo(repo, DEATH_SEGV, dump, sizeof(dump));
+	out = run_masked(top, &st);
+	cr_assert_eq(st, 0);
+	cr_expect(starts(out, "pid 4242 (victim) died: killed by signal 11 (Segmentation fault) at "
+			      "address 0x10\n  time: @TIME@\n"),
+		"%s", out);
+	cr_expect_not(strstr(out, "OOM"), "%s", out);
+	victim = strstr(out, "  thread 4242 (victim), the crashing thread:\n    #0   alloc_buffer at "
+			     "victim.c:77 in victim\n    #1   handle_request at victim.c:52 in victim\n");
+	worker = strstr(out, "  thread 4243 (io-worker):\n    #0   read_block at victim.c:101 in "
+			     "victim\n");
+	idle = strstr(out, "  thread 4244 (idle): no stack taken\n");
+	samples = strstr(out, "40 samples;");
+	cr_expect(victim && worker && idle && samples, "%s", out);
+	cr_expect(victim < worker && worker < idle && idle < samples, "the crashing thread first: %s",
+		out);
+	cr_expect(strstr(out, "report restricted to pid 4242, the process that died (--pid to "
+			      "choose)\n"),
+		"%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}

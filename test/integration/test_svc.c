@@ -76,7 +76,7 @@ static void svc_start(struct svc *s, const char *rules)
 
 static char *slurp(const char *path)
 {
-	char cmd[256];
+	char cmd[1200];
 
 	snprintf(cmd, sizeof(cmd), "cat '%s' 2>/dev/null", path);
 	return shell_output(cmd, NULL);
@@ -250,6 +250,41 @@ Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 24
 	svc_cleanup(&s);
 }
 
+Test(svc, a_crash_leaves_an_emergency_dump, .timeout = 120)
+{
+	struct svc s;
+	char want[128], cmd[512], *out, *log, *p;
+	pid_t crash;
+	int status;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	svc_start(&s, "[Target crash]\nComm=fx_crash\nCmdline=fx_crash 600001$\nMode=wall\n");
+	expect_log(&s, "started:");
+	crash = fx_start(TD_FIXTURE_DIR "/fx_crash", "600001");
+	snprintf(want, sizeof(want), "following %d (fx_crash)", (int)crash);
+	expect_log(&s, want);
+	kill(crash, SIGUSR1);
+	cr_assert_eq(waitpid(crash, &status, 0), crash);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "it died as it would have");
+	expect_log(&s, "emergency dump ");
+	log = slurp(s.log);
+	p = strstr(log, "emergency dump ");
+	cr_assert(strstr(log, "killed by signal 11 (SIGSEGV)"), "%s", log);
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report '%.*s' 2>&1", TD_BUILD_DIR,
+		(int)strcspn(p + 15, " "), p + 15);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "%s:\n%s", cmd, out);
+	/* the death leads: its cause, then the crashing thread's stack */
+	cr_assert(strstr(out, "SIGSEGV") || strstr(out, "Segmentation fault"), "%s", out);
+	cr_assert(strstr(out, "crash_leaf"), "no stack at death:\n%s", out);
+	cr_assert_lt(strstr(out, "crash_leaf") - out, 2000, "the death does not lead:\n%s", out);
+	free(out);
+	free(log);
+	free(svc_stop(&s));
+	svc_cleanup(&s);
+}
+
 Test(svc, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 120)
 {
 	struct svc s;
@@ -296,4 +331,78 @@ Test(svc, a_bad_config_refuses_to_start)
 	run_result_free(&r);
 	unlink(conf);
 	rmdir(dir);
+}
+
+/* A memory cgroup of its own under the test's, limited to limit bytes and
+ * no swap: its path in ret_dir, false if this machine cannot have one. */
+static bool oom_cgroup(char *ret_dir, size_t len, const char *limit)
+{
+	char *self = slurp("/proc/self/cgroup"), *l, path[512], file[1024];
+	bool v1 = false;
+
+	l = strstr(self, "\n0::");
+	l = l ? l + 4 : !strncmp(self, "0::", 3) ? self + 3 : NULL;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%.*s/cgroup.controllers",
+		l ? (int)strcspn(l, "\n") : 0, l ? l : "");
+	{
+		char *ctl = l ? slurp(path) : NULL;
+
+		if (!ctl || !strstr(ctl, "memory")) {
+			l = strstr(self, ":memory:");
+			v1 = l != NULL;
+			if (l)
+				l += 8;
+		}
+		free(ctl);
+	}
+	if (!l) {
+		free(self);
+		return false;
+	}
+	snprintf(ret_dir, len, "%s%.*s/tracerd-oom-%d", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
+		(int)strcspn(l, "\n"), l, (int)getpid());
+	free(self);
+	if (mkdir(ret_dir, 0755) < 0)
+		return false;
+	snprintf(file, sizeof(file), "%s/%s", ret_dir, v1 ? "memory.limit_in_bytes" : "memory.max");
+	write_file(file, limit);
+	snprintf(file, sizeof(file), "%s/%s", ret_dir,
+		v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
+	if (access(file, F_OK) == 0)
+		write_file(file, v1 ? limit : "0");
+	return true;
+}
+
+Test(svc, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
+{
+	char cg[600], file[700], pidtext[32], want[128], *log;
+
+	/* a cgroup path of ours is short: the buffers are sized for 600 */
+	struct svc s;
+	pid_t oom;
+	int status;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes and make a memory cgroup");
+	if (!oom_cgroup(cg, sizeof(cg), "50331648"))
+		cr_skip("cannot make a memory cgroup here (no writable memory controller)");
+	oom = fx_start(TD_FIXTURE_DIR "/fx_oom", "1");
+	cr_assert_gt(oom, 0);
+	snprintf(file, sizeof(file), "%s/cgroup.procs", cg);
+	snprintf(pidtext, sizeof(pidtext), "%d\n", (int)oom);
+	write_file(file, pidtext);
+	svc_start(&s, "[Target oom]\nCmdline=fx_oom 1$\n");
+	expect_log(&s, "started:");
+	snprintf(want, sizeof(want), "following %d (fx_oom)", (int)oom);
+	expect_log(&s, want);
+	kill(oom, SIGUSR1);
+	cr_assert_eq(waitpid(oom, &status, 0), oom);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status 0x%x", status);
+	snprintf(want, sizeof(want), "%d (fx_oom) killed by signal 9 (SIGKILL) by the OOM killer; "
+		"emergency dump ", (int)oom);
+	expect_log(&s, want);
+	log = svc_stop(&s);
+	free(log);
+	rmdir(cg);
+	svc_cleanup(&s);
 }
