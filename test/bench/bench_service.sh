@@ -1,0 +1,68 @@
+#!/bin/sh
+# tracerd service following 10 processes: its CPU (the service and its
+# worker) against the anchor, tracerd record on the same 10 processes for
+# the same time, and the idle cost of the scans alone.
+# Usage: bench_service.sh TRACERD FIXTURE_DIR [SECONDS]
+set -eu
+td=$1
+fx=$2
+secs=${3:-20}
+dir=$(mktemp -d /tmp/tracerd-bench-svc-XXXXXX)
+pids=""
+cleanup() { kill $pids 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+
+# the CPU seconds of pid and its children still running
+cpu_of() {
+	t=0
+	for p in $1 $(pgrep -P "$1" || true); do
+		s=$(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0)
+		t=$((t + s))
+	done
+	echo "$t"
+}
+
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	"$fx/fx_threads" 7 >/dev/null &
+	pids="$pids $!"
+done
+sleep 1
+hz=$(getconf CLK_TCK)
+
+cat >"$dir/conf" <<CONF
+[Service]
+Directory=$dir/data
+[Target threads]
+Cmdline=fx_threads 7\$
+CONF
+chmod 600 "$dir/conf"
+
+run() { # mode: cpu or wall
+	sed -i "/^Mode=/d" "$dir/conf"
+	echo "Mode=$1" >>"$dir/conf"
+	"$td" service --config "$dir/conf" >"$dir/log" 2>&1 &
+	svc=$!
+	until [ "$(grep -c 'following' "$dir/log")" -ge 10 ]; do sleep 0.2; done
+	a=$(cpu_of $svc)
+	sleep "$secs"
+	b=$(cpu_of $svc)
+	kill $svc
+	wait $svc || true
+	svc_cpu=$(echo "scale=4; ($b - $a) / $hz / $secs" | bc)
+
+	"$td" record $(for p in $pids; do printf -- '--pid %s ' "$p"; done) --mode "$1" \
+		--duration "${secs}s" -r "$dir/rec-$1" -q >/dev/null 2>&1 &
+	rec=$!
+	sleep 1
+	a=$(cpu_of $rec)
+	sleep $((secs - 2))
+	b=$(cpu_of $rec)
+	wait $rec || true
+	rec_cpu=$(echo "scale=4; ($b - $a) / $hz / ($secs - 2)" | bc)
+	printf 'service, 10 processes of 15 threads, %s mode, 99 Hz: %.2f%% of a CPU; tracerd record on the same: %.2f%% (ratio %.2f)\n' \
+		"$1" "$(echo "$svc_cpu * 100" | bc)" "$(echo "$rec_cpu * 100" | bc)" \
+		"$(echo "scale=3; $svc_cpu / $rec_cpu" | bc)"
+	rm -rf "$dir/data" "$dir/rec-$1"
+}
+run cpu
+run wall
