@@ -57,8 +57,8 @@ Test(service, in_a_real_systemd, .timeout = 180)
 		remove_tree(dir);
 		cr_skip_test("%s", last_line(out));
 	}
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "test/systemd/scenario.sh failed (kept %s): %s",
-		dir, out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"test/systemd/scenario.sh failed (kept %s): %s", dir, out);
 	free(out);
 
 	snprintf(path, sizeof(path), "%s/result", dir);
@@ -82,8 +82,9 @@ Test(service, in_a_real_systemd, .timeout = 180)
 	fclose(fm);
 	cr_expect(ended, "the checks did not finish (kept %s)", dir);
 	cr_expect(nok > 0, "no check passed (kept %s)", dir);
-	cr_expect_eq(nfail, 0, "%d of %d checks failed (kept %s: result, "
-			       "console.log, out/journal.txt):%s",
+	cr_expect_eq(nfail, 0,
+		"%d of %d checks failed (kept %s: result, "
+		"console.log, out/journal.txt):%s",
 		nfail, nok + nfail, dir, fails);
 	if (ended && nok > 0 && nfail == 0)
 		remove_tree(dir);
