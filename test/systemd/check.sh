@@ -11,7 +11,6 @@ set -u
 
 R=/out/result
 D=/var/lib/tracerd
-FX=/usr/libexec/tracerd-test
 CONF=/etc/tracerd/tracerd.conf
 echo booted > /out/booted
 
@@ -52,8 +51,8 @@ sample_count() {
 }
 count_above() { [ "$(sample_count "$1" "$2")" -gt "$3" ]; }
 
-# Is process $1 traced by a process of tracerd.service (the daemon, or a
-# helper it runs)?  The kernel names the tracing thread.
+# Is process $1 traced by a process of tracerd.service (the daemon or one
+# of its workers)?  TracerPid names the tracing thread.
 traced_by_service() {
 	tp=$(awk '$1 == "TracerPid:" { print $2 }' /proc/"$1"/status 2>/dev/null)
 	[ -n "$tp" ] && [ "$tp" != 0 ] &&
@@ -77,9 +76,11 @@ settled() { s=$(prop tracerd ActiveState); [ "$s" != activating ] && [ "$s" != r
 active() { [ "$(prop tracerd ActiveState)" = active ]; }
 status_following() { prop tracerd StatusText | grep -q 'following [0-9]* process'; }
 
-# The last lines tracerd and systemd said about it, for a failure message.
+# The last lines tracerd said, then systemd's about it, for a failure
+# message.
 why_down() {
-	journalctl -b -u tracerd --no-pager -o cat 2>/dev/null | tail -3 | tr '\n' ' '
+	journalctl -b _SYSTEMD_UNIT=tracerd.service -o cat 2>/dev/null | tail -2 | tr '\n' ' '
+	echo "/ systemd: $(journalctl -b -u tracerd -o cat 2>/dev/null | tail -1)"
 }
 
 finish() {
