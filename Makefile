@@ -3,7 +3,8 @@
 #   make check           install test deps, build, run every test
 #   make demo            install deps, build, profile the bundled demo
 #   make bench           benchmarks against the anchors (eu-stack, perf)
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR= (binary, man pages, systemd unit,
+#                        example /etc/tracerd/tracerd.conf)
 #   make lint            mandoc -Tlint on the man pages
 # Knobs: O=build (objects), V=1 (full commands), SANITIZE=address,undefined
 # (objects then go to $(O)/san-*), WERROR=0 (warnings not fatal).
@@ -14,6 +15,11 @@ SANITIZE ?=
 WERROR ?= 1
 PREFIX ?= /usr/local
 DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+# systemd's unit directory: /usr/lib/systemd/system for PREFIX=/usr
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
 PKG_CONFIG ?= pkg-config
 CFLAGS ?= -O2 -g
 CXX ?= g++
@@ -71,7 +77,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
-	$(FX)/fx_many $(FX)/fx_oom
+	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -112,7 +118,8 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
 $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
-$(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom \
+$(FX)/fx_svc: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -253,13 +260,28 @@ fuzz-check:
 lint:
 	$(Q)mandoc -Tlint -W warning $(MANS)
 
+# The unit names the installed binary: it is made from its template here,
+# not at build time, so that it always follows the PREFIX of this install.
+# The configuration lives in /etc whatever the prefix (tracerd service reads
+# /etc/tracerd/tracerd.conf), and an administrator's copy is never replaced:
+# without DESTDIR the example goes in only where there is none.
 install: $(TRACERD)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 $(TRACERD) $(DESTDIR)$(PREFIX)/bin/tracerd
-	install -m 0644 man/tracerd.8 $(DESTDIR)$(PREFIX)/share/man/man8/tracerd.8
-	install -m 0644 man/tracerd-chunk.5 $(DESTDIR)$(PREFIX)/share/man/man5/tracerd-chunk.5
-	install -m 0644 man/tracerd-report.1 $(DESTDIR)$(PREFIX)/share/man/man1/tracerd-report.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/tracerd
+	install -m 0755 $(TRACERD) $(DESTDIR)$(BINDIR)/tracerd
+	install -m 0644 man/tracerd.8 $(DESTDIR)$(MANDIR)/man8/tracerd.8
+	install -m 0644 man/tracerd-chunk.5 $(DESTDIR)$(MANDIR)/man5/tracerd-chunk.5
+	install -m 0644 man/tracerd-report.1 $(DESTDIR)$(MANDIR)/man1/tracerd-report.1
+	install -m 0644 man/tracerd.conf.5 $(DESTDIR)$(MANDIR)/man5/tracerd.conf.5
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/tracerd.service.in > $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
+	chmod 0644 $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
+	mv -f $(DESTDIR)$(UNITDIR)/tracerd.service.tmp $(DESTDIR)$(UNITDIR)/tracerd.service
+	@if [ -z "$(DESTDIR)" ] && [ -e $(SYSCONFDIR)/tracerd/tracerd.conf ]; then \
+		echo "install: kept $(SYSCONFDIR)/tracerd/tracerd.conf (the example is systemd/tracerd.conf)"; \
+	else \
+		echo "install -m 0644 systemd/tracerd.conf $(DESTDIR)$(SYSCONFDIR)/tracerd/tracerd.conf"; \
+		install -m 0644 systemd/tracerd.conf $(DESTDIR)$(SYSCONFDIR)/tracerd/tracerd.conf; \
+	fi
 
 clean:
 	rm -rf $(O)
