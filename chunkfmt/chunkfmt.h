@@ -547,7 +547,8 @@ int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned
  * pass it by, it never counts against max_size and is never deleted.
  * Fixed memory (a table of entries and a 1 MiB copy buffer, allocated up
  * front; a 64 KiB buffer if that fails), whatever the number of chunks.
- * Its path (for people) in ret_path; -ENODATA: no chunks. */
+ * Its path (for people) in ret_path, the chunks and bytes in ret_chunks
+ * and ret_bytes.  -ENODATA: no chunks; -EINVAL: pid <= 0. */
 int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_path,
 	size_t path_len, unsigned *ret_chunks, uint64_t *ret_bytes);
 

@@ -496,10 +496,15 @@ static int add_death_stack(struct load *L, struct chunk_reader *r, const struct 
 	struct rp_death_stack *d;
 	struct chunk_thread t;
 
-	d = realloc(p->dstacks, (p->ndstacks + 1) * sizeof(*d));
-	if (!d)
-		return -1;
-	p->dstacks = d;
+	if (p->ndstacks == p->capdstacks) {
+		size_t c = p->capdstacks ? 2 * p->capdstacks : 64;
+
+		d = realloc(p->dstacks, c * sizeof(*d));
+		if (!d)
+			return -1;
+		p->dstacks = d;
+		p->capdstacks = c;
+	}
 	if (!chunk_reader_thread(r, e->thread_id, &t))
 		t = (struct chunk_thread){ 0, e->pid, NULL };
 	p->dstacks[p->ndstacks++] = (struct rp_death_stack){ .pid = e->pid, .tid = t.tid,

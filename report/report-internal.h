@@ -115,7 +115,7 @@ struct rp_profile {
 	size_t nexits;
 	/* deaths: read whatever the filters, shown for the dead processes */
 	struct rp_death_stack *dstacks;
-	size_t ndstacks;
+	size_t ndstacks, capdstacks;
 	struct rp_oom *ooms;
 	size_t nooms;
 	/* The processes whose deaths the emergency dumps read record (their

@@ -19,6 +19,7 @@
 #include "../../chunkfmt/chunkfmt-internal.h"
 #include "../../report/report.h"
 #include "../helpers.h"
+#include "../tools/synth.h"
 
 #define GOLD(f) TD_SOURCE_DIR "/test/golden/" f
 
@@ -84,6 +85,19 @@ Test(report, golden_synthetic)
 	golden("tcf-v1.0-small", "folded", NULL);
 	golden("tcf-v1.0-small", "threads", NULL);
 	golden("tcf-v1.0-small", "info", NULL);
+}
+
+/* Emergency dumps (tracerd-gen --death oom|segv): the death leads, the
+ * rest is the dead process's. */
+Test(report, golden_emergency_dumps)
+{
+	golden("emergency-oom", "top", NULL);
+	golden("emergency-oom", "tree", NULL);
+	golden("emergency-oom", "threads", NULL);
+	golden("emergency-oom", "info", NULL);
+	golden("emergency-oom", "folded", NULL);
+	golden("emergency-segv", "top", NULL);
+	golden("emergency-segv", "info", NULL);
 }
 
 /* The 1.1 golden file's waits, through the report path: 24 WAITS records
@@ -1243,130 +1257,38 @@ Test(report, html_escapes_what_the_recording_names, .timeout = 120)
 
 /* ---- emergency dumps: the death leads */
 
-enum death { DEATH_OOM, DEATH_SEGV };
-
-/* The functions and stacks of the death repository, per chunk. */
-struct dstacks {
-	uint32_t serve, alloc, io, tick;		/* stacks */
-	uint32_t victim, worker, bystander, idle;	/* threads */
-};
-
-static uint32_t dloc(struct chunk_writer *w, uint32_t map, const char *fn, uint32_t line,
-	uint64_t addr)
-{
-	uint32_t f = chunk_writer_function(w, fn, NULL, "victim.c", line - 2);
-
-	return chunk_writer_location(w, map, addr, (struct chunk_line[]){ { f, line, 0 } }, 1);
-}
-
-/* Definitions of a chunk: two processes, 4242 "victim" (its main thread
- * serving, an io-worker reading, an idle thread that never runs) and
- * 5252 "bystander" (ticking), sharing the repository. */
-static struct dstacks death_defs(struct chunk_writer *w)
-{
-	uint32_t map = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x400000,
-		.size = 0x10000, .path = "/usr/bin/victim", .flags = TCF_MAP_HAS_LINES });
-	uint32_t l_main = dloc(w, map, "main", 12, 0x401010),
-		 l_serve = dloc(w, map, "serve", 30, 0x401100),
-		 l_handle = dloc(w, map, "handle_request", 52, 0x401200),
-		 l_alloc = dloc(w, map, "alloc_buffer", 77, 0x401300),
-		 l_io = dloc(w, map, "io_loop", 90, 0x401400),
-		 l_read = dloc(w, map, "read_block", 101, 0x401500),
-		 l_tick = dloc(w, map, "bystander_tick", 140, 0x401600);
-	struct dstacks s = {
-		.serve = chunk_writer_stack(w, (uint32_t[]){ l_handle, l_serve, l_main }, 3),
-		.alloc = chunk_writer_stack(w, (uint32_t[]){ l_alloc, l_handle, l_serve, l_main }, 4),
-		.io = chunk_writer_stack(w, (uint32_t[]){ l_read, l_io, l_main }, 3),
-		.tick = chunk_writer_stack(w, (uint32_t[]){ l_tick, l_main }, 2),
-		.victim = chunk_writer_thread(w, 4242, 4242, "victim"),
-		.worker = chunk_writer_thread(w, 4243, 4242, "io-worker"),
-		.idle = chunk_writer_thread(w, 4244, 4242, "idle"),
-		.bystander = chunk_writer_thread(w, 5252, 5252, "bystander"),
-	};
-
-	cr_assert(s.serve && s.alloc && s.io && s.tick && s.victim && s.bystander);
-	chunk_writer_meta(w, "sampling.mode", "cpu");
-	chunk_writer_meta(w, "sampling.hz", "100");
-	return s;
-}
-
-/* n ticks of 10 ms from t: victim and io-worker of 4242, and 5252. */
-static void death_ticks(struct chunk_writer *w, const struct dstacks *s, uint64_t t, unsigned n,
-	uint32_t victim_stack)
-{
-	for (unsigned k = 0; k < n; k++, t += 10000000) {
-		cr_assert_eq(chunk_writer_sample(w, t, s->victim, TCF_STATE_ONCPU, victim_stack, NULL,
-				     0),
-			0);
-		cr_assert_eq(chunk_writer_sample(w, t, s->worker, TCF_STATE_ONCPU, s->io, NULL, 0), 0);
-		cr_assert_eq(chunk_writer_sample(w, t, s->bystander, TCF_STATE_ONCPU, s->tick, NULL,
-				     0),
-			0);
-	}
-}
-
-/* A repository at dir, as tracerd service would leave it when 4242 dies:
- * a chunk of 10 ticks, then the death chunk (10 ticks, 4242's main thread
- * in alloc_buffer at the end, then the rows of the death), finished as a
- * crash; the dump of 4242's death into dump.  After the dump 5252 goes on
- * for 5 ticks into an active chunk.  Returns 4242's samples. */
-static unsigned death_repo(const char *dir, enum death how, char *dump, size_t len)
+/* The repository tracerd service leaves when 4242 dies (synth_death: two
+ * processes, the death chunk, the dump of 4242's death into dump), and
+ * after the dump 5252 going on for 5 ticks into a new chunk. */
+static void death_repo(const char *dir, enum synth_death how, char *dump, size_t len)
 {
 	struct repo_opts o = { .target_pid = 4242 };
 	struct repo *r;
 	struct chunk_writer *w;
-	struct dstacks s;
-	uint64_t t = td_now_ns() - 1000000000ull, bytes;
-	unsigned chunks;
+	struct chunk_report rep;
+	uint64_t t = td_now_ns() - 1000000000ull;
+	uint32_t tick, th, f, l;
 
 	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
-	cr_assert_not_null(w = repo_writer(r));
-	s = death_defs(w);
-	death_ticks(w, &s, t, 10, s.serve);
-	cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
-
-	/* the death chunk: its own definitions, as every chunk */
-	cr_assert_not_null(w = repo_writer(r));
-	s = death_defs(w);
-	death_ticks(w, &s, t + 100000000, 10, s.alloc);
-	t += 200000000;
-	if (how == DEATH_SEGV) {
-		/* at the fatal signal: the crash, then every thread's stack */
-		cr_assert_eq(chunk_writer_process_event(w, t, 4242, TCF_PROC_CRASH, 0, 11, 0x10,
-				     s.victim, s.alloc),
-			0);
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.worker, s.io, 0, 0), 0);
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.victim, s.alloc,
-				     TCF_DEATH_FAULTING, 0x10),
-			0);
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 11, s.idle, 0, 0, 0), 0);
-		cr_assert_eq(chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 11,
-				     0, 0, 0),
-			0);
-	} else {
-		/* SIGKILL: the stacks at the exit stops, the exit, then the
-		 * cgroup's oom_kill count that rose */
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.victim, s.alloc, 0, 0), 0);
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.worker, s.io, 0, 0), 0);
-		cr_assert_eq(chunk_writer_death_stack(w, t, 4242, 9, s.idle, 0, 0, 0), 0);
-		cr_assert_eq(chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 9, 0,
-				     0, 0),
-			0);
-		cr_assert_eq(chunk_writer_oom_kill(w, t + 3000000, 4242, 1), 0);
-	}
-	cr_assert_eq(repo_rotate(r, TCF_END_TARGET_CRASH), 0);
-	cr_assert_eq(repo_emergency_into(r, 4242, 0, dump, len, &chunks, &bytes), 0);
-	cr_expect_eq(chunks, 2);
+	cr_assert_eq(synth_death(r, how, t, dump, len), 0);
+	/* both chunks whole, every row's thread and stack defined before it
+	 * in its own chunk */
+	cr_assert_eq(chunk_read_file(dump, NULL, NULL, &rep), 0);
+	cr_expect_eq(rep.chunks, 2);
+	cr_expect_eq(rep.chunks_finished, 2);
+	cr_expect_eq(rep.blocks_bad + rep.seq_gaps + rep.unknown_refs, 0, "%s", rep.first_damage);
 
 	/* the bystander lives on */
 	cr_assert_not_null(w = repo_writer(r));
-	s = death_defs(w);
+	f = chunk_writer_function(w, "bystander_tick", NULL, "victim.c", 138);
+	l = chunk_writer_location(w, 0, 0x401600, (struct chunk_line[]){ { f, 140, 0 } }, 1);
+	tick = chunk_writer_stack(w, &l, 1);
+	th = chunk_writer_thread(w, 5252, 5252, "bystander");
 	for (unsigned k = 0; k < 5; k++)
-		cr_assert_eq(chunk_writer_sample(w, t + 10000000 * (k + 1), s.bystander,
-				     TCF_STATE_ONCPU, s.tick, NULL, 0),
+		cr_assert_eq(chunk_writer_sample(w, t + 300000000 + 10000000 * k, th,
+				     TCF_STATE_ONCPU, tick, NULL, 0),
 			0);
 	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
-	return 40;
 }
 
 /* Times of day in text made "@TIME@": they are the test's own. */
@@ -1410,10 +1332,12 @@ static char *run_masked(const char *const *argv, int *ret_status)
 	return out;
 }
 
-/* An OOM kill: the default report leads with the death (cause, time,
- * every thread's stack), says it is restricted, and counts only 4242's
- * samples; the other formats are restricted alike; the repository itself
- * does not read the dump as one of its chunks. */
+/* An OOM kill, as it happens (a dump written now into a repository):
+ * the default report leads with the death (cause, time, every thread's
+ * stack), says it is restricted, and counts only 4242's samples, as the
+ * golden dump's does but for the times; the other formats are restricted
+ * alike; the repository itself does not read the dump as one of its
+ * chunks. */
 Test(report, emergency_dump_leads_with_the_death)
 {
 	char dir[] = "/tmp/tracerd-death-XXXXXX", dump[4300], repo[64];
@@ -1428,11 +1352,12 @@ Test(report, emergency_dump_leads_with_the_death)
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
-	death_repo(repo, DEATH_OOM, dump, sizeof(dump));
+	death_repo(repo, SYNTH_DEATH_OOM, dump, sizeof(dump));
 
 	out = run_masked(top, &st);
 	cr_assert_eq(st, 0);
 	want = read_all(GOLD("report/emergency-oom.top.txt"));
+	mask_times(want);
 	cr_expect_str_eq(out, want, "differs from test/golden/report/emergency-oom.top.txt");
 	free(want);
 	free(out);
@@ -1495,7 +1420,7 @@ Test(report, emergency_dump_of_a_crash)
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
-	death_repo(repo, DEATH_SEGV, dump, sizeof(dump));
+	death_repo(repo, SYNTH_DEATH_SEGV, dump, sizeof(dump));
 	out = run_masked(top, &st);
 	cr_assert_eq(st, 0);
 	cr_expect(starts(out, "pid 4242 (victim) died: killed by signal 11 (Segmentation fault) at "

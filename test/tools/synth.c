@@ -456,3 +456,103 @@ out:
 	free(ep);
 	return err ? err : n;
 }
+
+/* ---- a death and its emergency dump (synth_death) */
+
+struct death_ids {
+	uint32_t serve, alloc, io, tick;	      /* stacks */
+	uint32_t victim, worker, idle, bystander; /* threads */
+};
+
+static uint32_t death_loc(struct chunk_writer *w, uint32_t map, const char *fn, uint32_t line,
+	uint64_t addr)
+{
+	uint32_t f = chunk_writer_function(w, fn, NULL, "victim.c", line - 2);
+
+	return chunk_writer_location(w, map, addr, &(struct chunk_line){ f, line, 0 }, 1);
+}
+
+/* Every chunk defines what it uses. */
+static int death_defs(struct chunk_writer *w, struct death_ids *s)
+{
+	uint32_t map = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x400000,
+		.size = 0x10000, .path = "/usr/bin/victim", .flags = TCF_MAP_HAS_LINES });
+	uint32_t l_main = death_loc(w, map, "main", 12, 0x401010),
+		 l_serve = death_loc(w, map, "serve", 30, 0x401100),
+		 l_handle = death_loc(w, map, "handle_request", 52, 0x401200),
+		 l_alloc = death_loc(w, map, "alloc_buffer", 77, 0x401300),
+		 l_io = death_loc(w, map, "io_loop", 90, 0x401400),
+		 l_read = death_loc(w, map, "read_block", 101, 0x401500),
+		 l_tick = death_loc(w, map, "bystander_tick", 140, 0x401600);
+
+	*s = (struct death_ids){
+		.serve = chunk_writer_stack(w, (uint32_t[]){ l_handle, l_serve, l_main }, 3),
+		.alloc = chunk_writer_stack(w, (uint32_t[]){ l_alloc, l_handle, l_serve, l_main }, 4),
+		.io = chunk_writer_stack(w, (uint32_t[]){ l_read, l_io, l_main }, 3),
+		.tick = chunk_writer_stack(w, (uint32_t[]){ l_tick, l_main }, 2),
+		.victim = chunk_writer_thread(w, 4242, 4242, "victim"),
+		.worker = chunk_writer_thread(w, 4243, 4242, "io-worker"),
+		.idle = chunk_writer_thread(w, 4244, 4242, "idle"),
+		.bystander = chunk_writer_thread(w, 5252, 5252, "bystander"),
+	};
+	chunk_writer_meta(w, "sampling.mode", "cpu");
+	chunk_writer_meta(w, "sampling.hz", "100");
+	return chunk_writer_error(w);
+}
+
+static int death_ticks(struct chunk_writer *w, const struct death_ids *s, uint64_t t,
+	uint32_t victim_stack)
+{
+	int e = 0;
+
+	for (unsigned k = 0; k < 10 && !e; k++, t += 10000000) {
+		e = chunk_writer_sample(w, t, s->victim, TCF_STATE_ONCPU, victim_stack, NULL, 0);
+		if (!e)
+			e = chunk_writer_sample(w, t, s->worker, TCF_STATE_ONCPU, s->io, NULL, 0);
+		if (!e)
+			e = chunk_writer_sample(w, t, s->bystander, TCF_STATE_ONCPU, s->tick, NULL,
+				0);
+	}
+	return e;
+}
+
+int synth_death(struct repo *r, enum synth_death how, uint64_t t, char *dump, size_t dump_len)
+{
+	struct chunk_writer *w;
+	struct death_ids s;
+	unsigned chunks;
+	uint64_t bytes;
+	int e;
+
+	if (!(w = repo_writer(r)))
+		return repo_error(r);
+	if ((e = death_defs(w, &s)) || (e = death_ticks(w, &s, t, s.serve)) ||
+		(e = repo_rotate(r, TCF_END_ROTATE)))
+		return e;
+	if (!(w = repo_writer(r)))
+		return repo_error(r);
+	if ((e = death_defs(w, &s)) || (e = death_ticks(w, &s, t + 100000000, s.alloc)))
+		return e;
+	t += 200000000;
+	if (how == SYNTH_DEATH_SEGV) {
+		/* at the fatal signal: the crash, then every thread's stack */
+		chunk_writer_process_event(w, t, 4242, TCF_PROC_CRASH, 0, 11, 0x10, s.victim,
+			s.alloc);
+		chunk_writer_death_stack(w, t, 4242, 11, s.worker, s.io, 0, 0);
+		chunk_writer_death_stack(w, t, 4242, 11, s.victim, s.alloc, TCF_DEATH_FAULTING,
+			0x10);
+		chunk_writer_death_stack(w, t, 4242, 11, s.idle, 0, 0, 0);
+		chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 11, 0, 0, 0);
+	} else {
+		/* SIGKILL: the stacks at the exit stops, the exit, then the
+		 * cgroup's oom_kill count that rose */
+		chunk_writer_death_stack(w, t, 4242, 9, s.victim, s.alloc, 0, 0);
+		chunk_writer_death_stack(w, t, 4242, 9, s.worker, s.io, 0, 0);
+		chunk_writer_death_stack(w, t, 4242, 9, s.idle, 0, 0, 0);
+		chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 9, 0, 0, 0);
+		chunk_writer_oom_kill(w, t + 3000000, 4242, 1);
+	}
+	if ((e = chunk_writer_error(w)) || (e = repo_rotate(r, TCF_END_TARGET_CRASH)))
+		return e;
+	return repo_emergency_into(r, 4242, 0, dump, dump_len, &chunks, &bytes);
+}

@@ -41,4 +41,22 @@ uint64_t synth_span_ns(const struct synth_opts *o);
  * samples written, or -errno (-EINVAL: waits that do not fit). */
 long long synth_write(struct chunk_writer *w, const struct synth_opts *o, uint64_t start_ns);
 
+/* A death in a repository, as tracerd service leaves it: two processes
+ * share it, 4242 "victim" (threads victim 4242 serving, io-worker 4243
+ * reading, idle 4244 never seen running) and 5252 "bystander" (ticking);
+ * a chunk of 10 ticks of 10 ms, then the death chunk (10 ticks, the
+ * victim's main thread in alloc_buffer, then the rows of the death),
+ * finished as a crash, and the emergency dump of 4242 (path in dump).
+ *   OOM:  the death stacks at the exit stops (SIGKILL), the exit, and the
+ *         OOM kill (oom_kill count 1);
+ *   SEGV: the crash (signal 11 at 0x10, the victim's thread), the death
+ *         stacks (io-worker's first, the victim's flagged faulting), the
+ *         exit.
+ * Times from start_ns (CLOCK_MONOTONIC); the death at start_ns + 200 ms.
+ * Each chunk has 30 samples, 20 of them 4242's.  The repository stays
+ * open, with no active chunk.  0 or -errno. */
+enum synth_death { SYNTH_DEATH_OOM, SYNTH_DEATH_SEGV };
+int synth_death(struct repo *r, enum synth_death how, uint64_t start_ns, char *dump,
+	size_t dump_len);
+
 #endif

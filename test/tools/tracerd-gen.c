@@ -10,8 +10,12 @@
  *   killed writer does: a .part without trailer)
  *   --waits N (0; >= 2: a wall recording in TCF 1.1, N wait episodes per
  *   chunk of every kind, one going on into the next chunk, which then
- *   follows its chunk without a gap; needs --threads >= 2) */
+ *   follows its chunk without a gap; needs --threads >= 2)
+ *   --death oom|segv (instead of the above: synth_death's two processes
+ *   and the death of one; -o FILE is its emergency dump, -r REPO keeps
+ *   the repository with the dump in it) */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -44,6 +48,61 @@ static long long gen_chunk(struct chunk_writer *w, struct synth_opts *so, unsign
 	return n;
 }
 
+/* synth_death into REPO (made), or into a repository of its own beside
+ * FILE whose dump becomes FILE. */
+static int gen_death(const char *out, const char *repo, enum synth_death how)
+{
+	char tmpdir[4200], dump[4300];
+	struct repo_opts ro = { .target_pid = 4242 };
+	struct repo *r;
+	int e;
+
+	if (out) {
+		snprintf(tmpdir, sizeof(tmpdir), "%s.repo-XXXXXX", out);
+		if (!mkdtemp(tmpdir)) {
+			perror(tmpdir);
+			return 1;
+		}
+		repo = tmpdir;
+	}
+	e = repo_open(repo, &ro, &r, NULL);
+	if (e == 0)
+		e = synth_death(r, how, 1000000000ull, dump, sizeof(dump));
+	if (e == 0)
+		e = repo_close(r, TCF_END_STOP);
+	else
+		repo_close(r, TCF_END_STOP);
+	if (e < 0) {
+		fprintf(stderr, "tracerd-gen: %s: %s\n", repo, td_strerror(e));
+		return 1;
+	}
+	if (!out) {
+		printf("%s\n", dump);
+		return 0;
+	}
+	if (rename(dump, out) < 0) {
+		perror(out);
+		return 1;
+	}
+	{
+		DIR *d = opendir(tmpdir);
+		struct dirent *de;
+
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				char p[4500];
+
+				snprintf(p, sizeof(p), "%s/%s", tmpdir, de->d_name);
+				unlink(p);
+			}
+		if (d)
+			closedir(d);
+		rmdir(tmpdir);
+	}
+	printf("%s\n", out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -61,6 +120,7 @@ int main(int argc, char **argv)
 		{ "zipf", required_argument, NULL, 'z' },
 		{ "repeat", required_argument, NULL, 'p' },
 		{ "waits", required_argument, NULL, 'w' },
+		{ "death", required_argument, NULL, 'd' },
 		{ 0 },
 	};
 	struct synth_opts so = { 0 };
@@ -68,7 +128,7 @@ int main(int argc, char **argv)
 	unsigned chunks = 1;
 	bool unfinished = false;
 	long long total = 0;
-	int c;
+	int c, death = -1;
 
 	while ((c = getopt_long(argc, argv, "o:r:", opts, NULL)) != -1) {
 		switch (c) {
@@ -114,6 +174,15 @@ int main(int argc, char **argv)
 		case 'w':
 			so.waits = (unsigned)atoi(optarg);
 			break;
+		case 'd':
+			death = !strcmp(optarg, "oom") ? SYNTH_DEATH_OOM :
+				!strcmp(optarg, "segv") ? SYNTH_DEATH_SEGV :
+							   -2;
+			if (death == -2) {
+				fprintf(stderr, "tracerd-gen: --death oom or segv\n");
+				return 1;
+			}
+			break;
 		default:
 			fprintf(stderr, "usage: tracerd-gen (-o FILE | -r REPO) [options]\n");
 			return 1;
@@ -123,6 +192,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tracerd-gen: give -o FILE or -r REPO\n");
 		return 1;
 	}
+	if (death >= 0)
+		return gen_death(out, repo, (enum synth_death)death);
 	if (so.waits == 1) {
 		fprintf(stderr, "tracerd-gen: --waits needs at least 2 (one goes on across chunks)\n");
 		return 1;

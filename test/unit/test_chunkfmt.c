@@ -823,3 +823,112 @@ Test(chunkfmt, trailer_that_disagrees_with_the_chunk)
 	}
 	free(L.buf);
 }
+
+/* ---- the rows of a death (PROCESS_EVENT kinds 3 and 4) */
+struct deaths {
+	unsigned rows, oom, unknown_kind;
+	uint32_t tid[4], flags[4], depth[4];
+	int32_t signo[4];
+	uint64_t addr[4], oom_count;
+};
+
+static int d_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	struct deaths *d = arg;
+	struct chunk_thread t;
+	uint32_t locs[16];
+
+	if (e->type != CHUNK_EV_PROCESS)
+		return 0;
+	if (e->kind == TCF_PROC_DEATH_STACK && d->rows < 4) {
+		unsigned i = d->rows++;
+
+		d->tid[i] = chunk_reader_thread(r, e->thread_id, &t) ? t.tid : 0;
+		d->flags[i] = (uint32_t)e->status;
+		d->signo[i] = e->signo;
+		d->addr[i] = e->fault_addr;
+		/* the stack is whole when its row is read: defined before */
+		d->depth[i] = e->stack_id ? chunk_reader_stack(r, e->stack_id, locs, 16) : 0;
+		for (unsigned k = 0; k < d->depth[i] && k < 16; k++)
+			if (!locs[k])
+				d->depth[i] = 1000;
+	} else if (e->kind == TCF_PROC_OOM_KILL) {
+		d->oom++;
+		d->oom_count = e->count;
+		cr_expect_eq(e->signo, 9);
+		cr_expect_eq(e->fault_addr, 0, "the count is not an address");
+	} else if (e->kind > TCF_PROC_OOM_KILL) {
+		d->unknown_kind++;
+	}
+	return 0;
+}
+
+/* Each thread's stack at death and the OOM kill round-trip; a kind this
+ * reader does not know is passed on, not an error (tracerd-chunk(5),
+ * Compatibility); a death row naming a stack its chunk never defined is
+ * an unknown reference, as a sample's would be. */
+Test(chunkfmt, death_rows_round_trip)
+{
+	static const struct chunk_visitor v = { .event = d_event };
+	struct chunk_writer_opts o = { .target_pid = 4242 };
+	struct chunk_writer *w;
+	struct chunk_report rep;
+	struct deaths d = { 0 };
+	uint32_t f, l1, l2, s_main, s_deep, main_t, worker_t;
+	uint8_t *buf;
+	size_t len;
+
+	o.fd = memfd();
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	f = chunk_writer_function(w, "f", NULL, "f.c", 1);
+	l1 = chunk_writer_location(w, 0, 0x10, (struct chunk_line[]){ { f, 2, 0 } }, 1);
+	l2 = chunk_writer_location(w, 0, 0x20, (struct chunk_line[]){ { f, 3, 0 } }, 1);
+	main_t = chunk_writer_thread(w, 4242, 4242, "main");
+	cr_assert_eq(chunk_writer_sample(w, 1000000, main_t, TCF_STATE_ONCPU,
+			     chunk_writer_stack(w, &l1, 1), NULL, 0),
+		0);
+	cr_assert_eq(chunk_writer_flush(w), 0); /* the death's definitions in a later block */
+	s_main = chunk_writer_stack(w, (uint32_t[]){ l2, l1 }, 2);
+	s_deep = chunk_writer_stack(w, (uint32_t[]){ l1, l2, l1 }, 3);
+	worker_t = chunk_writer_thread(w, 4243, 4242, "worker");
+	cr_assert_eq(chunk_writer_death_stack(w, 2000000, 4242, 11, main_t, s_main,
+			     TCF_DEATH_FAULTING, 0xbad),
+		0);
+	cr_assert_eq(chunk_writer_death_stack(w, 2000000, 4242, 11, worker_t, s_deep, 0, 0), 0);
+	cr_assert_eq(chunk_writer_death_stack(w, 2000000, 4242, 11, worker_t, 0, 0, 0), 0);
+	cr_assert_eq(chunk_writer_oom_kill(w, 2000000, 4242, 3), 0);
+	cr_assert_eq(chunk_writer_process_event(w, 2000000, 4242, (enum tcf_process_event)9, 0, 0,
+			     0, 0, 0),
+		0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_TARGET_CRASH, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(o.fd, &len);
+	close(o.fd);
+	cr_assert_eq(chunk_read_buffer(buf, len, &v, &d, &rep), 0);
+	free(buf);
+	cr_expect_eq(rep.blocks_bad + rep.seq_gaps + rep.unknown_refs, 0, "%s", rep.first_damage);
+	cr_expect_eq(rep.chunks_finished, 1);
+	cr_assert_eq(d.rows, 3);
+	cr_expect(d.tid[0] == 4242 && d.flags[0] == TCF_DEATH_FAULTING && d.signo[0] == 11 &&
+		  d.addr[0] == 0xbad && d.depth[0] == 2);
+	cr_expect(d.tid[1] == 4243 && d.flags[1] == 0 && d.addr[1] == 0 && d.depth[1] == 3);
+	cr_expect(d.tid[2] == 4243 && d.depth[2] == 0, "no stack taken: stack 0");
+	cr_expect(d.oom == 1 && d.oom_count == 3);
+	cr_expect_eq(d.unknown_kind, 1, "an unknown kind is passed on");
+
+	/* a row naming what its chunk never defined */
+	o.fd = memfd();
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	main_t = chunk_writer_thread(w, 4242, 4242, "main");
+	cr_assert_eq(chunk_writer_death_stack(w, 2000000, 4242, 9, main_t, 999, 0, 0), 0);
+	cr_assert_eq(chunk_writer_death_stack(w, 2000000, 4242, 9, 77, 0, 0, 0), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_TARGET_CRASH, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(o.fd, &len);
+	close(o.fd);
+	memset(&d, 0, sizeof(d));
+	cr_assert_eq(chunk_read_buffer(buf, len, &v, &d, &rep), 0);
+	free(buf);
+	cr_expect_eq(rep.unknown_refs, 2, "an undefined stack, an undefined thread");
+	cr_expect_eq(d.rows, 2, "still passed on");
+}
