@@ -115,6 +115,7 @@ struct writer {
 		uint64_t first_real_ns; /* when first seen (realtime) */
 		char memory_events[320]; /* its cgroup's memory.events (v1: oom_control), "" if none */
 		uint64_t oom_kills;	 /* oom_kill there when last read */
+		uint64_t oom_before;	 /* ... and at the read before (1-2 s ago) */
 	} procs[TARGETS_MAX];
 	uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 };
@@ -913,19 +914,25 @@ static void wproc_add(struct writer *w, pid_t pid)
 			access(p->memory_events, R_OK) < 0)
 			p->memory_events[0] = '\0';
 	}
-	p->oom_kills = oom_kills_of(p->memory_events);
+	p->oom_kills = p->oom_before = oom_kills_of(p->memory_events);
 }
 
-/* Every second: an OOM kill in a cgroup is blamed on a death only if it
- * came after the last look. */
+/* Every second: an OOM kill in a cgroup is blamed on a SIGKILL death if
+ * it came after the look before the latest (1 to 2 s before the death is
+ * handled): the kernel counts the kill before the victim dies, and the
+ * latest look may fall between the two. */
 static void wprocs_refresh(struct writer *w, uint64_t now)
 {
 	if (now - w->oom_read_ns < 1000000000u)
 		return;
 	w->oom_read_ns = now;
 	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->procs); i++)
-		if (w->procs[i].pid)
+		if (w->procs[i].pid) {
+			/* the kill counts before the death is told: the look
+			 * before the latest is the baseline */
+			w->procs[i].oom_before = w->procs[i].oom_kills;
 			w->procs[i].oom_kills = oom_kills_of(w->procs[i].memory_events);
+		}
 }
 
 /* A signal that ends a process abnormally: those that dump core, and
@@ -998,7 +1005,7 @@ static void process_died(struct writer *w, const struct rec_event *e)
 		.id = { e->pid, e->start_time } };
 	int sig = WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
 
-	if (p && sig == SIGKILL && oom_kills_of(p->memory_events) > p->oom_kills)
+	if (p && sig == SIGKILL && oom_kills_of(p->memory_events) > p->oom_before)
 		n.oom = true;
 	if (fatal_signal(sig))
 		emergency_dump(w, e, p, n.oom);
