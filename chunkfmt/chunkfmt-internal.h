@@ -32,14 +32,6 @@ struct tcf_snap_opts {
 int tcf_snapshot_fd(int repo_dirfd, int out_fd, const struct tcf_snap_opts *o,
 	unsigned *ret_chunks, unsigned *ret_repaired, uint64_t *ret_bytes);
 
-static inline uint64_t tcf_real_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* block flags */
 enum { TCF_BLK_HAS_DEFS = 1u << 4, TCF_BLK_FINAL = 1u << 5, TCF_BLK_INDEX = 1u << 6 };
 

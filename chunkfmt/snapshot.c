@@ -288,7 +288,7 @@ int repo_snapshot(const char *repo, const char *out, uint64_t since_ns, unsigned
 		return r;
 	}
 	if (since_ns) {
-		uint64_t now = tcf_real_now_ns();
+		uint64_t now = td_real_ns();
 
 		so.since_real_ns = now > since_ns ? now - since_ns : 1;
 	}

@@ -50,6 +50,8 @@ void td_fmt_utc(uint64_t real_ns, char *buf, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t td_now_ns(void);
+/* CLOCK_REALTIME in ns: wall-clock time, for names and windows of files. */
+uint64_t td_real_ns(void);
 
 /* Read at most len-1 bytes of PATH (relative to dirfd) into buf and
  * NUL-terminate.  Returns the byte count or -errno. */

@@ -456,16 +456,18 @@ static void scan(struct service *sv)
 {
 	unsigned need = svc_config_needs(sv->cfg);
 	uint64_t now = td_now_ns();
+	struct svc_proc *p = malloc(sizeof(*p)); /* 9 KiB: one per scan, not per process */
 	struct dirent *de;
-	DIR *d = opendir(sv->proc_root);
+	DIR *d = p ? opendir(sv->proc_root) : NULL;
 
 	if (!d) {
+		free(p);
 		say(sv, LOG_ERR, "cannot read %s: %s; no process can be found", sv->proc_root,
 			strerror(errno));
 		return;
 	}
 	while ((de = readdir(d))) {
-		struct svc_proc *p = NULL, head;
+		struct svc_proc head;
 		struct follow_entry *e;
 		struct td_proc_id id;
 		pid_t pid;
@@ -486,17 +488,14 @@ static void scan(struct service *sv)
 		}
 		if (!sv->cfg->nrules)
 			continue;
-		p = malloc(sizeof(*p));
-		if (!p)
-			break;
 		if (svc_proc_read(sv->proc_root, pid, need, p) == 0 && p->start_time == id.start_time &&
 			(r = svc_config_match(sv->cfg, p)) >= 0 && can_ask(sv, r) &&
 			follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
 			say(sv, LOG_DEBUG, "rule %s: %d (%s) matches", sv->w[r].name, (int)pid, p->comm);
 			ask(sv, e, (unsigned)r);
 		}
-		free(p);
 	}
+	free(p);
 	closedir(d);
 	follow_sweep(&sv->fol);
 }

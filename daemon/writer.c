@@ -851,14 +851,6 @@ static enum tcf_state state_of(const struct td_sample *s)
 
 /* ---- follow: deaths, the OOM killer and emergency dumps */
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The oom_kill count of a cgroup v2 memory.events file, 0 if unreadable. */
 static uint64_t oom_kills_of(const char *path)
 {
@@ -886,7 +878,7 @@ static void wproc_add(struct writer *w, pid_t pid)
 
 	if (p || !(p = wproc_of(w, 0)))
 		return;
-	*p = (struct wproc){ .pid = pid, .first_real_ns = realtime_ns() };
+	*p = (struct wproc){ .pid = pid, .first_real_ns = td_real_ns() };
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return;
@@ -978,7 +970,7 @@ static void emergency_dump(struct writer *w, const struct rec_event *e, const st
 {
 	struct rec_notice n = { .kind = REC_NOTICE_EMERGENCY, .status = e->status, .oom = oom,
 		.id = { e->pid, e->start_time } };
-	uint64_t now = realtime_ns(), since = 0;
+	uint64_t now = td_real_ns(), since = 0;
 
 	if (oom)
 		chunk_writer_oom_kill(w->cw, e->time_ns, (uint32_t)e->pid,
