@@ -100,6 +100,21 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 	};
 }
 
+/* Slots of the sample ring.  Wall mode: a copy of every blocked thread can
+ * come in one tick (64 MiB of them).  cpu mode: what the CPUs can give in
+ * two of the sampler's drains, at least 64; few enough to fault in at once
+ * (ring_prefault) rather than a fault per slot on the first pass, which
+ * at 99 Hz lasted ten seconds and was a fifth of the daemon's CPU. */
+static uint32_t sample_slots(const struct rec_config *cfg)
+{
+	uint32_t most = TD_MAX(64u, TD_MIN(4096u, (64u << 20) / td_sample_size(cfg->max_window)));
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cfg->mode == REC_MODE_WALL)
+		return most;
+	return TD_MIN(most, TD_MAX(64u, (uint32_t)(cfg->hz * (cpus > 0 ? cpus : 1) / 10)));
+}
+
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
@@ -143,9 +158,10 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		e = -errno;
 		goto out_free;
 	}
-	e = ring_init(&sh->samples,
-		TD_MAX(64u, TD_MIN(4096u, (64u << 20) / td_sample_size(r->cfg.max_window))),
+	e = ring_init(&sh->samples, sample_slots(&r->cfg),
 		(uint32_t)td_sample_size(r->cfg.max_window));
+	if (!e && r->cfg.mode != REC_MODE_WALL)
+		ring_prefault(&sh->samples);
 	if (!e)
 		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));
 	if (!e)

@@ -4,6 +4,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size)
 {
@@ -13,14 +18,29 @@ int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size)
 		c <<= 1;
 	q->cap = c;
 	q->slot_size = (slot_size + 15) & ~15u;
-	q->mem = calloc(c, q->slot_size);
+	q->mem = mmap(NULL, (size_t)c * q->slot_size, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->mem == MAP_FAILED) {
+		q->mem = NULL;
+		return -ENOMEM;
+	}
 	atomic_init(&q->head, 0);
 	atomic_init(&q->tail, 0);
-	return q->mem ? 0 : -ENOMEM;
+	return 0;
+}
+
+void ring_prefault(struct ring *q)
+{
+	size_t len = (size_t)q->cap * q->slot_size;
+
+	if (madvise(q->mem, len, MADV_POPULATE_WRITE) < 0) /* before Linux 5.14 */
+		for (size_t i = 0; i < len; i += 4096)
+			((volatile uint8_t *)q->mem)[i] = 0;
 }
 
 void ring_free(struct ring *q)
 {
-	free(q->mem);
+	if (q->mem)
+		munmap(q->mem, (size_t)q->cap * q->slot_size);
 	q->mem = NULL;
 }

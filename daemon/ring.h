@@ -7,8 +7,9 @@
  * - One producer thread and one consumer thread, fixed when the ring is
  *   set up; nobody else calls ring_reserve/ring_publish or ring_peek/
  *   ring_pop.  ring_used() may be called from either side.
- * - Slots are fixed-size and allocated once by ring_init; the ring owns
- *   them.  Nothing is ever allocated, locked or waited for afterwards, so
+ * - Slots are fixed-size and allocated once by ring_init (zeroed pages,
+ *   faulted in at first use, or all at once by ring_prefault); the ring
+ *   owns them.  Nothing is ever allocated, locked or waited for afterwards, so
  *   the producer may run while a target thread is stopped.
  * - Producer: ring_reserve() gives the next free slot, or NULL when the
  *   ring is full.  Full means drop: the producer counts the record as
@@ -48,6 +49,9 @@ struct ring {
 /* At least cap slots (rounded up to a power of two) of slot_size bytes
  * (rounded up to 16), zeroed.  Returns 0 or -ENOMEM. */
 int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size);
+/* Faults every slot's pages in now, so that the producer does not take a
+ * page fault per slot on its first pass (a ring's worth of them). */
+void ring_prefault(struct ring *q);
 /* Frees the slots; NULL-safe on a ring that ring_init never filled (a
  * zeroed struct ring) or already freed.  Both sides must be done. */
 void ring_free(struct ring *q);

@@ -5,9 +5,9 @@
  * cpu mode, perf capture (the default where permitted): the kernel samples
  * each thread every 1/HZ of the CPU time it uses, at a random period
  * (ptrace/perf.c); this thread adds and removes threads as they come and
- * go, and moves the samples into the sample ring as they come (the kernel
- * wakes it at each one; at least every 10 ms).  No target thread is ever
- * stopped for a sample.
+ * go, and moves the samples into the sample ring every 50 ms (sooner when
+ * the kernel's ring is a quarter full).  No target thread is ever stopped
+ * for a sample.
  *
  * cpu mode, ptrace capture (perf not permitted): on each tick (random,
  * uniform over +-50% of 1/HZ, so that it cannot lock onto a periodic
@@ -78,6 +78,7 @@
 enum { ST_NEW, ST_SETTLE };
 
 #define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
+#define S_DRAIN_NS 50000000u /* perf capture: the kernel's rings drained this often */
 
 struct sthread {
 	pid_t tid, pid;
@@ -116,6 +117,7 @@ struct sampler {
 	struct td_map idx; /* tid -> index into th; fixed: never allocates */
 	struct targets targets;
 	struct pt_perf *perf; /* perf capture, else NULL */
+	unsigned nonperf;     /* threads the kernel does not sample */
 	pid_t *chosen;
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
 	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
@@ -216,6 +218,8 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	 * or the perf limit): the kernel does not sample it */
 	if (s->perf && pid)
 		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid) == 0;
+	if (!s->th[s->n].perf)
+		s->nonperf++;
 	s->n++;
 	atomic_fetch_add(&s->sh->threads_seen, 1);
 	atomic_store(&s->sh->threads_live, s->n);
@@ -230,6 +234,8 @@ static void remove_thread(struct sampler *s, pid_t tid)
 	close_fds(&s->th[k]);
 	if (s->th[k].perf)
 		pt_perf_remove(s->perf, tid);
+	else
+		s->nonperf--;
 	td_map_remove(&s->idx, (uint32_t)tid);
 	if (k != s->n - 1) {
 		/* the last one fills the hole; a replace never fails */
@@ -894,7 +900,7 @@ void *sampler_main(void *arg)
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
-			.max_threads = 4096, .seed = td_now_ns() };
+			.max_threads = 4096 };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
@@ -930,14 +936,18 @@ void *sampler_main(void *arg)
 								POLLIN, 0 } };
 		uint64_t now, junk;
 
-		/* perf capture: the kernel samples and wakes us at each
-		 * one; wake at least every 10 ms too.  Otherwise: the next
-		 * random tick. */
-		next += s->perf ? 10000000u : next_period(s);
+		/* perf capture: the kernel samples; drain every
+		 * S_DRAIN_NS (sooner when its ring is a quarter full), and
+		 * tick only when there are rounds to run (wall mode, threads
+		 * the kernel does not sample).  Otherwise: the next random
+		 * tick. */
+		bool rounds = !s->perf || s->cfg->mode == REC_MODE_WALL || s->nonperf;
+
+		next += s->perf ? S_DRAIN_NS : next_period(s);
 		now = td_now_ns();
 		if (next < now)
-			next = now + (s->perf ? 10000000u : next_period(s) / 2); /* no burst */
-		if (s->perf && round_at < next)
+			next = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2); /* no burst */
+		if (s->perf && rounds && round_at < next)
 			next = round_at;
 		its.it_value.tv_sec = (time_t)(next / 1000000000u);
 		its.it_value.tv_nsec = (long)(next % 1000000000u);
@@ -975,7 +985,8 @@ void *sampler_main(void *arg)
 		atomic_fetch_add(&sh->ticks, 1);
 		/* with perf, a round only for the threads the kernel does not
 		 * sample, on their own random ticks */
-		if (!s->perf || td_now_ns() >= round_at) {
+		if (!s->perf || (td_now_ns() >= round_at && (s->cfg->mode == REC_MODE_WALL ||
+						 s->nonperf))) {
 			struct pt_round_stats st;
 			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
 			/* a round waits at most one tick for its stops */

@@ -15,9 +15,16 @@
  * on that CPU; every (thread, CPU) event sends its samples there
  * (PERF_EVENT_IOC_SET_OUTPUT allows it only between events of the same
  * CPU).  The caller drains the rings with pt_perf_drain(), which copies
- * each sample into a slot the caller gives (no allocation, no lock), and
- * draws the thread's next period at random (uniform over +-50% of the
- * mean) so that sampling cannot lock onto a periodic workload.
+ * each sample into a slot the caller gives (no allocation, no lock).
+ *
+ * The period is fixed (1/HZ of CPU time, as `perf record -c`): the kernel
+ * restarts a period from nothing at PERF_EVENT_IOC_PERIOD, so a period
+ * drawn afresh after each sample must first read the count (a read and an
+ * ioctl per sample, each an interrupt of the thread's CPU: two thirds of
+ * the daemon's CPU per sample, measured), and must be set soon after the
+ * overflow or the CPU time in between is lost.  A thread's phase is where
+ * it happens to start.  Nothing wakes the reader per sample: it drains on
+ * its own timer, and the ring wakes it when a quarter full.
  *
  * Bounds: max_threads threads, one fd per thread and CPU; stack copies of
  * at most PT_PERF_MAX_STACK bytes (a sample must fit a u16 record size).
@@ -54,9 +61,6 @@
 		(1ull << PERF_REG_X86_R15))
 #define PERF_NREGS 20
 
-/* events rearmed at the end of a drain; more are rearmed at once */
-#define PT_PERF_MAX_PEND 256
-
 struct perf_thread {
 	pid_t tid; /* 0: free */
 	pid_t pid;
@@ -73,12 +77,8 @@ struct pt_perf {
 	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
 	struct perf_thread *th; /* open addressing by tid, cap slots */
 	int *fds;		/* cap x ncpus event fds, -1 if none */
-	uint64_t *due;		/* per event: the count of its next sample (rearm) */
-	uint32_t pend[PT_PERF_MAX_PEND]; /* fds index of events that overflowed in this drain */
-	unsigned npend;
 	unsigned cap, count;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
-	uint64_t rng;
 	bool user_only; /* no permission for kernel-mode samples */
 };
 
@@ -106,15 +106,6 @@ static struct perf_thread *thread_find(const struct pt_perf *p, pid_t tid, unsig
 }
 
 
-static uint64_t next_period(struct pt_perf *p)
-{
-	uint64_t m = p->cfg.period_ns;
-
-	p->rng = p->rng * 6364136223846793005ull + 1442695040888963407ull;
-	/* uniform in [0.5, 1.5) x the mean */
-	return m / 2 + (p->rng >> 11) % (m + 1);
-}
-
 static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -122,9 +113,7 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = p->cfg.period_ns;
-	/* READ: the event's count at the sample, to carry the CPU time run
-	 * since then into the next period (take_sample) */
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 		PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = p->cfg.stack_bytes;
@@ -133,9 +122,6 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->exclude_kernel = p->user_only;
 	a->exclude_hv = 1;
 	a->disabled = 1;
-	/* wake the reader at each sample: the sooner it rearms the event,
-	 * the closer its samples keep to their schedule (rearm) */
-	a->wakeup_events = 1;
 }
 
 int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
@@ -154,7 +140,6 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 		p->cfg.stack_bytes = PT_PERF_MAX_STACK;
 	if (!p->cfg.period_ns)
 		p->cfg.period_ns = 10101010;
-	p->rng = cfg->seed | 1;
 	p->epfd = -1;
 	p->page = sysconf(_SC_PAGESIZE);
 	n = sysconf(_SC_NPROCESSORS_CONF);
@@ -169,10 +154,9 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
 	p->th = calloc(p->cap, sizeof(*p->th));
 	p->fds = malloc((size_t)p->cap * p->ncpus * sizeof(*p->fds));
-	p->due = calloc((size_t)p->cap * p->ncpus, sizeof(*p->due));
 	p->scratch = malloc(65536);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!p->owner || !p->ring || !p->th || !p->fds || !p->due || !p->scratch || p->epfd < 0) {
+	if (!p->owner || !p->ring || !p->th || !p->fds || !p->scratch || p->epfd < 0) {
 		r = p->epfd < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -272,7 +256,6 @@ void pt_perf_free(struct pt_perf *p)
 	free(p->ring);
 	free(p->th);
 	free(p->fds);
-	free(p->due);
 	free(p->scratch);
 	free(p);
 }
@@ -296,8 +279,6 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid)
 
 		if (p->owner[c] < 0)
 			continue;
-		a.sample_period = next_period(p);
-		p->due[(size_t)i * p->ncpus + c] = a.sample_period;
 		n = perf_open(&a, tid, (int)c, -1);
 		if (n < 0) {
 			r = -errno;
@@ -363,65 +344,16 @@ int pt_perf_fd(const struct pt_perf *p)
 	return p->epfd;
 }
 
-/* Sampling on schedule.  Each event has a due count (CPU ns of its
- * thread on its CPU): the next sample is wanted when the count reaches
- * it, and each sample taken moves it on by a period drawn at random.
- * The kernel cannot be told "fire at count N": PERF_EVENT_IOC_PERIOD
- * restarts the period from nothing (the CPU time run since the last
- * overflow is dropped: samples came a drain's delay late, 76 a second of
- * CPU time where 99 were asked), and the new period stays in force until
- * the next ioctl, which comes only at the next drain.  So after a drain
- * each event that overflowed gets the period that ends at its due count
- * (at least an eighth of the mean, to bound the overflows a short period
- * makes before the next drain), and an overflow before the due count is
- * not a sample (take_sample skips it).  The rate is then the asked one,
- * and a sample is late by at most that floor. */
-static void rearm(struct pt_perf *p, uint32_t j)
-{
-	uint64_t floor = p->cfg.period_ns / 2, now, next = floor;
-
-	if (read(p->fds[j], &now, sizeof(now)) == (ssize_t)sizeof(now) && p->due[j] > now)
-		next = TD_MAX(floor, p->due[j] - now);
-	ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &next);
-}
-
-/* Event j overflowed: the count a sample must reach (take_sample), then
- * rearmed after the drain. */
-static void rearm_later(struct pt_perf *p, uint32_t j)
-{
-	for (unsigned i = 0; i < p->npend; i++)
-		if (p->pend[i] == j)
-			return;
-	if (p->npend == PT_PERF_MAX_PEND)
-		rearm(p, j);
-	else
-		p->pend[p->npend++] = j;
-}
-
-/* Is an overflow of event j at count a sample?  Moves the schedule on. */
-static bool on_schedule(struct pt_perf *p, uint32_t j, uint64_t count)
-{
-	if (count < p->due[j])
-		return false;
-	p->due[j] += next_period(p);
-	/* far behind (the sampler could not drain): start afresh rather
-	 * than take a burst of samples to catch up */
-	if (p->due[j] + 4 * p->cfg.period_ns < count)
-		p->due[j] = count + next_period(p);
-	return true;
-}
-
-/* A sample record: ip, pid, tid, time, count (READ), abi, regs[PERF_NREGS] (when abi is
+/* A sample record: ip, pid, tid, time, abi, regs[PERF_NREGS] (when abi is
  * not NONE), size, data[size], dyn_size (when size is not 0). */
-static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, size_t len,
-	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+static void take_sample(const uint8_t *rec, size_t len, bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
-	uint64_t ip, time, count, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
+	uint64_t ip, time, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
 	uint32_t pid, tid, window = 0;
 	struct td_sample *s;
 	const uint8_t *stack = NULL;
-	unsigned i, k;
+	unsigned i;
 
 #define TAKE(v)                                     \
 	do {                                        \
@@ -434,7 +366,6 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	TAKE(pid);
 	TAKE(tid);
 	TAKE(time);
-	TAKE(count);
 	TAKE(abi);
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
 		for (i = 0; i < PERF_NREGS; i++)
@@ -449,15 +380,6 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	}
 #undef TAKE
 	(void)ip;
-	if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
-		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
-
-		rearm_later(p, j);
-		if (!on_schedule(p, j, count)) {
-			st->early++;
-			return;
-		}
-	}
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
 		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
 		return;
@@ -556,7 +478,7 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 				bool kernel = (eh.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
 					PERF_RECORD_MISC_KERNEL;
 
-				take_sample(p, c, rec, eh.size, kernel, ops, arg, &st);
+				take_sample(rec, eh.size, kernel, ops, arg, &st);
 			} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
 				uint64_t lost;
 
@@ -569,10 +491,6 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
-	for (unsigned i = 0; i < p->npend; i++)
-		if (p->fds[p->pend[i]] >= 0)
-			rearm(p, p->pend[i]);
-	p->npend = 0;
 	if (ret_stats)
 		*ret_stats = st;
 	return (int)st.samples;

@@ -187,8 +187,7 @@ ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
  * registers and the top of its user stack at that instant, on the
  * thread's own CPU: no thread is stopped, a thread that does not run is
  * not sampled, and the place is the one perf record would show.  The
- * periods are drawn from 0.5 to 1.5 times period_ns, and kept on
- * schedule across the drains (perf.c), so the rate is the one asked.  Needs
+ * period is period_ns, fixed (perf.c says why).  Needs
  * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
  * perf_event_paranoid <= 2 for user-mode samples only). */
 #define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
@@ -197,7 +196,6 @@ struct pt_perf_config {
 	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
 	uint32_t stack_bytes; /* user stack copied per sample, <= PT_PERF_MAX_STACK */
 	unsigned max_threads; /* bound on added threads */
-	uint64_t seed;	      /* of the random periods */
 };
 
 struct pt_perf_stats {
@@ -207,7 +205,6 @@ struct pt_perf_stats {
 	unsigned throttled;    /* the kernel throttled sampling */
 	unsigned no_user_regs; /* no user context (a thread past its exit) */
 	unsigned malformed;
-	unsigned early;        /* overflows before the due count: not samples (perf.c) */
 };
 
 /* owns: the event fds, the per-CPU rings */
