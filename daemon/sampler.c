@@ -5,7 +5,7 @@
  * cpu mode, perf capture (the default where permitted): the kernel samples
  * each thread every 1/HZ of the CPU time it uses, at a random period
  * (ptrace/perf.c); this thread adds and removes threads as they come and
- * go, and moves the samples into the sample ring every 50 ms (sooner when
+ * go, and moves the samples into the sample ring every 100 ms (sooner when
  * the kernel's ring is a quarter full).  No target thread is ever stopped
  * for a sample.
  *
@@ -78,7 +78,8 @@
 enum { ST_NEW, ST_SETTLE };
 
 #define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
-#define S_DRAIN_NS 50000000u /* perf capture: the kernel's rings drained this often */
+#define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
+#define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
 
 struct sthread {
 	pid_t tid, pid;
@@ -104,6 +105,9 @@ struct sthread {
 	uint64_t woken_credit; /* wall mode with perf: woken-waiting ns not yet sampled */
 	uint64_t woken_sampled; /* wall mode with perf: woken ns sampled, not yet in wait_ns */
 	uint32_t window;
+	uint32_t ins;	      /* perf switches: times scheduled in, as drained */
+	uint32_t ins_looked;  /* ins at its last look through /proc */
+	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
@@ -118,6 +122,10 @@ struct sampler {
 	struct targets targets;
 	struct pt_perf *perf; /* perf capture, else NULL */
 	unsigned nonperf;     /* threads the kernel does not sample */
+	bool switches;	      /* the kernel reports switches (wall mode with perf) */
+	bool switches_lost;   /* since the last tick: its ring lost records */
+	pid_t resize[16];     /* perf threads whose window grew, to reopen */
+	unsigned nresize;
 	pid_t *chosen;
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
 	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
@@ -217,7 +225,7 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	/* -ESRCH: gone already, its exit follows; another error (out of fds
 	 * or the perf limit): the kernel does not sample it */
 	if (s->perf && pid)
-		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid) == 0;
+		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid, s->th[s->n].window) == 0;
 	if (!s->th[s->n].perf)
 		s->nonperf++;
 	s->n++;
@@ -256,6 +264,24 @@ static void maybe_grow(struct sampler *s, struct sthread *st)
 		return;
 	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
 	atomic_store_explicit(g, 0, memory_order_relaxed);
+	/* the kernel copies the window at each sample: reopen its events
+	 * (after the drain, not inside it) */
+	if (st->perf && s->nresize < TD_ARRAY_SIZE(s->resize))
+		s->resize[s->nresize++] = st->tid;
+}
+
+/* The perf threads whose window grew: their events copy the new one. */
+static void apply_resizes(struct sampler *s)
+{
+	for (unsigned i = 0; i < s->nresize; i++) {
+		struct sthread *st = lookup(s, s->resize[i]);
+
+		if (st && st->perf && pt_perf_resize(s->perf, st->tid, st->window) < 0) {
+			st->perf = false; /* no longer sampled by the kernel */
+			s->nonperf++;
+		}
+	}
+	s->nresize = 0;
 }
 
 /* ---- callbacks of the rounds: the thread is stopped in slot_get */
@@ -285,7 +311,9 @@ static void slot_put(void *arg, struct td_sample *smp)
 		 * not a sample of the profile, and no sampling stop */
 		ring_publish(&sh->samples);
 		if (smp->flags & TD_SAMPLE_PERF)
-			atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&sh->samples_taken,
+				(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1,
+				memory_order_relaxed);
 		return;
 	}
 	{
@@ -407,7 +435,18 @@ static bool on_hold(void *arg, const struct pt_event *ev)
 	return false;
 }
 
-static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_hold };
+/* Perf capture in wall mode: a thread scheduled in since its last look
+ * may have left the wait that look found. */
+static void on_switch(void *arg, pid_t tid, bool in)
+{
+	struct sthread *st = in ? lookup(arg, tid) : NULL;
+
+	if (st)
+		st->ins++;
+}
+
+static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_hold,
+	on_switch };
 
 /* After a round: the thread changes it saw. */
 static void apply_pending(struct sampler *s)
@@ -539,7 +578,7 @@ static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned
  *    last perf sample if one came since it was last blocked (the writer
  *    knows; else a frame that says the place is unknown). */
 static void runnable_ticks(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
-	bool blocked, uint64_t dt)
+	bool blocked, uint64_t dt, bool looked)
 {
 	uint64_t period = 1000000000u / s->cfg->hz, paid;
 	unsigned n;
@@ -558,6 +597,14 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 	/* the wait schedstat added, less what the ticks sampled as woken
 	 * (what they sampled of a wait not yet ended stays to be paid) */
 	st->wait_credit += b->wait_ns - st->wait_ns;
+	if (looked && st->skip_ns) {
+		/* ticks without a look sampled it as blocked; the part of
+		 * them after its wake-up is in this wait too (over by at
+		 * most the waits for a CPU since it first ran again) */
+		paid = TD_MIN(b->wait_ns - st->wait_ns, st->skip_ns);
+		st->wait_credit -= paid;
+		st->skip_ns = 0;
+	}
 	st->wait_ns = b->wait_ns;
 	paid = TD_MIN(st->wait_credit, st->woken_sampled);
 	st->wait_credit -= paid;
@@ -602,15 +649,28 @@ static unsigned wall_tick(struct sampler *s)
 		uint32_t words[TD_FUTEX_WORDS];
 		const uint32_t *futex;
 		unsigned extra = 0; /* samples beyond the first */
-		bool same_place;
+		bool same_place, unseen;
 		int r;
 
 		maybe_grow(s, st);
-		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
-		if (r < 0)
-			continue;
+		/* Not scheduled in since a look found it blocked: still in
+		 * that wait, without a look (two reads of /proc a thread a
+		 * tick were most of wall mode's cost with many idle
+		 * threads).  Woken but not yet run, it is taken as still
+		 * blocked; runnable_ticks pays that back. */
+		unseen = s->switches && !s->switches_lost && st->perf && st->have_last &&
+			st->ins == st->ins_looked;
+		if (unseen) {
+			b = st->last;
+			r = 1;
+		} else {
+			st->ins_looked = st->ins;
+			r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
+			if (r < 0)
+				continue;
+		}
 		if (st->perf)
-			runnable_ticks(s, st, &b, r == 1, dt);
+			runnable_ticks(s, st, &b, r == 1, dt, !unseen);
 		if (r == 1) {
 			st->block_runs = b.run_count;
 			st->seen_blocked = true;
@@ -626,6 +686,8 @@ static unsigned wall_tick(struct sampler *s)
 			if (!extra--)
 				continue; /* no whole period blocked yet */
 		}
+		if (unseen)
+			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
 		futex = futex_words(st, &b, words);
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
 			repeat_blocked(s, st, extra + 1, futex);
@@ -673,6 +735,7 @@ static unsigned wall_tick(struct sampler *s)
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}
+	s->switches_lost = false;
 	return k;
 }
 
@@ -747,6 +810,9 @@ static void perf_drain(struct sampler *s)
 	struct pt_perf_stats st;
 
 	pt_perf_drain(s->perf, &round_ops, s, &st);
+	if (st.lost_records)
+		s->switches_lost = true;
+	apply_resizes(s);
 	atomic_fetch_add_explicit(&s->sh->lost_ring, st.dropped, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->sh->lost_kernel, st.lost, memory_order_relaxed);
 }
@@ -866,7 +932,7 @@ void *sampler_main(void *arg)
 		.trace_exec = true, .detach_by_exit = true, .trace_exit = sh->cfg->follow };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
-	uint64_t start, next, round_at;
+	uint64_t start, next, round_at, woke_writer = 0;
 	int tfd = -1, e;
 
 	if (!s) {
@@ -900,7 +966,7 @@ void *sampler_main(void *arg)
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
-			.max_threads = 4096 };
+			.max_threads = 4096, .switches = s->cfg->mode == REC_MODE_WALL };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
@@ -911,6 +977,7 @@ void *sampler_main(void *arg)
 			sh->perf_err = e;
 		else
 			sh->capture = REC_CAPTURE_PERF;
+		s->switches = s->perf && ppc.switches;
 	}
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
@@ -1001,15 +1068,23 @@ void *sampler_main(void *arg)
 			apply_pending(s);
 			handle_crash(s);
 			if (s->perf) {
+				apply_resizes(s);
 				round_at += next_period(s);
 				if (round_at < td_now_ns())
 					round_at = td_now_ns() + next_period(s) / 2;
 			}
 		}
-		/* the writer polls every 50 ms; wake it early only when the
-		 * ring fills */
-		if (ring_used(&sh->samples) > sh->samples.cap / 4)
+		/* Wake the writer for what this wake published, at most every
+		 * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU
+		 * in a VM, measured), sooner when a ring is a quarter full. */
+		now = td_now_ns();
+		if (ring_used(&sh->samples) > sh->samples.cap / 4 ||
+			ring_used(&sh->events) > sh->events.cap / 4 ||
+			((ring_used(&sh->samples) || ring_used(&sh->events)) &&
+				now - woke_writer >= S_WRITER_NS)) {
 			rec_wake(sh->writer_wake);
+			woke_writer = now;
+		}
 	}
 	/* Resume every stopped thread; the rest are detached by the kernel
 	 * when this thread exits, without waking those that sleep. */

@@ -11,7 +11,8 @@
  * are published as soon as they are written (its header and definitions
  * go first: the chunk writer puts a block's definitions before its
  * samples).  kill -9 so loses what was taken in the last 250 ms, plus
- * what still waits in the rings.
+ * what still waits in the rings (the sampler drains the kernel's and
+ * wakes the writer every 100 ms).
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
  * chunk starts, since ids are per chunk.
@@ -46,7 +47,10 @@
 #include "../symbolize/symbolize.h"
 
 #define WRITER_PUBLISH_NS 250000000u /* at most this long between blocks */
-#define WRITER_POLL_MS 50	     /* at most this long between looks at the rings */
+/* at most this long between looks at the rings: the sampler wakes the
+ * writer when it published (at most every 100 ms, sooner when a ring is a
+ * quarter full); a wake of a thread costs ~50-120 us of CPU in a VM */
+#define WRITER_POLL_MS 250
 
 struct session {
 	pid_t pid;

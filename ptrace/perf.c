@@ -17,14 +17,19 @@
  * CPU).  The caller drains the rings with pt_perf_drain(), which copies
  * each sample into a slot the caller gives (no allocation, no lock).
  *
- * The period is fixed (1/HZ of CPU time, as `perf record -c`): the kernel
- * restarts a period from nothing at PERF_EVENT_IOC_PERIOD, so a period
- * drawn afresh after each sample must first read the count (a read and an
- * ioctl per sample, each an interrupt of the thread's CPU: two thirds of
- * the daemon's CPU per sample, measured), and must be set soon after the
- * overflow or the CPU time in between is lost.  A thread's phase is where
- * it happens to start.  Nothing wakes the reader per sample: it drains on
- * its own timer, and the ring wakes it when a quarter full.
+ * Periods and their cost.  A fixed period locks onto a periodic workload
+ * (a 70/30 split in 10 ms cycles read 80/20 at 99 Hz), so each event's
+ * period is drawn anew, uniform over +-50% of the mean, but only at a
+ * drain (every 100 ms, or when the ring is a quarter full) and only for
+ * the events that fired since: one PERIOD ioctl per event and drain, not
+ * a read, an ioctl and a wake-up per sample (two thirds of the daemon's
+ * CPU per sample, measured: each is an interrupt of the target's CPU).
+ * The kernel restarts a period from nothing at the ioctl and keeps the
+ * new one until the next, so periods vary; each sample is weighted by the
+ * CPU time since its event's previous sample (the count the kernel
+ * writes with it, PERF_SAMPLE_READ) in periods, rounded at random so that
+ * the expected weight is exact: 0.7 periods is one sample 70% of the time,
+ * none otherwise.  The rate is then the one asked, whatever the drains.
  *
  * Bounds: max_threads threads, one fd per thread and CPU; stack copies of
  * at most PT_PERF_MAX_STACK bytes (a sample must fit a u16 record size).
@@ -61,9 +66,13 @@
 		(1ull << PERF_REG_X86_R15))
 #define PERF_NREGS 20
 
+/* events rearmed at the end of a drain; more are rearmed at once */
+#define PT_PERF_MAX_PEND 256
+
 struct perf_thread {
 	pid_t tid; /* 0: free */
 	pid_t pid;
+	uint32_t stack_bytes;
 };
 
 /* owns: every event fd, the rings' mappings, the epoll fd, the tables */
@@ -77,10 +86,16 @@ struct pt_perf {
 	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
 	struct perf_thread *th; /* open addressing by tid, cap slots */
 	int *fds;		/* cap x ncpus event fds, -1 if none */
+	uint64_t *last;		/* per event: its count at its previous sample */
+	uint32_t pend[PT_PERF_MAX_PEND]; /* fds index of events that fired in this drain */
+	unsigned npend;
+	uint64_t rng;
 	unsigned cap, count;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	bool user_only; /* no permission for kernel-mode samples */
 };
+
+static void close_thread(struct pt_perf *p, unsigned i);
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 {
@@ -106,6 +121,18 @@ static struct perf_thread *thread_find(const struct pt_perf *p, pid_t tid, unsig
 }
 
 
+static uint64_t rand64(struct pt_perf *p)
+{
+	p->rng = p->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return p->rng >> 11;
+}
+
+/* uniform over [0.5, 1.5) x the mean */
+static uint64_t next_period(struct pt_perf *p)
+{
+	return p->cfg.period_ns / 2 + rand64(p) % (p->cfg.period_ns + 1);
+}
+
 static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -113,7 +140,8 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = p->cfg.period_ns;
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+	/* READ: the event's count at the sample, for its weight */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
 		PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = p->cfg.stack_bytes;
@@ -122,6 +150,10 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->exclude_kernel = p->user_only;
 	a->exclude_hv = 1;
 	a->disabled = 1;
+	if (p->cfg.switches) {
+		a->context_switch = 1;
+		a->sample_id_all = 1; /* a switch record says whose it is */
+	}
 }
 
 int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
@@ -140,6 +172,7 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 		p->cfg.stack_bytes = PT_PERF_MAX_STACK;
 	if (!p->cfg.period_ns)
 		p->cfg.period_ns = 10101010;
+	p->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)p;
 	p->epfd = -1;
 	p->page = sysconf(_SC_PAGESIZE);
 	n = sysconf(_SC_NPROCESSORS_CONF);
@@ -154,9 +187,10 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
 	p->th = calloc(p->cap, sizeof(*p->th));
 	p->fds = malloc((size_t)p->cap * p->ncpus * sizeof(*p->fds));
+	p->last = calloc((size_t)p->cap * p->ncpus, sizeof(*p->last));
 	p->scratch = malloc(65536);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!p->owner || !p->ring || !p->th || !p->fds || !p->scratch || p->epfd < 0) {
+	if (!p->owner || !p->ring || !p->th || !p->fds || !p->last || !p->scratch || p->epfd < 0) {
 		r = p->epfd < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -256,29 +290,27 @@ void pt_perf_free(struct pt_perf *p)
 	free(p->ring);
 	free(p->th);
 	free(p->fds);
+	free(p->last);
 	free(p->scratch);
 	free(p);
 }
 
-int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid)
+/* Open thread slot i's events (its fds all -1). */
+static int open_thread(struct pt_perf *p, unsigned i, pid_t tid, uint32_t stack_bytes)
 {
 	struct perf_event_attr a;
-	unsigned i, opened = 0;
-	int *fd, r = 0;
+	unsigned opened = 0;
+	int *fd = &p->fds[(size_t)i * p->ncpus], r = 0;
 
-	if (thread_find(p, tid, &i))
-		return 0;
-	if (p->count + 1 > p->cap / 2)
-		return -TD_E_LIMIT;
-	for (i = slot_of(p, tid); p->th[i].tid; i = (i + 1) & (p->cap - 1))
-		;
-	fd = &p->fds[(size_t)i * p->ncpus];
 	attr_sample(p, &a);
+	a.sample_stack_user = stack_bytes;
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		long n;
 
 		if (p->owner[c] < 0)
 			continue;
+		a.sample_period = next_period(p);
+		p->last[(size_t)i * p->ncpus + c] = 0;
 		n = perf_open(&a, tid, (int)c, -1);
 		if (n < 0) {
 			r = -errno;
@@ -293,15 +325,55 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid)
 		opened++;
 	}
 	if (r < 0 || !opened) {
-		for (unsigned c = 0; c < p->ncpus; c++) {
-			if (fd[c] >= 0)
-				close(fd[c]);
-			fd[c] = -1;
-		}
+		close_thread(p, i);
 		return r < 0 ? r : -ENODEV;
 	}
-	p->th[i] = (struct perf_thread){ .tid = tid, .pid = pid };
+	return 0;
+}
+
+static uint32_t stack_size(const struct pt_perf *p, uint32_t bytes)
+{
+	bytes &= ~7u;
+	return bytes && bytes < p->cfg.stack_bytes ? bytes : p->cfg.stack_bytes;
+}
+
+int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes)
+{
+	unsigned i;
+	int r;
+
+	if (thread_find(p, tid, &i))
+		return 0;
+	if (p->count + 1 > p->cap / 2)
+		return -TD_E_LIMIT;
+	for (i = slot_of(p, tid); p->th[i].tid; i = (i + 1) & (p->cap - 1))
+		;
+	stack_bytes = stack_size(p, stack_bytes);
+	r = open_thread(p, i, tid, stack_bytes);
+	if (r < 0)
+		return r;
+	p->th[i] = (struct perf_thread){ .tid = tid, .pid = pid, .stack_bytes = stack_bytes };
 	p->count++;
+	return 0;
+}
+
+int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes)
+{
+	unsigned i;
+	int r;
+
+	if (!thread_find(p, tid, &i))
+		return -ENOENT;
+	stack_bytes = stack_size(p, stack_bytes);
+	if (stack_bytes == p->th[i].stack_bytes)
+		return 0;
+	close_thread(p, i);
+	r = open_thread(p, i, tid, stack_bytes);
+	if (r < 0) {
+		pt_perf_remove(p, tid); /* its fds are closed: no longer sampled */
+		return r;
+	}
+	p->th[i].stack_bytes = stack_bytes;
 	return 0;
 }
 
@@ -322,6 +394,8 @@ void pt_perf_remove(struct pt_perf *p, pid_t tid)
 			p->th[i] = p->th[j];
 			memcpy(&p->fds[(size_t)i * p->ncpus], &p->fds[(size_t)j * p->ncpus],
 				p->ncpus * sizeof(*p->fds));
+			memcpy(&p->last[(size_t)i * p->ncpus], &p->last[(size_t)j * p->ncpus],
+				p->ncpus * sizeof(*p->last));
 			p->th[j].tid = 0;
 			memset(&p->fds[(size_t)j * p->ncpus], 0xff, p->ncpus * sizeof(*p->fds));
 			i = j;
@@ -344,16 +418,46 @@ int pt_perf_fd(const struct pt_perf *p)
 	return p->epfd;
 }
 
-/* A sample record: ip, pid, tid, time, abi, regs[PERF_NREGS] (when abi is
+/* Event j fired: a new period for it at the end of the drain. */
+static void rearm_later(struct pt_perf *p, uint32_t j)
+{
+	for (unsigned i = 0; i < p->npend; i++)
+		if (p->pend[i] == j)
+			return;
+	if (p->npend == PT_PERF_MAX_PEND) {
+		uint64_t next = next_period(p);
+
+		ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &next);
+	} else {
+		p->pend[p->npend++] = j;
+	}
+}
+
+/* The weight of a sample of event j at count: the CPU time since its
+ * previous one in periods, rounded up or down at random by the fraction. */
+static uint32_t weigh(struct pt_perf *p, uint32_t j, uint64_t count)
+{
+	uint64_t m = p->cfg.period_ns, gap = count > p->last[j] ? count - p->last[j] : 0;
+	uint64_t w = gap / m;
+
+	p->last[j] = count;
+	if (rand64(p) % m < gap % m)
+		w++;
+	return (uint32_t)TD_MIN(w, 1000u); /* a stale count: at most 10 s at 100 Hz */
+}
+
+/* A sample record: ip, pid, tid, time, count (READ), abi, regs[PERF_NREGS] (when abi is
  * not NONE), size, data[size], dyn_size (when size is not 0). */
-static void take_sample(const uint8_t *rec, size_t len, bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, size_t len,
+	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
-	uint64_t ip, time, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
+	uint64_t ip, time, count, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
 	uint32_t pid, tid, window = 0;
 	struct td_sample *s;
 	const uint8_t *stack = NULL;
-	unsigned i;
+	unsigned i, k;
+	uint32_t weight = 1;
 
 #define TAKE(v)                                     \
 	do {                                        \
@@ -366,6 +470,7 @@ static void take_sample(const uint8_t *rec, size_t len, bool kernel, const struc
 	TAKE(pid);
 	TAKE(tid);
 	TAKE(time);
+	TAKE(count);
 	TAKE(abi);
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
 		for (i = 0; i < PERF_NREGS; i++)
@@ -380,6 +485,16 @@ static void take_sample(const uint8_t *rec, size_t len, bool kernel, const struc
 	}
 #undef TAKE
 	(void)ip;
+	if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
+		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
+
+		rearm_later(p, j);
+		weight = weigh(p, j, count);
+		if (!weight) {
+			st->thinned++;
+			return;
+		}
+	}
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
 		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
 		return;
@@ -416,7 +531,9 @@ static void take_sample(const uint8_t *rec, size_t len, bool kernel, const struc
 	s->tid = (int32_t)tid;
 	s->time_ns = time;
 	s->stopped_ns = 0;
-	s->flags = TD_SAMPLE_PERF | (kernel ? TD_SAMPLE_IN_KERNEL : 0);
+	s->flags = TD_SAMPLE_PERF | (kernel ? TD_SAMPLE_IN_KERNEL : 0) |
+		(weight != 1 ? TD_SAMPLE_WEIGHTED : 0);
+	s->weight = weight;
 	s->stack_addr = s->regs.rsp;
 	s->stack_end = 0;
 	if (dyn > size)
@@ -478,12 +595,20 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 				bool kernel = (eh.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
 					PERF_RECORD_MISC_KERNEL;
 
-				take_sample(rec, eh.size, kernel, ops, arg, &st);
+				take_sample(p, c, rec, eh.size, kernel, ops, arg, &st);
+			} else if (eh.type == PERF_RECORD_SWITCH && ops->switched &&
+				eh.size >= sizeof(eh) + 8) {
+				/* sample_id: pid, tid (u32 each), time */
+				uint32_t tid;
+
+				memcpy(&tid, rec + sizeof(eh) + 4, sizeof(tid));
+				ops->switched(arg, (pid_t)tid, !(eh.misc & PERF_RECORD_MISC_SWITCH_OUT));
 			} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
 				uint64_t lost;
 
 				memcpy(&lost, rec + sizeof(eh) + 8, sizeof(lost));
 				st.lost += lost;
+				st.lost_records++;
 			} else if (eh.type == PERF_RECORD_THROTTLE) {
 				st.throttled++;
 			}
@@ -491,6 +616,13 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
+	for (unsigned i = 0; i < p->npend; i++) {
+		uint64_t next = next_period(p);
+
+		if (p->fds[p->pend[i]] >= 0)
+			ioctl(p->fds[p->pend[i]], PERF_EVENT_IOC_PERIOD, &next);
+	}
+	p->npend = 0;
 	if (ret_stats)
 		*ret_stats = st;
 	return (int)st.samples;

@@ -67,6 +67,9 @@ struct pt_round_ops {
 	 * stop (crash capture) until pt_tracer_release().  May be NULL.
 	 * Must be cheap: other threads of a round may be waiting. */
 	bool (*hold)(void *arg, const struct pt_event *ev);
+	/* perf capture with switches: tid was scheduled onto a CPU (in) or
+	 * off it (!in).  May be NULL. */
+	void (*switched)(void *arg, pid_t tid, bool in);
 };
 
 struct pt_config {
@@ -186,16 +189,21 @@ ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
  * (a perf_event task-clock counter per thread and CPU) and copies its user
  * registers and the top of its user stack at that instant, on the
  * thread's own CPU: no thread is stopped, a thread that does not run is
- * not sampled, and the place is the one perf record would show.  The
- * period is period_ns, fixed (perf.c says why).  Needs
+ * not sampled, and the place is the one perf record would show.  Periods
+ * vary around period_ns; each sample is weighted (TD_SAMPLE_WEIGHTED) by
+ * the periods of CPU time it stands for (perf.c).  Needs
  * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
  * perf_event_paranoid <= 2 for user-mode samples only). */
 #define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
 
 struct pt_perf_config {
 	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
-	uint32_t stack_bytes; /* user stack copied per sample, <= PT_PERF_MAX_STACK */
+	uint32_t stack_bytes; /* most user stack copied per sample, <= PT_PERF_MAX_STACK */
 	unsigned max_threads; /* bound on added threads */
+	/* report every switch of an added thread onto and off a CPU
+	 * (pt_round_ops.switched): who ran since the last drain, without a
+	 * look at each thread */
+	bool switches;
 };
 
 struct pt_perf_stats {
@@ -205,6 +213,8 @@ struct pt_perf_stats {
 	unsigned throttled;    /* the kernel throttled sampling */
 	unsigned no_user_regs; /* no user context (a thread past its exit) */
 	unsigned malformed;
+	unsigned lost_records; /* PERF_RECORD_LOST records: switches may be missing */
+	unsigned thinned;      /* overflows of weight 0 (less than a period: perf.c) */
 };
 
 /* owns: the event fds, the per-CPU rings */
@@ -214,7 +224,13 @@ struct pt_perf;
 int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf);
 void pt_perf_free(struct pt_perf *p); /* NULL-safe */
 /* Start sampling tid (of process pid).  -ESRCH: gone; -TD_E_LIMIT: full. */
-int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid);
+/* Sample tid, copying stack_bytes of its stack (<= the config's; 0: the
+ * config's). */
+int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes);
+/* Copy stack_bytes of tid's stack from now on: its events are opened
+ * anew.  The kernel copies what is asked at each sample, in the thread's
+ * own interrupt: ask what its stacks use. */
+int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes);
 void pt_perf_remove(struct pt_perf *p, pid_t tid);
 unsigned pt_perf_threads(const struct pt_perf *p);
 /* Samples are user-mode only (no permission for kernel-mode ones): time

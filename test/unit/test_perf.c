@@ -41,17 +41,20 @@ static void put(void *arg, struct td_sample *s)
 	const char *fn = n > 0 && f[0].function ? f[0].function : "";
 
 	cr_expect_eq(s->tid, c->tid, "a sample of the thread we added");
-	c->n++;
-	c->with_stack += s->stack_len > 0 && s->stack_addr == s->regs.rsp;
+	/* each counted for the periods of CPU time it stands for */
+	unsigned w = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1;
+
+	c->n += w;
+	c->with_stack += s->stack_len > 0 && s->stack_addr == s->regs.rsp ? w : 0;
 	if (!strcmp(fn, "fx_spin_user"))
-		c->spin++;
+		c->spin += w;
 	else if (strstr(fn, "getppid") || !strcmp(fn, "fx_spin_syscall"))
-		c->syscall++;
+		c->syscall += w;
 	else
-		c->other++;
+		c->other += w;
 }
 
-static const struct pt_round_ops ops = { get, put, NULL, NULL };
+static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
 
 Test(perf, samples_land_where_the_thread_runs, .timeout = 60)
 {
@@ -75,7 +78,7 @@ Test(perf, samples_land_where_the_thread_runs, .timeout = 60)
 	cr_assert_eq(sym_session_new(pid, &(struct sym_options){ .no_dwarf = true }, cache, &c->ss),
 		0);
 	c->tid = pid;
-	cr_assert_eq(pt_perf_add(p, pid, pid), 0);
+	cr_assert_eq(pt_perf_add(p, pid, pid, 0), 0);
 	cr_expect_eq(pt_perf_threads(p), 1);
 	/* Until 300 samples: 1 ms of CPU time each, whatever the load. */
 	while (c->n < 300) {
@@ -120,8 +123,9 @@ static uint64_t cpu_ns(pid_t tid)
 /* The rate asked is the rate given, in samples per second of CPU time,
  * although each drain (here every 20 ms, four periods) comes after the
  * overflows it handles: measured against the thread's own CPU time from
- * schedstat.  Before the periods were kept on schedule, a period restart
- * at each drain gave 76 samples per 99 asked. */
+ * schedstat, counting each sample's weight (the periods it stands for).
+ * Before the samples were weighted, a period restart at each drain gave 76
+ * samples per 99 asked. */
 Test(perf, samples_at_the_rate_asked, .timeout = 120)
 {
 	struct pt_perf_config cfg = { .period_ns = 5000000, .stack_bytes = 4096,
@@ -146,7 +150,7 @@ Test(perf, samples_at_the_rate_asked, .timeout = 120)
 		0);
 	c->tid = pid;
 	start = cpu_ns(pid);
-	cr_assert_eq(pt_perf_add(p, pid, pid), 0);
+	cr_assert_eq(pt_perf_add(p, pid, pid, 0), 0);
 	/* until the thread has used 1.5 s of CPU, however long that takes */
 	while (used < 1500000000u) {
 		struct pt_perf_stats st;
@@ -196,14 +200,14 @@ static void put2(void *arg, struct td_sample *s)
 
 	for (unsigned i = 0; i < c->ntids; i++)
 		if (c->tids[i] == s->tid)
-			c->n[i]++;
+			c->n[i] += (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1;
 }
 
 Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 {
 	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 4096,
 		.max_threads = 64 };
-	struct pt_round_ops ops2 = { get2, put2, NULL, NULL };
+	struct pt_round_ops ops2 = { get2, put2, NULL, NULL, NULL };
 	struct pt_perf *p = NULL;
 	struct per_tid *c = calloc(1, sizeof(*c));
 	pid_t pid = fx_start(TD_FIXTURE_DIR "/fx_threads", NULL);
@@ -225,7 +229,7 @@ Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 	c->ntids = (unsigned)task_list(pid, c->tids, 64);
 	for (unsigned i = 0; i < c->ntids; i++) {
 		before[i] = task_runtime(pid, c->tids[i]);
-		cr_assert_eq(pt_perf_add(p, pid, c->tids[i]), 0);
+		cr_assert_eq(pt_perf_add(p, pid, c->tids[i], 0), 0);
 	}
 	/* until the spinner has 100 samples, whatever the load */
 	for (;;) {
@@ -253,6 +257,118 @@ Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 	cr_expect_gt(idle, 5, "most of the fixture's threads stayed parked (%u)", idle);
 	pt_perf_free(p);
 	fx_stop(pid);
+	free(c);
+}
+
+/* pcount (times scheduled) of a thread: the third field of schedstat */
+static uint64_t task_pcount(pid_t pid, pid_t tid)
+{
+	char path[96], buf[128] = "";
+	unsigned long long a, b, c = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
+		return 0;
+	return c;
+}
+
+static void put_none(void *arg, struct td_sample *s)
+{
+	(void)arg;
+	(void)s;
+}
+
+static void switched(void *arg, pid_t tid, bool in)
+{
+	struct per_tid *c = arg;
+
+	for (unsigned i = 0; in && i < c->ntids; i++)
+		if (c->tids[i] == tid)
+			c->n[i]++;
+}
+
+/* Switches: a thread the kernel never scheduled in since it was added has
+ * no switch-in (wall mode then repeats its wait without a look at it), and
+ * a thread scheduled in d times has between 1 and d of them.  The truth is
+ * the kernel's own count of times scheduled (schedstat), read before the
+ * events were opened and after the last drain.  fx_evloop's loop wakes on
+ * a timerfd every 10 ms; fx_threads' threads stay parked. */
+Test(perf, switches_say_who_was_scheduled, .timeout = 60)
+{
+	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 4096,
+		.max_threads = 128, .switches = true };
+	struct pt_round_ops ops3 = { get2, put_none, NULL, NULL, switched };
+	struct pt_perf *p = NULL;
+	struct per_tid *c = calloc(1, sizeof(*c));
+	pid_t pids[2] = { fx_start(TD_FIXTURE_DIR "/fx_threads", NULL),
+		fx_start(TD_FIXTURE_DIR "/fx_evloop", NULL) };
+	pid_t owner[64], loop;
+	uint64_t before[64];
+	unsigned parked = 0, woke = 0;
+	int r;
+
+	cr_assert(pids[0] > 0 && pids[1] > 0);
+	r = pt_perf_new(&cfg, &p);
+	if (r < 0) {
+		fx_stop(pids[0]);
+		fx_stop(pids[1]);
+		free(c);
+		cr_skip_test("perf_event_open is not available here (%s)", strerror(-r));
+	}
+	cr_assert(wait_parked(pids[0], "spin", 10000), "the fixture's threads park");
+	loop = task_by_name(pids[1], "fx-loop");
+	cr_assert_gt(loop, 0);
+	for (unsigned k = 0; k < 2; k++) {
+		pid_t tids[32];
+		int n = task_list(pids[k], tids, 32);
+
+		for (int i = 0; i < n && c->ntids < 64; i++) {
+			owner[c->ntids] = pids[k];
+			c->tids[c->ntids] = tids[i];
+			before[c->ntids++] = task_pcount(pids[k], tids[i]);
+		}
+	}
+	for (unsigned i = 0; i < c->ntids; i++)
+		cr_assert_eq(pt_perf_add(p, owner[i], c->tids[i], 0), 0);
+	/* until the loop has been scheduled in 50 times, whatever the load */
+	for (;;) {
+		unsigned k = 0;
+
+		usleep(20000);
+		pt_perf_drain(p, &ops3, c, NULL);
+		for (unsigned i = 0; i < c->ntids; i++)
+			if (c->tids[i] == loop)
+				k = c->n[i];
+		if (k >= 50)
+			break;
+	}
+	for (unsigned i = 0; i < c->ntids; i++) {
+		uint64_t d = task_pcount(owner[i], c->tids[i]) - before[i];
+
+		if (d == 0) {
+			parked++;
+			cr_expect_eq(c->n[i], 0, "thread %d was not scheduled but has %u switch-ins",
+				(int)c->tids[i], c->n[i]);
+		} else {
+			woke++;
+			cr_expect(c->n[i] >= 1 && c->n[i] <= d,
+				"thread %d was scheduled %llu times, %u switch-ins", (int)c->tids[i],
+				(unsigned long long)d, c->n[i]);
+		}
+	}
+	cr_expect_gt(parked, 5, "most of fx_threads' threads stayed parked (%u)", parked);
+	cr_expect_geq(woke, 1);
+	pt_perf_free(p);
+	fx_stop(pids[0]);
+	fx_stop(pids[1]);
 	free(c);
 }
 

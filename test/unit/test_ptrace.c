@@ -50,7 +50,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 		s->events[s->nevents++] = *ev;
 }
 
-static const struct pt_round_ops ops = { slot_get, slot_put, on_event, NULL };
+static const struct pt_round_ops ops = { slot_get, slot_put, on_event, NULL, NULL };
 
 static struct slots *slots_new(unsigned n)
 {

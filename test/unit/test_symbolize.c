@@ -103,7 +103,7 @@ static bool counting(void *arg)
 
 static void setup(void)
 {
-	static const struct pt_round_ops ops = { get, put, NULL, NULL };
+	static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
 	struct pt_config cfg = { .max_threads = 8 };
 	struct sym_options opt = { 0 };
 	struct pt_round_stats st;
