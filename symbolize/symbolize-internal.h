@@ -50,4 +50,16 @@ size_t sym_table_bytes(const struct sym_table *t);
  * Valid as long as the table. */
 const char *sym_table_lookup(const struct sym_table *t, uint64_t vaddr);
 
+/* Symbol tables in the cache, by module key.  They are not part of the
+ * flushed budget (a flush between stacks would leave sessions holding
+ * freed tables); they have their own and live until sym_cache_free(). */
+const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey);
+/* Whether one more table may be built; a no is counted (table_denied). */
+bool sym_cache_table_room(struct sym_cache *c);
+/* Hand t over (the cache frees it) and get modkey's table: t, or the one
+ * the cache had (t then freed), or NULL when t is not kept (over the
+ * tables' budget, out of memory; t freed). */
+const struct sym_table *sym_cache_table_add(struct sym_cache *c, uint64_t modkey,
+	struct sym_table *t);
+
 #endif
