@@ -212,6 +212,48 @@ Test(unwind_reasons, cached_lookup_is_same)
 	cr_expect_eq(a[0].line, b[0].line);
 }
 
+/* ELF names come from one table per binary, built on the first lookup and
+ * kept by the cache for every later session of the same binary (and past
+ * the session that built it). */
+Test(unwind_reasons, symbol_tables_shared)
+{
+	struct sym_options opt = { .no_dwarf = true };
+	struct sym_session *a, *b;
+	struct sym_cache_stats st0, st1, st2;
+	struct sym_frame f[4];
+	const char *names[SYM_MAX_FRAMES];
+
+	cr_assert_eq(sym_session_new(fx, &opt, cache, &a), 0);
+	cr_assert_eq(sym_session_new(fx, &opt, cache, &b), 0);
+	sym_cache_stats(cache, &st0);
+	sym_session_unwind(a, smp, &u);
+	cr_assert_geq(u.n, 8u);
+	for (unsigned i = 0; i < u.n; i++) {
+		cr_assert_eq(sym_session_symbolize(a, u.pc[i], u.activation[i], false, f, 4), 1);
+		names[i] = f[0].function;
+	}
+	cr_expect_str_eq(names[0], "fx_leaf");
+	sym_cache_stats(cache, &st1);
+	cr_expect_gt(st1.tables, st0.tables, "tables built on first use");
+	cr_expect_gt(st1.table_bytes, st0.table_bytes);
+	cr_expect_geq(st1.bytes, st1.table_bytes);
+	sym_session_free(a);
+	/* The byte after each address named (pc - 1 for a return address):
+	 * not in the pc cache, so b names it through the tables a built, the
+	 * same function (no call in fx_chain ends its function). */
+	for (unsigned i = 0; i < u.n; i++) {
+		uint64_t next = u.activation[i] ? u.pc[i] + 1 : u.pc[i];
+
+		cr_assert_eq(sym_session_symbolize(b, next, true, false, f, 4), 1);
+		cr_expect_str_eq(f[0].function, names[i], "frame %u", i);
+	}
+	sym_cache_stats(cache, &st2);
+	cr_expect_eq(st2.tables, st1.tables, "no table built twice");
+	cr_expect_gt(st2.misses, st1.misses);
+	cr_expect_eq(st2.table_denied, 0);
+	sym_session_free(b);
+}
+
 /* The symbol tables (symtab.c) against dwfl_module_addrinfo() itself: the
  * same name, for addresses all over real modules (this test binary, its
  * libc and the rest of what it maps; fx_cxx with libstdc++'s weak
