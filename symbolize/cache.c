@@ -5,7 +5,13 @@
  * Bounded: when the strings or entries pass their budget, the next
  * sym_cache_begin() (between two stacks, never inside one) drops all of it.
  * Strings live in fixed-size blocks that never move, so a pointer handed out
- * stays valid until that flush. */
+ * stays valid until that flush.
+ *
+ * It also keeps each module's symbol table (symtab.c), by the same module
+ * key.  Those are not flushed: sessions hold them across stacks, and
+ * building one reads every symbol of the module, the very cost they save.
+ * They have a budget of their own; past it, a module gets no table (its
+ * session falls back on dwfl_module_addrinfo()). */
 #include "symbolize-internal.h"
 
 #include <errno.h>
@@ -19,6 +25,7 @@
 #define BLOCK_SIZE (256u * 1024)
 #define BUDGET_BYTES (64u * 1024 * 1024)
 #define BUDGET_ENTRIES (1u << 20)
+#define BUDGET_TABLE_BYTES (128u * 1024 * 1024)
 
 struct str_block {
 	struct str_block *next;
@@ -32,7 +39,7 @@ struct pc_entry {
 	uint32_t first, n;
 };
 
-/* owns: blocks, both maps, pcs, lines */
+/* owns: blocks, the maps, pcs, lines, the symbol tables */
 struct sym_cache {
 	struct str_block *blocks;
 	size_t bytes;		/* blocks and lines; cache_bytes adds the rest */
@@ -42,6 +49,8 @@ struct sym_cache {
 	size_t pcs_used;
 	struct sym_line *lines;
 	size_t lines_cap, lines_used;
+	struct td_map tables; /* modkey -> struct sym_table *, never flushed */
+	size_t table_bytes;
 	struct sym_cache_stats st;
 };
 
@@ -87,9 +96,15 @@ static void flush(struct sym_cache *c)
 
 void sym_cache_free(struct sym_cache *c)
 {
+	size_t cur = 0;
+	uint64_t key, t;
+
 	if (!c)
 		return;
 	flush(c);
+	while (td_map_next(&c->tables, &cur, &key, &t))
+		sym_table_free((struct sym_table *)(uintptr_t)t);
+	td_map_free(&c->tables);
 	free(c);
 }
 
@@ -102,7 +117,9 @@ void sym_cache_stats(const struct sym_cache *c, struct sym_cache_stats *ret)
 {
 	*ret = c->st;
 	ret->entries = c->pcs_used;
-	ret->bytes = cache_bytes(c);
+	ret->tables = c->tables.count;
+	ret->table_bytes = c->table_bytes + td_map_bytes(&c->tables);
+	ret->bytes = cache_bytes(c) + ret->table_bytes;
 }
 
 void sym_cache_begin(struct sym_cache *c)
@@ -212,4 +229,41 @@ void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	memcpy(c->lines + c->lines_used, lines, n * sizeof(*lines));
 	c->lines_used += n;
 	c->pcs_used++;
+}
+
+const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey)
+{
+	uint64_t t;
+
+	return td_map_get(&c->tables, modkey, &t) ? (const struct sym_table *)(uintptr_t)t : NULL;
+}
+
+bool sym_cache_table_room(struct sym_cache *c)
+{
+	if (c->table_bytes < BUDGET_TABLE_BYTES)
+		return true;
+	c->st.table_denied++;
+	return false;
+}
+
+const struct sym_table *sym_cache_table_add(struct sym_cache *c, uint64_t modkey,
+	struct sym_table *t)
+{
+	const struct sym_table *had = sym_cache_table(c, modkey);
+
+	if (had) {
+		sym_table_free(t);
+		return had;
+	}
+	if (c->table_bytes + sym_table_bytes(t) > BUDGET_TABLE_BYTES) {
+		c->st.table_denied++;
+		sym_table_free(t);
+		return NULL;
+	}
+	if (td_map_add(&c->tables, modkey, (uint64_t)(uintptr_t)t) < 0) {
+		sym_table_free(t);
+		return NULL;
+	}
+	c->table_bytes += sym_table_bytes(t);
+	return t;
 }

@@ -37,14 +37,17 @@ struct sym_vma {
 	const char *path; /* interned in names */
 };
 
-/* Per-module facts, set as the module's userdata. */
+/* Per-module facts, set as the module's userdata.  borrows: symtab (the
+ * cache's) */
 struct sym_module {
 	Dwfl_Module *mod;
 	uint64_t key;	      /* hash of the build-id (or path) */
 	uint64_t bias;
 	const char *path;     /* as in /proc/PID/maps */
 	const char *build_id; /* hex, NULL if none */
+	const struct sym_table *symtab; /* NULL: none (yet, or denied) */
 	bool has_elf, has_dwarf;
+	bool symtab_tried;
 };
 
 /* owns: dwfl, modules, vmas, debuginfo path; borrows: cache */
@@ -561,6 +564,41 @@ static bool is_entry_symbol(const char *name)
 	return false;
 }
 
+/* The raw name (with any @VERSION) of the ELF symbol holding addr, as
+ * dwfl_module_addrinfo() gives it.  From the module's symbol table, built
+ * on its first lookup and shared through the cache with every session
+ * mapping the same binary: elfutils' own lookup reads every symbol of the
+ * module on every call.  That lookup stays for a module denied a table
+ * (over the tables' budget, out of memory). */
+static const char *symbol_at(struct sym_session *s, struct sym_module *m, uint64_t addr)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+
+	if (!m->symtab_tried && m->has_elf) {
+		struct sym_table *t;
+
+		m->symtab_tried = true;
+		m->symtab = sym_cache_table(s->cache, m->key);
+		if (!m->symtab && sym_cache_table_room(s->cache) &&
+			sym_table_build(m->mod, &t) == 0)
+			m->symtab = sym_cache_table_add(s->cache, m->key, t);
+	}
+	if (m->symtab)
+		return sym_table_lookup(m->symtab, addr - m->bias);
+	return dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+}
+
+static struct sym_module *module_at(struct sym_session *s, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	void **ud;
+
+	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
+		return NULL;
+	return *ud;
+}
+
 /* A stack that ended badly right after a known entry function ended well:
  * keep the frames up to it. */
 static void end_at_entry(struct sym_session *s, struct sym_unwound *ret)
@@ -569,9 +607,9 @@ static void end_at_entry(struct sym_session *s, struct sym_unwound *ret)
 
 	for (unsigned i = ret->n; i-- > from;) {
 		uint64_t pc = ret->activation[i] ? ret->pc[i] : ret->pc[i] - 1;
-		Dwfl_Module *m = dwfl_addrmodule(s->dwfl, pc);
+		struct sym_module *m = module_at(s, pc);
 
-		if (m && is_entry_symbol(dwfl_module_addrname(m, pc))) {
+		if (m && is_entry_symbol(symbol_at(s, m, pc))) {
 			ret->n = i + 1;
 			ret->end = SYM_END_OUTERMOST;
 			ret->detail[0] = '\0';
@@ -735,11 +773,9 @@ static const char *linkage_name(struct sym_session *s, Dwarf_Die *die)
 	return sym_cache_intern0(s->cache, link);
 }
 
-static const char *elf_name(struct sym_session *s, Dwfl_Module *mod, uint64_t addr)
+static const char *elf_name(struct sym_session *s, struct sym_module *m, uint64_t addr)
 {
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	const char *name = symbol_at(s, m, addr);
 	char buf[SYM_MAX_NAME + 1], *d;
 	const char *r;
 	size_t n;
@@ -759,15 +795,15 @@ static const char *elf_name(struct sym_session *s, Dwfl_Module *mod, uint64_t ad
 
 /* The inline chain of addr, innermost first, ending with the function that
  * physically holds it.  Returns the number of lines. */
-static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
+static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t addr,
 	struct sym_line *out)
 {
+	Dwfl_Module *mod = m->mod;
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = s->opt.no_dwarf ? NULL : dwfl_module_addrdie(mod, addr, &bias);
-	void **ud;
 
-	if (cu && dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && *ud)
-		((struct sym_module *)*ud)->has_dwarf = true;
+	if (cu)
+		m->has_dwarf = true;
 	Dwfl_Line *dl = s->opt.no_dwarf ? NULL : dwfl_module_getsrc(mod, addr);
 	const char *file = NULL;
 	int line = 0;
@@ -808,7 +844,7 @@ static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
 			 * symbol has the parameters a DWARF name lacks.  C keeps
 			 * its DWARF name (msort_with_tmp, not a .part clone). */
 			if (!fn && tag == DW_TAG_subprogram && cxx)
-				fn = elf_name(s, mod, addr);
+				fn = elf_name(s, m, addr);
 			if (!fn)
 				fn = qualified_name(s, &scopes[i]);
 			if (dwarf_decl_line(&scopes[i], &decl) != 0)
@@ -833,13 +869,13 @@ static unsigned lines_of(struct sym_session *s, Dwfl_Module *mod, uint64_t addr,
 		if (n && out[n - 1].inlined && n < SYM_MAX_INLINE) {
 			/* inline chain without its outer subprogram in
 			 * DWARF: the ELF symbol holds it */
-			out[n++] = (struct sym_line){ .function = elf_name(s, mod, addr),
+			out[n++] = (struct sym_line){ .function = elf_name(s, m, addr),
 				.file = file,
 				.line = line };
 		}
 	}
 	if (n == 0)
-		out[n++] = (struct sym_line){ .function = elf_name(s, mod, addr),
+		out[n++] = (struct sym_line){ .function = elf_name(s, m, addr),
 			.file = file,
 			.line = line };
 	return n;
@@ -870,7 +906,7 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 		return 1;
 	}
 	if (!sym_cache_lookup(s->cache, m->key, addr - m->bias, &lines, &n)) {
-		n = lines_of(s, mod, addr, tmp);
+		n = lines_of(s, m, addr, tmp);
 		sym_cache_insert(s->cache, m->key, addr - m->bias, tmp, n);
 		lines = tmp;
 	}

@@ -35,4 +35,31 @@ void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	const struct sym_line *lines, unsigned n);
 uint64_t sym_hash(const void *p, size_t len, uint64_t seed);
 
+/* A module's ELF symbols by address (symtab.c), so that naming a pc is a
+ * binary search, not dwfl_module_addrinfo()'s scan of every symbol.
+ * owns: its names.  Never changes once built. */
+struct sym_table;
+struct Dwfl_Module;
+/* Read mod's symbols once: 0, -ENOMEM or -TD_E_LIMIT.  A module without
+ * symbols gives an empty table (every lookup NULL). */
+int sym_table_build(struct Dwfl_Module *mod, struct sym_table **ret_table);
+void sym_table_free(struct sym_table *t);
+size_t sym_table_bytes(const struct sym_table *t);
+/* The raw name (any @VERSION kept) of the symbol dwfl_module_addrinfo()
+ * names for the module-relative vaddr (pc - load bias); NULL if none.
+ * Valid as long as the table. */
+const char *sym_table_lookup(const struct sym_table *t, uint64_t vaddr);
+
+/* Symbol tables in the cache, by module key.  They are not part of the
+ * flushed budget (a flush between stacks would leave sessions holding
+ * freed tables); they have their own and live until sym_cache_free(). */
+const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey);
+/* Whether one more table may be built; a no is counted (table_denied). */
+bool sym_cache_table_room(struct sym_cache *c);
+/* Hand t over (the cache frees it) and get modkey's table: t, or the one
+ * the cache had (t then freed), or NULL when t is not kept (over the
+ * tables' budget, out of memory; t freed). */
+const struct sym_table *sym_cache_table_add(struct sym_cache *c, uint64_t modkey,
+	struct sym_table *t);
+
 #endif

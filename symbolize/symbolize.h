@@ -75,13 +75,19 @@ struct sym_options {
 	bool no_dwarf;
 };
 
-/* owns: strings, pc results; bounded (flushed between stacks when over
- * budget).  Shared by sessions, keyed by build-id + address. */
+/* owns: strings, pc results, symbol tables; bounded (strings and pc
+ * results flushed between stacks when over budget; symbol tables, one per
+ * binary, kept to their own budget).  Shared by sessions, keyed by
+ * build-id + address. */
 struct sym_cache;
 int sym_cache_new(struct sym_cache **ret_cache);
 void sym_cache_free(struct sym_cache *c);
 struct sym_cache_stats {
-	uint64_t hits, misses, flushes, entries, bytes;
+	uint64_t hits, misses, flushes, entries;
+	uint64_t bytes;	       /* all of it, symbol tables included */
+	uint64_t tables;       /* modules whose symbols are in a table */
+	uint64_t table_bytes;  /* of bytes */
+	uint64_t table_denied; /* tables not built: over their budget */
 };
 void sym_cache_stats(const struct sym_cache *c, struct sym_cache_stats *ret);
 

@@ -1,7 +1,10 @@
-/* Unit tests of symbolize/: demangling, the cache, and the end reasons of
- * the unwinder on captured samples altered on purpose. */
+/* Unit tests of symbolize/: demangling, the cache, the end reasons of the
+ * unwinder on captured samples altered on purpose, and the symbol tables
+ * against elfutils' own lookup. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -207,4 +210,273 @@ Test(unwind_reasons, cached_lookup_is_same)
 	cr_expect_eq(st1.hits, st0.hits + 1);
 	cr_expect_eq(a[0].function, b[0].function);
 	cr_expect_eq(a[0].line, b[0].line);
+}
+
+/* ELF names come from one table per binary, built on the first lookup and
+ * kept by the cache for every later session of the same binary (and past
+ * the session that built it). */
+Test(unwind_reasons, symbol_tables_shared)
+{
+	struct sym_options opt = { .no_dwarf = true };
+	struct sym_session *a, *b;
+	struct sym_cache_stats st0, st1, st2;
+	struct sym_frame f[4];
+	const char *names[SYM_MAX_FRAMES];
+
+	cr_assert_eq(sym_session_new(fx, &opt, cache, &a), 0);
+	cr_assert_eq(sym_session_new(fx, &opt, cache, &b), 0);
+	sym_cache_stats(cache, &st0);
+	sym_session_unwind(a, smp, &u);
+	cr_assert_geq(u.n, 8u);
+	for (unsigned i = 0; i < u.n; i++) {
+		cr_assert_eq(sym_session_symbolize(a, u.pc[i], u.activation[i], false, f, 4), 1);
+		names[i] = f[0].function;
+	}
+	cr_expect_str_eq(names[0], "fx_leaf");
+	sym_cache_stats(cache, &st1);
+	cr_expect_gt(st1.tables, st0.tables, "tables built on first use");
+	cr_expect_gt(st1.table_bytes, st0.table_bytes);
+	cr_expect_geq(st1.bytes, st1.table_bytes);
+	sym_session_free(a);
+	/* The byte after each address named (pc - 1 for a return address):
+	 * not in the pc cache, so b names it through the tables a built, the
+	 * same function (no call in fx_chain ends its function). */
+	for (unsigned i = 0; i < u.n; i++) {
+		uint64_t next = u.activation[i] ? u.pc[i] + 1 : u.pc[i];
+
+		cr_assert_eq(sym_session_symbolize(b, next, true, false, f, 4), 1);
+		cr_expect_str_eq(f[0].function, names[i], "frame %u", i);
+	}
+	sym_cache_stats(cache, &st2);
+	cr_expect_eq(st2.tables, st1.tables, "no table built twice");
+	cr_expect_gt(st2.misses, st1.misses);
+	cr_expect_eq(st2.table_denied, 0);
+	sym_session_free(b);
+}
+
+/* The symbol tables (symtab.c) against dwfl_module_addrinfo() itself: the
+ * same name, for addresses all over real modules (this test binary, its
+ * libc and the rest of what it maps; fx_cxx with libstdc++'s weak
+ * symbols), near every symbol's start and end and in between. */
+
+/* Symbols as hand-written assembly leaves them, where elfutils' rules are
+ * subtle: labels without a size (global and local), aliases of every
+ * binding and size at one address, a symbol nested in another, labels
+ * past the end of the last sized symbol. */
+__asm__(".text\n"
+	".p2align 6\n"
+	"td_st_begin:\n"
+	".globl td_st_outer\n .type td_st_outer, @function\n"
+	".weak td_st_outer_weak\n .type td_st_outer_weak, @function\n"
+	"td_st_outer:\n"
+	"td_st_outer_weak:\n"
+	"td_st_outer_label:\n"
+	".fill 16, 1, 0x90\n"
+	".globl td_st_mid_label\n"
+	"td_st_mid_label:\n"
+	".fill 8, 1, 0x90\n"
+	".type td_st_nested, @function\n"
+	"td_st_nested:\n"
+	".fill 8, 1, 0x90\n"
+	".size td_st_nested, 8\n"
+	".weak td_st_nested_weak\n .type td_st_nested_weak, @function\n"
+	"td_st_nested_weak:\n"
+	".fill 8, 1, 0x90\n"
+	".size td_st_nested_weak, 8\n"
+	".size td_st_outer_weak, 32\n"
+	".fill 8, 1, 0x90\n"
+	".size td_st_outer, . - td_st_outer\n"
+	".fill 8, 1, 0xcc\n"
+	"td_st_tail_label:\n"
+	".fill 8, 1, 0xcc\n"
+	".globl td_st_tail_global\n"
+	"td_st_tail_global:\n"
+	"td_st_tail_local:\n"
+	".fill 8, 1, 0xcc\n"
+	".type td_st_last, @function\n"
+	"td_st_last:\n"
+	".fill 8, 1, 0xc3\n"
+	".size td_st_last, 8\n"
+	"td_st_end:\n");
+extern const char td_st_begin[], td_st_end[];
+
+#define SYMTAB_MAX_ADDRS 3000 /* per module: elfutils' lookup is the slow one */
+
+struct symtab_check {
+	unsigned modules, compared, named, labels, mismatches;
+	bool saw_libc, saw_main;
+	const char *main_name; /* module path that must be seen, NULL: none */
+};
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct addrs {
+	uint64_t lo[64], hi[64]; /* executable sections, ends included */
+	size_t nr;
+	uint64_t *a;
+	size_t n, cap;
+};
+
+static void add_addr(struct addrs *x, uint64_t a)
+{
+	for (size_t r = 0; r < x->nr; r++) {
+		if (a < x->lo[r] || a > x->hi[r])
+			continue;
+		if (x->n == x->cap) {
+			x->cap = x->cap ? x->cap * 2 : 4096;
+			x->a = realloc(x->a, x->cap * sizeof(*x->a));
+			cr_assert_not_null(x->a);
+		}
+		x->a[x->n++] = a;
+		return;
+	}
+}
+
+/* Addresses in the module's executable sections near each symbol's
+ * bounds and spread over the sections, at most SYMTAB_MAX_ADDRS of them
+ * evenly picked; then every byte of the asm above if it is in there. */
+static size_t pick_addrs(Dwfl_Module *mod, uint64_t **ret)
+{
+	struct addrs x = { .nr = 0 };
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	Elf_Scn *scn = NULL;
+	int nsym = dwfl_module_getsymtab(mod);
+	size_t k = 0, n;
+
+	while (elf && (scn = elf_nextscn(elf, scn)) && x.nr < 64) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && sh.sh_size) {
+			x.lo[x.nr] = sh.sh_addr + bias;
+			x.hi[x.nr++] = sh.sh_addr + sh.sh_size + bias;
+		}
+	}
+	for (int i = 1; i < nsym; i++) {
+		GElf_Sym sym;
+		GElf_Addr a;
+
+		if (!dwfl_module_getsym_info(mod, i, &sym, &a, NULL, NULL, NULL))
+			continue;
+		add_addr(&x, a - 1);
+		add_addr(&x, a);
+		add_addr(&x, a + 1);
+		add_addr(&x, a + sym.st_size / 2);
+		add_addr(&x, a + sym.st_size - 1);
+		add_addr(&x, a + sym.st_size);
+		add_addr(&x, a + sym.st_size + 1);
+	}
+	for (size_t r = 0; r < x.nr; r++)
+		for (uint64_t j = 0; j <= 64; j++)
+			add_addr(&x, x.lo[r] + (x.hi[r] - x.lo[r]) / 64 * j + j * 7);
+	if (x.n > 1)
+		qsort(x.a, x.n, sizeof(*x.a), cmp_addr);
+	for (size_t i = 0; i < x.n; i++)
+		if (i == 0 || x.a[i] != x.a[i - 1])
+			x.a[k++] = x.a[i];
+	/* evenly picked, in place: i * k / max never runs ahead of i */
+	n = k < SYMTAB_MAX_ADDRS ? k : SYMTAB_MAX_ADDRS;
+	for (size_t i = 0; i < n && k > SYMTAB_MAX_ADDRS; i++)
+		x.a[i] = x.a[i * k / SYMTAB_MAX_ADDRS];
+	x.n = n;
+	for (const char *p = td_st_begin; p <= td_st_end; p++)
+		add_addr(&x, (uint64_t)(uintptr_t)p);
+	*ret = x.a;
+	return x.n;
+}
+
+static int check_module(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr start,
+	void *arg)
+{
+	struct symtab_check *ck = arg;
+	struct sym_table *t;
+	Dwarf_Addr bias;
+	uint64_t *addrs;
+	size_t n;
+
+	(void)ud, (void)start;
+	if (!dwfl_module_getelf(mod, &bias))
+		return DWARF_CB_OK;
+	cr_assert_eq(sym_table_build(mod, &t), 0, "%s", name);
+	n = pick_addrs(mod, &addrs);
+	ck->modules++;
+	ck->saw_libc |= strstr(name, "/libc.so.6") != NULL;
+	ck->saw_main |= ck->main_name && !strcmp(name, ck->main_name);
+	for (size_t i = 0; i < n; i++) {
+		GElf_Off off;
+		GElf_Sym sym;
+		const char *want =
+			dwfl_module_addrinfo(mod, addrs[i], &off, &sym, NULL, NULL, NULL);
+		const char *got = sym_table_lookup(t, addrs[i] - bias);
+
+		ck->compared++;
+		ck->named += want != NULL;
+		ck->labels += want && sym.st_size == 0;
+		if (want == got || (want && got && !strcmp(want, got)))
+			continue;
+		if (ck->mismatches++ < 20)
+			cr_expect_fail("%s +%#llx: elfutils %s, table %s", name,
+				(unsigned long long)(addrs[i] - bias), want ? want : "(none)",
+				got ? got : "(none)");
+	}
+	free(addrs);
+	sym_table_free(t);
+	return DWARF_CB_OK;
+}
+
+static void check_process(pid_t pid, struct symtab_check *ck)
+{
+	char *dpath = NULL;
+	const Dwfl_Callbacks cb = {
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &dpath,
+	};
+	Dwfl *dwfl = dwfl_begin(&cb);
+
+	cr_assert_not_null(dwfl);
+	dwfl_report_begin(dwfl);
+	cr_assert_eq(dwfl_linux_proc_report(dwfl, pid), 0);
+	dwfl_report_end(dwfl, NULL, NULL);
+	dwfl_getmodules(dwfl, check_module, ck, 0);
+	dwfl_end(dwfl);
+}
+
+Test(symtab, same_as_elfutils_in_this_process, .timeout = 300)
+{
+	char exe[4096];
+	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct symtab_check ck = { .main_name = exe };
+
+	cr_assert_gt(l, 0);
+	exe[l] = '\0';
+	check_process(getpid(), &ck);
+	cr_expect(ck.saw_libc, "libc.so.6 not among the modules");
+	cr_expect(ck.saw_main, "%s not among the modules", exe);
+	cr_expect_gt(ck.labels, 0, "no sizeless symbol was ever elfutils' answer");
+	cr_expect_gt(ck.named, ck.compared / 2);
+	cr_expect_eq(ck.mismatches, 0, "%u of %u addresses in %u modules differ", ck.mismatches,
+		ck.compared, ck.modules);
+	cr_log_info("symtab: %u addresses in %u modules, %u named, %u by a label", ck.compared,
+		ck.modules, ck.named, ck.labels);
+}
+
+Test(symtab, same_as_elfutils_in_fx_cxx, .timeout = 300)
+{
+	struct symtab_check ck = { 0 };
+	pid_t pid = fx_start(FX("fx_cxx"), NULL);
+
+	cr_assert_gt(pid, 0);
+	check_process(pid, &ck);
+	fx_stop(pid);
+	cr_expect_gt(ck.modules, 3);
+	cr_expect_gt(ck.named, ck.compared / 2);
+	cr_expect_eq(ck.mismatches, 0, "%u of %u addresses in %u modules differ", ck.mismatches,
+		ck.compared, ck.modules);
 }
