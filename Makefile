@@ -193,8 +193,8 @@ $(BENCH_BIN): test/bench/bench_dump.c $(B)/.flags
 
 # >= 1,000,000 samples each for tracerd and perf (~9 GB of perf.data); 50 for a quick run
 REPORT_SECONDS ?= 560
-BENCH_REC := $(B)/bench/bench_record
-$(BENCH_REC): test/bench/bench_record.c $(B)/.flags
+BENCH_COST := $(B)/bench/bench_cost
+$(BENCH_COST): test/bench/bench_cost.c $(B)/.flags
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $< $(TD_LDFLAGS)
@@ -205,13 +205,14 @@ $(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtra
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $^ $(TD_LDFLAGS) $(TD_LIBS) -lm
 
+# interleaved rounds of bench_cost (each target alone, tracerd, perf)
+BENCH_ROUNDS ?= 5
 bench:
 	$(Q)scripts/install-deps bench
-	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_REC) fixtures
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_COST) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
 	$(Q)$(BENCH_CHUNK) 600
-	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 5 2000000 1 0
-	$(Q)$(BENCH_REC) $(TRACERD) $(FX)/fx_work 3 1000000 2 50
+	$(Q)$(BENCH_COST) $(TRACERD) $(FX) $(BENCH_ROUNDS) test/bench/cxx_heavy.cc
 	$(Q)sh test/bench/bench_report.sh $(TRACERD) $(FX)/fx_work $(REPORT_SECONDS)
 	$(Q)sh test/bench/bench_html.sh $(TRACERD) $(GEN)
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals

@@ -100,19 +100,21 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 	};
 }
 
-/* Slots of the sample ring.  Wall mode: a copy of every blocked thread can
- * come in one tick (64 MiB of them).  cpu mode: what the CPUs can give in
- * two of the sampler's drains, at least 64; few enough to fault in at once
- * (ring_prefault) rather than a fault per slot on the first pass, which
- * at 99 Hz lasted ten seconds and was a fifth of the daemon's CPU. */
-static uint32_t sample_slots(const struct rec_config *cfg)
+/* Bytes of the sample ring: each sample takes its window's bytes, not the
+ * largest window's.  Wall mode: a copy of every blocked thread can come in
+ * one tick; 64 MiB, faulted in as used.  cpu mode: two seconds of the
+ * CPUs' samples at 16 KiB each, at least 4 MiB, faulted in at once
+ * (ring_prefault) up to 8 MiB rather than a fault per page on the first
+ * pass (a fifth of the daemon's CPU at 99 Hz, measured with 64 KiB slots
+ * that took ten seconds to come round). */
+static size_t sample_bytes(const struct rec_config *cfg)
 {
-	uint32_t most = TD_MAX(64u, TD_MIN(4096u, (64u << 20) / td_sample_size(cfg->max_window)));
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t want = (size_t)cfg->hz * (size_t)(cpus > 0 ? cpus : 1) * td_sample_size(16384) * 2;
 
 	if (cfg->mode == REC_MODE_WALL)
-		return most;
-	return TD_MIN(most, TD_MAX(64u, (uint32_t)(cfg->hz * (cpus > 0 ? cpus : 1) / 10)));
+		return 64u << 20;
+	return TD_MAX(TD_MAX(want, (size_t)4 << 20), 4 * (size_t)td_sample_size(cfg->max_window));
 }
 
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail)
@@ -158,9 +160,8 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		e = -errno;
 		goto out_free;
 	}
-	e = ring_init(&sh->samples, sample_slots(&r->cfg),
-		(uint32_t)td_sample_size(r->cfg.max_window));
-	if (!e && r->cfg.mode != REC_MODE_WALL)
+	e = ring_init_bytes(&sh->samples, TD_MIN(sample_bytes(&r->cfg), (size_t)64 << 20));
+	if (!e && r->cfg.mode != REC_MODE_WALL && sh->samples.cap <= (8u << 20))
 		ring_prefault(&sh->samples);
 	if (!e)
 		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));

@@ -29,9 +29,35 @@ int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size)
 	return 0;
 }
 
+int ring_init_bytes(struct ring *q, size_t bytes)
+{
+	size_t c = 4096;
+
+	while (c < bytes)
+		c <<= 1;
+	if (c > UINT32_MAX / 2 + 1)
+		return -ENOMEM;
+	q->cap = (uint32_t)c;
+	q->slot_size = 0;
+	q->skip = 0;
+	q->mem = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->mem == MAP_FAILED) {
+		q->mem = NULL;
+		return -ENOMEM;
+	}
+	atomic_init(&q->head, 0);
+	atomic_init(&q->tail, 0);
+	return 0;
+}
+
+static size_t ring_bytes(const struct ring *q)
+{
+	return q->slot_size ? (size_t)q->cap * q->slot_size : q->cap;
+}
+
 void ring_prefault(struct ring *q)
 {
-	size_t len = (size_t)q->cap * q->slot_size;
+	size_t len = ring_bytes(q);
 
 	if (madvise(q->mem, len, MADV_POPULATE_WRITE) < 0) /* before Linux 5.14 */
 		for (size_t i = 0; i < len; i += 4096)
@@ -41,6 +67,6 @@ void ring_prefault(struct ring *q)
 void ring_free(struct ring *q)
 {
 	if (q->mem)
-		munmap(q->mem, (size_t)q->cap * q->slot_size);
+		munmap(q->mem, ring_bytes(q));
 	q->mem = NULL;
 }

@@ -37,14 +37,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* owns: mem (cap slots of slot_size bytes) */
+/* owns: mem (cap slots of slot_size bytes; or, a byte ring, cap bytes) */
 struct ring {
 	_Atomic uint64_t head; /* written by the consumer only */
 	_Atomic uint64_t tail; /* written by the producer only */
-	uint32_t cap;	       /* slots, a power of two; fixed by ring_init */
-	uint32_t slot_size;    /* bytes, a multiple of 16; fixed by ring_init */
+	uint32_t cap;	       /* slots (bytes in a byte ring), a power of two */
+	uint32_t slot_size;    /* bytes, a multiple of 16; 0 in a byte ring */
+	uint32_t skip;	       /* byte ring, producer's: bytes its reserve wraps past */
 	uint8_t *mem;
 };
+
+/* A byte ring: records of any size up to what each reserve asks, each
+ * taking only the bytes it uses (a sample's window rounded to 16, plus a
+ * 16-byte header), in bytes rounded up to a power of two.  The same
+ * contract as slots (one producer, one consumer, full means drop). */
+int ring_init_bytes(struct ring *q, size_t bytes);
 
 /* At least cap slots (rounded up to a power of two) of slot_size bytes
  * (rounded up to 16), zeroed.  Returns 0 or -ENOMEM. */
@@ -91,7 +98,75 @@ static inline void ring_pop(struct ring *q)
 		memory_order_release);
 }
 
-/* Published records not yet popped: exact on the consumer's side, a
+/* ---- byte rings: a record is a 16-byte header (its length, or
+ * RING_WRAP: the rest up to the end is unused) and its bytes, 16-aligned */
+#define RING_WRAP UINT32_MAX
+
+static inline uint64_t ring_rec_bytes(uint64_t len)
+{
+	return 16 + ((len + 15) & ~(uint64_t)15);
+}
+
+/* Producer: room for a record of up to len bytes, or NULL if full. */
+static inline void *ring_reserve_bytes(struct ring *q, size_t len)
+{
+	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	uint64_t used = t - atomic_load_explicit(&q->head, memory_order_acquire);
+	uint64_t pos = t & (q->cap - 1), need = ring_rec_bytes(len);
+
+	q->skip = 0;
+	if (pos + need > q->cap) {
+		q->skip = (uint32_t)(q->cap - pos); /* not split: wrap to the start */
+		pos = 0;
+	}
+	if (q->cap - used < q->skip + need)
+		return NULL;
+	return q->mem + pos + 16;
+}
+
+/* Producer: the record ring_reserve_bytes gave is complete, len bytes
+ * (at most those reserved). */
+static inline void ring_publish_bytes(struct ring *q, size_t len)
+{
+	uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	uint64_t pos = t & (q->cap - 1);
+
+	if (q->skip) {
+		*(uint32_t *)(q->mem + pos) = RING_WRAP;
+		t += q->skip;
+		pos = 0;
+	}
+	*(uint32_t *)(q->mem + pos) = (uint32_t)len;
+	atomic_store_explicit(&q->tail, t + ring_rec_bytes(len), memory_order_release);
+}
+
+/* Consumer: the oldest published record, or NULL. */
+static inline void *ring_peek_bytes(struct ring *q)
+{
+	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+	uint64_t pos = h & (q->cap - 1);
+
+	if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
+		return NULL;
+	if (*(uint32_t *)(q->mem + pos) == RING_WRAP) {
+		/* a record follows at the start: the producer published
+		 * both with one store of tail */
+		atomic_store_explicit(&q->head, h + (q->cap - pos), memory_order_release);
+		pos = 0;
+	}
+	return q->mem + pos + 16;
+}
+
+/* Consumer: done with the record ring_peek_bytes gave. */
+static inline void ring_pop_bytes(struct ring *q)
+{
+	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+	uint32_t len = *(uint32_t *)(q->mem + (h & (q->cap - 1)));
+
+	atomic_store_explicit(&q->head, h + ring_rec_bytes(len), memory_order_release);
+}
+
+/* Published records not yet popped (bytes in a byte ring): exact on the consumer's side, a
  * momentary estimate on the producer's. */
 static inline uint64_t ring_used(struct ring *q)
 {

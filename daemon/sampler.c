@@ -290,14 +290,15 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 {
 	struct sampler *s = arg;
 	struct sthread *st = lookup(s, tid);
-	struct td_sample *smp = ring_reserve(&s->sh->samples);
+	struct td_sample *smp;
 
 	(void)pid;
-	if (!smp)
-		return NULL; /* ring full: dropped and counted, never waited for */
 	if (st && s->perf)
 		maybe_grow(s, st); /* no tick visits the threads in perf capture */
 	*ret_window = st ? st->window : s->cfg->first_window;
+	smp = ring_reserve_bytes(&s->sh->samples, td_sample_size(*ret_window));
+	if (!smp)
+		return NULL; /* ring full: dropped and counted, never waited for */
 	return smp;
 }
 
@@ -309,7 +310,7 @@ static void slot_put(void *arg, struct td_sample *smp)
 	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH)) {
 		/* taken by the kernel (nothing was stopped), or at a death:
 		 * not a sample of the profile, and no sampling stop */
-		ring_publish(&sh->samples);
+		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		if (smp->flags & TD_SAMPLE_PERF)
 			atomic_fetch_add_explicit(&sh->samples_taken,
 				(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1,
@@ -339,7 +340,7 @@ static void slot_put(void *arg, struct td_sample *smp)
 		}
 		if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
 			atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
-		ring_publish(&sh->samples);
+		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
 	}
 }
@@ -696,7 +697,7 @@ static unsigned wall_tick(struct sampler *s)
 		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
 			st->last.sc.pc == b.sc.pc;
 		st->have_last = false;
-		smp = ring_reserve(&sh->samples);
+		smp = ring_reserve_bytes(&sh->samples, td_sample_size(st->window));
 		if (!smp) {
 			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
 			continue;
@@ -731,7 +732,7 @@ static unsigned wall_tick(struct sampler *s)
 		}
 		st->last = b;
 		st->have_last = true;
-		ring_publish(&sh->samples);
+		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}

@@ -1094,9 +1094,9 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		/* the crash's stacks were published before this event */
 		void *p;
 
-		while ((p = ring_peek(&w->sh->samples))) {
+		while ((p = ring_peek_bytes(&w->sh->samples))) {
 			do_sample(w, p);
-			ring_pop(&w->sh->samples);
+			ring_pop_bytes(&w->sh->samples);
 		}
 		/* the evidence on disk before the signal goes on */
 		episodes_close_chunk(w);
@@ -1209,7 +1209,7 @@ void *writer_main(void *arg)
 		 * drops its session. */
 		for (;;) {
 			struct rec_event *e = ring_peek(&sh->events);
-			struct td_sample *smp = ring_peek(&sh->samples);
+			struct td_sample *smp = ring_peek_bytes(&sh->samples);
 
 			if (e && (!smp || e->time_ns <= smp->time_ns)) {
 				do_event(w, e);
@@ -1217,7 +1217,7 @@ void *writer_main(void *arg)
 			} else if (smp) {
 				if (!hurry)
 					do_sample(w, smp);
-				ring_pop(&sh->samples);
+				ring_pop_bytes(&sh->samples);
 			} else {
 				break;
 			}
@@ -1226,7 +1226,7 @@ void *writer_main(void *arg)
 			if (now - w->published_ns >= WRITER_PUBLISH_NS)
 				publish(w, now);
 		}
-		if (ring_peek(&sh->events) || ring_peek(&sh->samples))
+		if (ring_peek(&sh->events) || ring_peek_bytes(&sh->samples))
 			continue;
 		if (!atomic_load(&sh->startup_samples) && atomic_load(&sh->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
