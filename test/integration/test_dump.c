@@ -522,6 +522,7 @@ Test(dump_errors, own_pid)
 
 		dup2(pfd[1], 2);
 		snprintf(p, sizeof(p), "%d", (int)getpid()); /* exec keeps the pid */
+		tracerd_test_env();
 		execl(TD_BUILD_DIR "/tracerd", "tracerd", "dump", "--pid", p, (char *)NULL);
 		_exit(127);
 	}
