@@ -319,3 +319,9 @@ bool td_cache_dir_setup(const char *given, char *buf, size_t len, const char **r
 		dir, e == -EINVAL ? "not an absolute path" : td_strerror(e));
 	return true;
 }
+
+void td_debuginfod_setup(bool wanted)
+{
+	if (!wanted)
+		unsetenv("DEBUGINFOD_URLS");
+}

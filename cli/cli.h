@@ -57,5 +57,8 @@ const char *td_cache_dir_default(char *buf, size_t len);
  * cannot serve is a usage error: false, after saying why; a default one
  * that cannot serve is said and left out (the run goes without). */
 bool td_cache_dir_setup(const char *given, char *buf, size_t len, const char **ret_dir);
+/* Without --debuginfod: drop DEBUGINFOD_URLS before libdw runs, so that
+ * no debuginfo is fetched from a server. */
+void td_debuginfod_setup(bool wanted);
 
 #endif

@@ -21,7 +21,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: tracerd dump --pid PID [--tid TID]... [--no-inline] [--no-dwarf] [--json]\n"
 	      "                    [-v] [--debuginfo-dir DIR] [--cache-dir DIR|none]\n"
-	      "                    [--stack-bytes N]\n"
+	      "                    [--debuginfod] [--stack-bytes N]\n"
 	      "\n"
 	      "Print the stack of every thread of PID once.  Each thread is stopped only\n"
 	      "while its registers and the top of its stack are copied; unwinding and\n"
@@ -39,6 +39,8 @@ static void usage(FILE *f)
 	      "                         runs (default $TRACERD_CACHE_DIR, else\n"
 	      "                         ~/.cache/tracerd, /var/cache/tracerd for root);\n"
 	      "                         none: no cache\n"
+	      "      --debuginfod       fetch missing debuginfo from the servers in\n"
+	      "                         DEBUGINFOD_URLS (without it, none is asked)\n"
 	      "      --stack-bytes N    stack bytes copied per thread (default 64K)\n"
 	      "  -h, --help             this text\n"
 	      "\n"
@@ -400,13 +402,14 @@ int cmd_dump(int argc, char **argv)
 		{ "debuginfo-dir", required_argument, NULL, 'D' },
 		{ "stack-bytes", required_argument, NULL, 'S' },
 		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "debuginfod", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct dump_options o = { .inlines = true };
 	struct dump_failure fail;
 	struct dump_result *res;
-	bool json = false, verbose = false;
+	bool json = false, verbose = false, debuginfod = false;
 	const char *cache_given = NULL;
 	char cache_buf[PATH_MAX];
 	int c, r, ret = TD_EXIT_OK;
@@ -456,6 +459,9 @@ int cmd_dump(int argc, char **argv)
 		case 'C':
 			cache_given = optarg;
 			break;
+		case 'F':
+			debuginfod = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return TD_EXIT_OK;
@@ -471,6 +477,8 @@ int cmd_dump(int argc, char **argv)
 		td_msg("dump: --pid is required; see tracerd dump --help");
 		return TD_EXIT_USAGE;
 	}
+	/* before any libdw: its lookups read the environment */
+	td_debuginfod_setup(debuginfod);
 	/* --no-dwarf inflates nothing: no cache to make ready */
 	if (!o.no_dwarf &&
 		!td_cache_dir_setup(cache_given, cache_buf, sizeof(cache_buf), &o.cache_dir))

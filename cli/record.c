@@ -20,7 +20,7 @@ static void usage(FILE *f)
 	fputs("usage: tracerd [record] --pid PID [--pid PID]... [-F HZ] [--duration DUR]\n"
 	      "                [-r DIR] [--max-chunk-size SIZE] [--max-chunk-age DUR]\n"
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
-	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none]\n"
+	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
 	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [-q]\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
@@ -48,6 +48,8 @@ static void usage(FILE *f)
 	      "                           runs (default $TRACERD_CACHE_DIR, else\n"
 	      "                           ~/.cache/tracerd, /var/cache/tracerd for root);\n"
 	      "                           none: no cache\n"
+	      "      --debuginfod         fetch missing debuginfo from the servers in\n"
+	      "                           DEBUGINFOD_URLS (without it, none is asked)\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
 	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
@@ -76,6 +78,7 @@ static bool parse_hz(const char *s, unsigned *ret)
 /* What the front end itself acts on. */
 struct front_opts {
 	bool quiet;
+	bool debuginfod;
 	const char *cache_dir; /* --cache-dir, NULL if not given */
 };
 
@@ -96,6 +99,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "mode", required_argument, NULL, 'm' },
 		{ "capture", required_argument, NULL, 7 },
 		{ "cache-dir", required_argument, NULL, 8 },
+		{ "debuginfod", no_argument, NULL, 9 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -192,6 +196,9 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 			break;
 		case 8:
 			f->cache_dir = optarg;
+			break;
+		case 9:
+			f->debuginfod = true;
 			break;
 		case 'q':
 			f->quiet = true;
@@ -340,6 +347,8 @@ int cmd_record(int argc, char **argv)
 	if (e)
 		return e < 0 ? TD_EXIT_OK : e;
 	quiet = fo.quiet;
+	/* before any libdw: its lookups read the environment */
+	td_debuginfod_setup(fo.debuginfod);
 	if (!td_cache_dir_setup(fo.cache_dir, cache_buf, sizeof(cache_buf), &cfg.cache_dir))
 		return TD_EXIT_USAGE;
 	e = rec_open(&cfg, &r, &fail);
