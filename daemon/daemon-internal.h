@@ -315,6 +315,7 @@ struct worker_config {
 	enum rec_mode mode;
 	struct repo_opts ropts;
 	uint64_t emergency_window_ns;
+	const char *cache_dir; /* rec_config.cache_dir */
 };
 
 /* In the forked child: record into wc->repo, taking orders from fd, until

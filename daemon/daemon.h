@@ -352,6 +352,9 @@ struct svc_config {
 	char *path;		      /* the file (load), or the name given (parse) */
 	char *directory;	      /* Directory=, default /var/lib/tracerd; absolute,
 				       * no trailing slash (except "/") */
+	char *cache_directory;	      /* CacheDirectory=, the debuginfo cache
+				       * (sym_options.cache_dir), default
+				       * /var/cache/tracerd; as directory; NULL: none */
 	uint64_t max_size;	      /* MaxSize=, per rule repository, default 1 GiB,
 				       * 1 MiB..1 PiB */
 	uint64_t max_age_ns;	      /* MaxAge=, default 24 h, 1 min..365 d */
