@@ -513,3 +513,27 @@ Test(symcache, least_recently_used_are_evicted)
 	snprintf(path, sizeof(path), "%s/.tmp-dead-1-0", cdir);
 	cr_expect_neq(stat(path, &st), 0, "the left-over temporary file is gone");
 }
+
+/* A write or a rename that fails (the disk is full) leaves no file
+ * behind, and the answers are those of the original. */
+Test(symcache, failed_write_or_rename_leaves_nothing)
+{
+	static const unsigned ops[] = { TD_FAULT_WRITE, TD_FAULT_RENAME };
+	struct libc_sym ref, after;
+	char entry[600], names[1024];
+
+	reference(&ref, entry, sizeof(entry));
+	for (size_t i = 0; i < TD_ARRAY_SIZE(ops); i++) {
+		td_fault_arm(ops[i], 1);
+		symbolize_libc(cdir, &after);
+		cr_expect(td_fault_fired());
+		td_fault_arm(0, 0);
+		expect_same(&ref, &after);
+		cr_expect_eq(after.st.created, 0);
+		cr_expect_eq(after.st.failed, 1);
+		cr_expect_lt(after.st.err, 0);
+		cr_expect_eq(dir_names(names, sizeof(names)), 0, "nothing left: %s", names);
+	}
+	symbolize_libc(cdir, &after);
+	cr_expect_eq(after.st.created, 1, "made by the next run");
+}
