@@ -52,7 +52,8 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	report/profile.c report/text.c report/pprof.c report/speedscope.c \
 	report/html.c report/waits.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
-	symbolize/cache.c symbolize/session.c symbolize/demangle.c symbolize/symtab.c \
+	symbolize/cache.c symbolize/debugcache.c symbolize/session.c symbolize/demangle.c \
+	symbolize/symtab.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
 	daemon/follow.c daemon/service.c daemon/svcconf.c daemon/waits.c daemon/worker.c \
 	daemon/writer.c \

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "../common/td.h"
+#include "../symbolize/symbolize.h"
 
 void td_msg(const char *fmt, ...)
 {
@@ -260,4 +262,66 @@ bad:
 	td_msg("%s: '%s' is not a duration; give a number with ms, s, m, h or d (e.g. 10m)", opt,
 		s);
 	return false;
+}
+
+const char *td_cache_dir_default(char *buf, size_t len)
+{
+	const char *env = getenv("TRACERD_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env && env[0])
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/cache/tracerd");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/tracerd", xdg);
+	else {
+		if (!home || home[0] != '/') {
+			struct passwd *pw = getpwuid(geteuid());
+
+			home = pw ? pw->pw_dir : NULL;
+		}
+		if (!home || home[0] != '/')
+			return NULL;
+		n = snprintf(buf, len, "%s/.cache/tracerd", home);
+	}
+	if (n < 0 || (size_t)n >= len || !strcmp(buf, "none"))
+		return NULL;
+	return buf;
+}
+
+bool td_cache_dir_setup(const char *given, char *buf, size_t len, const char **ret_dir)
+{
+	const char *dir = given ? given : td_cache_dir_default(buf, len);
+	int e;
+
+	*ret_dir = NULL;
+	if (!dir || !strcmp(dir, "none"))
+		return true;
+	if (given && given[0] != '/') {
+		td_msg("--cache-dir: '%s' is not an absolute path; give one, or none", given);
+		return false;
+	}
+	e = dir[0] == '/' ? sym_debug_cache_prepare(dir) : -EINVAL;
+	if (e == 0) {
+		*ret_dir = dir;
+		return true;
+	}
+	if (given) {
+		td_msg("--cache-dir %s: %s; give a directory of your own that no one else can "
+		       "write, or none",
+			dir, e == -EINVAL ? "not an absolute path" : td_strerror(e));
+		return false;
+	}
+	td_msg("debuginfo cache %s: %s; going on without it (compressed debuginfo is inflated "
+	       "anew); choose one with --cache-dir DIR or TRACERD_CACHE_DIR, or none",
+		dir, e == -EINVAL ? "not an absolute path" : td_strerror(e));
+	return true;
+}
+
+void td_debuginfod_setup(bool wanted)
+{
+	if (!wanted)
+		unsetenv("DEBUGINFOD_URLS");
 }

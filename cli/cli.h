@@ -45,4 +45,20 @@ bool td_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, u
 /* Parse a duration: a number with ms, s, m, h or d (default s), in ns. */
 bool td_parse_duration(const char *opt, const char *s, uint64_t *ret_ns);
 
+/* The default directory of the debuginfo cache (tracerd(8), FILES):
+ * $TRACERD_CACHE_DIR if set, else /var/cache/tracerd for root, else
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/tracerd (a relative XDG_CACHE_HOME is
+ * ignored, as the XDG spec says).  Written into buf; NULL when it is
+ * "none" or no home is known. */
+const char *td_cache_dir_default(char *buf, size_t len);
+/* The cache directory to use, made ready (symbolize/'s
+ * sym_debug_cache_prepare): given, from --cache-dir (NULL: not given),
+ * else the default.  *ret_dir is NULL for none.  A directory given that
+ * cannot serve is a usage error: false, after saying why; a default one
+ * that cannot serve is said and left out (the run goes without). */
+bool td_cache_dir_setup(const char *given, char *buf, size_t len, const char **ret_dir);
+/* Without --debuginfod: drop DEBUGINFOD_URLS before libdw runs, so that
+ * no debuginfo is fetched from a server. */
+void td_debuginfod_setup(bool wanted);
+
 #endif

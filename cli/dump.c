@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@
 static void usage(FILE *f)
 {
 	fputs("usage: tracerd dump --pid PID [--tid TID]... [--no-inline] [--no-dwarf] [--json]\n"
-	      "                    [-v] [--debuginfo-dir DIR] [--stack-bytes N]\n"
+	      "                    [-v] [--debuginfo-dir DIR] [--cache-dir DIR|none]\n"
+	      "                    [--debuginfod] [--stack-bytes N]\n"
 	      "\n"
 	      "Print the stack of every thread of PID once.  Each thread is stopped only\n"
 	      "while its registers and the top of its stack are copied; unwinding and\n"
@@ -33,6 +35,12 @@ static void usage(FILE *f)
 	      "      --json             one JSON object on stdout\n"
 	      "  -v, --verbose          add stopped time, live reads and module counts\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
+	      "      --cache-dir DIR    keep debuginfo decompressed in DIR, for the next\n"
+	      "                         runs (default $TRACERD_CACHE_DIR, else\n"
+	      "                         ~/.cache/tracerd, /var/cache/tracerd for root);\n"
+	      "                         none: no cache\n"
+	      "      --debuginfod       fetch missing debuginfo from the servers in\n"
+	      "                         DEBUGINFOD_URLS (without it, none is asked)\n"
 	      "      --stack-bytes N    stack bytes copied per thread (default 64K)\n"
 	      "  -h, --help             this text\n"
 	      "\n"
@@ -308,7 +316,8 @@ static void print_deadlocks(const struct dump_result *r, bool json)
 		putchar('\n');
 }
 
-static void print_result(const struct dump_result *r, bool json, bool verbose)
+static void print_result(const struct dump_result *r, bool json, bool verbose,
+	const char *cache_dir)
 {
 	bool first = true;
 
@@ -340,6 +349,15 @@ static void print_result(const struct dump_result *r, bool json, bool verbose)
 		       "symbolize %.1f ms\n",
 			r->attach_ns / 1e6, r->modules_ns / 1e6, r->capture_ns / 1e6,
 			r->symbolize_ns / 1e6);
+		if (cache_dir) {
+			const struct sym_debug_stats *d = &r->debug_cache;
+
+			printf("debuginfo cache %s: %u reused, %u made", cache_dir, d->reused,
+				d->created);
+			if (d->failed)
+				printf("; %u read without it: %s", d->failed, td_strerror(d->err));
+			putchar('\n');
+		}
 	}
 	fflush(stdout);
 }
@@ -383,13 +401,17 @@ int cmd_dump(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "debuginfo-dir", required_argument, NULL, 'D' },
 		{ "stack-bytes", required_argument, NULL, 'S' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "debuginfod", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct dump_options o = { .inlines = true };
 	struct dump_failure fail;
 	struct dump_result *res;
-	bool json = false, verbose = false;
+	bool json = false, verbose = false, debuginfod = false;
+	const char *cache_given = NULL;
+	char cache_buf[PATH_MAX];
 	int c, r, ret = TD_EXIT_OK;
 	uint64_t v;
 
@@ -434,6 +456,12 @@ int cmd_dump(int argc, char **argv)
 				return TD_EXIT_USAGE;
 			o.stack_bytes = (uint32_t)v;
 			break;
+		case 'C':
+			cache_given = optarg;
+			break;
+		case 'F':
+			debuginfod = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return TD_EXIT_OK;
@@ -449,11 +477,17 @@ int cmd_dump(int argc, char **argv)
 		td_msg("dump: --pid is required; see tracerd dump --help");
 		return TD_EXIT_USAGE;
 	}
+	/* before any libdw: its lookups read the environment */
+	td_debuginfod_setup(debuginfod);
+	/* --no-dwarf inflates nothing: no cache to make ready */
+	if (!o.no_dwarf &&
+		!td_cache_dir_setup(cache_given, cache_buf, sizeof(cache_buf), &o.cache_dir))
+		return TD_EXIT_USAGE;
 
 	r = dump_run(&o, &res, &fail);
 	if (r < 0)
 		return explain_failure(&o, &fail, r);
-	print_result(res, json, verbose);
+	print_result(res, json, verbose, o.cache_dir);
 	if (res->process_exited) {
 		td_msg("process %d exited during the dump; the stacks above were captured "
 		       "before it did (%u of %u threads)",

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,8 @@ static void usage(FILE *f)
 	fputs("usage: tracerd [record] --pid PID [--pid PID]... [-F HZ] [--duration DUR]\n"
 	      "                [-r DIR] [--max-chunk-size SIZE] [--max-chunk-age DUR]\n"
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
-	      "                [--debuginfo-dir DIR] [--mode cpu|wall]\n"
-	      "                [--capture auto|perf|ptrace] [-q]\n"
+	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
+	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [-q]\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
@@ -43,6 +44,12 @@ static void usage(FILE *f)
 	      "      --max-age DUR        delete chunks older than DUR (default 24h)\n"
 	      "      --stack-bytes N      largest stack copy per sample (default 64K)\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
+	      "      --cache-dir DIR      keep debuginfo decompressed in DIR, for the next\n"
+	      "                           runs (default $TRACERD_CACHE_DIR, else\n"
+	      "                           ~/.cache/tracerd, /var/cache/tracerd for root);\n"
+	      "                           none: no cache\n"
+	      "      --debuginfod         fetch missing debuginfo from the servers in\n"
+	      "                           DEBUGINFOD_URLS (without it, none is asked)\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
 	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
@@ -68,7 +75,14 @@ static bool parse_hz(const char *s, unsigned *ret)
 	return true;
 }
 
-static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
+/* What the front end itself acts on. */
+struct front_opts {
+	bool quiet;
+	bool debuginfod;
+	const char *cache_dir; /* --cache-dir, NULL if not given */
+};
+
+static int parse(int argc, char **argv, struct rec_config *c, struct front_opts *f)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -84,6 +98,8 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "capture", required_argument, NULL, 7 },
+		{ "cache-dir", required_argument, NULL, 8 },
+		{ "debuginfod", no_argument, NULL, 9 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -91,7 +107,7 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 	int ch;
 
 	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
-	*quiet = false;
+	*f = (struct front_opts){ 0 };
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":p:F:d:r:m:qh", opts, NULL)) != -1) {
 		switch (ch) {
@@ -178,8 +194,14 @@ static int parse(int argc, char **argv, struct rec_config *c, bool *quiet)
 				return TD_EXIT_USAGE;
 			}
 			break;
+		case 8:
+			f->cache_dir = optarg;
+			break;
+		case 9:
+			f->debuginfod = true;
+			break;
 		case 'q':
-			*quiet = true;
+			f->quiet = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -230,9 +252,11 @@ static void status_line(const struct recorder *r, void *arg)
 	st->last_ns = now;
 }
 
-static void summary(const struct rec_stats *s, const char *repo, bool wall, uint64_t elapsed_ns,
+static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
+	const char *repo = cfg->repo;
+	bool wall = cfg->mode == REC_MODE_WALL;
 	struct rusage ru;
 	double cpu;
 
@@ -283,6 +307,14 @@ static void summary(const struct rec_stats *s, const char *repo, bool wall, uint
 				(double)(s->samples_taken - s->startup_samples) :
 			0.0,
 		(double)s->startup_cpu_us / 1e3);
+	if (cfg->cache_dir && (s->debug_reused || s->debug_created || s->debug_failed)) {
+		fprintf(f, "  debuginfo    cache %s: %u reused, %u made", cfg->cache_dir,
+			s->debug_reused, s->debug_created);
+		if (s->debug_failed)
+			fprintf(f, "; %u read without it: %s", s->debug_failed,
+				td_strerror(s->debug_err));
+		fputc('\n', f);
+	}
 	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n",
 		(unsigned long long)s->bytes_written,
 		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);
@@ -304,14 +336,21 @@ int cmd_record(int argc, char **argv)
 	struct recorder *r = NULL;
 	struct rec_stats s;
 	struct status st = { 0 };
+	struct front_opts fo;
+	char cache_buf[PATH_MAX];
 	uint64_t start;
 	bool quiet, tty;
 	struct rec_failure fail;
 	int e, ret = TD_EXIT_OK;
 
-	e = parse(argc, argv, &cfg, &quiet);
+	e = parse(argc, argv, &cfg, &fo);
 	if (e)
 		return e < 0 ? TD_EXIT_OK : e;
+	quiet = fo.quiet;
+	/* before any libdw: its lookups read the environment */
+	td_debuginfod_setup(fo.debuginfod);
+	if (!td_cache_dir_setup(fo.cache_dir, cache_buf, sizeof(cache_buf), &cfg.cache_dir))
+		return TD_EXIT_USAGE;
 	e = rec_open(&cfg, &r, &fail);
 	if (e == -TD_E_LOCKED) {
 		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
@@ -363,7 +402,7 @@ int cmd_record(int argc, char **argv)
 			cfg.repo, td_strerror(s.io_err), cfg.repo);
 		ret = TD_EXIT_IO;
 	}
-	summary(&s, cfg.repo, cfg.mode == REC_MODE_WALL, td_now_ns() - start, stderr);
+	summary(&s, &cfg, td_now_ns() - start, stderr);
 	rec_free(r);
 	return ret;
 }

@@ -177,6 +177,9 @@ int cmd_service(int argc, char **argv)
 	}
 	if (only_check)
 		return check(o.config_path);
+	/* the service has no --debuginfod: no server is asked, and the
+	 * installed unit gives it no network anyway */
+	td_debuginfod_setup(false);
 	notify_open(&f);
 	o.watchdog_ns = watchdog_ns();
 	e = svc_run(&o, &hooks, &f, &err);

@@ -133,6 +133,9 @@ struct rec_shared {
 	 * sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
+	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
+	_Atomic unsigned debug_reused, debug_created, debug_failed;
+	_Atomic int debug_err;
 	_Atomic int io_err;
 };
 
@@ -312,6 +315,7 @@ struct worker_config {
 	enum rec_mode mode;
 	struct repo_opts ropts;
 	uint64_t emergency_window_ns;
+	const char *cache_dir; /* rec_config.cache_dir */
 };
 
 /* In the forked child: record into wc->repo, taking orders from fd, until

@@ -50,6 +50,7 @@ struct rec_config {
 	uint32_t max_window;  /* --stack-bytes */
 	uint32_t first_window;
 	const char *debuginfo_dir;
+	const char *cache_dir; /* decompressed debuginfo (sym_options.cache_dir), NULL: none */
 	/* A service's recording (tracerd service, daemon/service.c): it may
 	 * start with no target, takes processes one at a time with
 	 * rec_attach, runs on when every one has exited, handles no signal
@@ -73,6 +74,10 @@ struct rec_stats {
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
+	/* the debuginfo cache (struct sym_debug_stats, summed over the
+	 * processes' sessions) */
+	unsigned debug_reused, debug_created, debug_failed;
+	int debug_err;
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };
@@ -239,6 +244,7 @@ struct dump_options {
 	bool inlines;		   /* inlined frames too */
 	bool no_dwarf;		   /* ELF symbols only (sym_options.no_dwarf) */
 	const char *debuginfo_dir; /* borrowed */
+	const char *cache_dir;	   /* borrowed; sym_options.cache_dir */
 };
 
 enum dump_capture {
@@ -289,6 +295,7 @@ struct dump_result {
 	size_t strings_len;
 	unsigned requested, captured, gone, timeout; /* the capture round */
 	unsigned modules, with_elf, with_dwarf;	     /* sym_session_modules */
+	struct sym_debug_stats debug_cache;	     /* sym_session_debug_stats */
 	bool process_exited; /* during the dump: the threads are what was captured */
 	unsigned deadlocks;  /* cycles found (dump_thread.deadlock) */
 	uint64_t attach_ns, modules_ns, capture_ns, symbolize_ns;
@@ -345,6 +352,9 @@ struct svc_config {
 	char *path;		      /* the file (load), or the name given (parse) */
 	char *directory;	      /* Directory=, default /var/lib/tracerd; absolute,
 				       * no trailing slash (except "/") */
+	char *cache_directory;	      /* CacheDirectory=, the debuginfo cache
+				       * (sym_options.cache_dir), default
+				       * /var/cache/tracerd; as directory; NULL: none */
 	uint64_t max_size;	      /* MaxSize=, per rule repository, default 1 GiB,
 				       * 1 MiB..1 PiB */
 	uint64_t max_age_ns;	      /* MaxAge=, default 24 h, 1 min..365 d */

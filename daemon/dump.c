@@ -375,7 +375,7 @@ int dump_run(const struct dump_options *o, struct dump_result **ret_result,
 {
 	struct pt_config pcfg = { .max_threads = DUMP_MAX_THREADS, .round_nice = -10 };
 	struct sym_options sopt = { .read_live = read_live, .debuginfo_dir = o->debuginfo_dir,
-		.no_dwarf = o->no_dwarf };
+		.no_dwarf = o->no_dwarf, .cache_dir = o->cache_dir };
 	struct dump d = { .pid = o->pid, .window = o->stack_bytes ? o->stack_bytes :
 								    DUMP_DEFAULT_WINDOW };
 	struct dump_failure fail = { .step = DUMP_FAIL_SETUP };
@@ -451,6 +451,7 @@ int dump_run(const struct dump_options *o, struct dump_result **ret_result,
 		goto out;
 	find_deadlocks(d.res);
 	sym_session_modules(ss, &d.res->modules, &d.res->with_elf, &d.res->with_dwarf);
+	sym_session_debug_stats(ss, &d.res->debug_cache);
 	d.res->symbolize_ns = td_now_ns() - t1;
 	d.res->requested = stats.requested;
 	d.res->captured = stats.captured;

@@ -77,6 +77,7 @@ struct service {
 	uint64_t next_scan, next_status, next_dog;
 	char last_status[200];
 	bool stopping;
+	bool cache_ok; /* cfg's cache directory can serve the workers */
 };
 
 static void say(struct service *sv, int prio, const char *fmt, ...)
@@ -149,7 +150,8 @@ static int worker_start(struct service *sv, unsigned i)
 			 * keeps at least two */
 			.ropts = { .max_size = sv->cfg->max_size, .max_age_ns = sv->cfg->max_age_ns,
 				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4) },
-			.emergency_window_ns = sv->cfg->emergency_window_ns };
+			.emergency_window_ns = sv->cfg->emergency_window_ns,
+			.cache_dir = sv->cache_ok ? sv->cfg->cache_directory : NULL };
 
 		/* the other workers' sockets and the service's signals are
 		 * not this process's business */
@@ -568,6 +570,26 @@ static int make_directory(struct service *sv)
 	return 0;
 }
 
+/* Make the debuginfo cache ready for the workers to come; one that cannot
+ * serve is said, and they go without. */
+static void cache_setup(struct service *sv)
+{
+	int e;
+
+	sv->cache_ok = false;
+	if (!sv->cfg->cache_directory)
+		return;
+	e = sym_debug_cache_prepare(sv->cfg->cache_directory);
+	if (e < 0) {
+		say(sv, LOG_WARNING, "CacheDirectory=%s: %s; recording without it (each worker "
+			"inflates compressed debuginfo anew); give a directory of the service's own "
+			"user that no one else can write, or none",
+			sv->cfg->cache_directory, td_strerror(e));
+		return;
+	}
+	sv->cache_ok = true;
+}
+
 /* Wait until no worker is starting (each opened its recording or failed),
  * handling what they say. */
 static void await_open(struct service *sv)
@@ -597,10 +619,16 @@ static void await_open(struct service *sv)
 	}
 }
 
+static bool same_string(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 static bool same_repo_settings(const struct svc_config *a, const struct svc_config *b)
 {
 	return !strcmp(a->directory, b->directory) && a->max_size == b->max_size &&
-	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns;
+	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns &&
+	       same_string(a->cache_directory, b->cache_directory);
 }
 
 static void reload(struct service *sv)
@@ -661,6 +689,7 @@ static void reload(struct service *sv)
 	svc_config_free(sv->cfg);
 	sv->cfg = nc;
 	sv->nw = nc->nrules;
+	cache_setup(sv);
 	for (unsigned j = 0; j < sv->nw; j++) {
 		if (kept[j])
 			continue;
@@ -733,6 +762,7 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 	e = make_directory(sv);
 	if (e < 0)
 		goto out;
+	cache_setup(sv);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);

@@ -329,6 +329,30 @@ static int set_directory(struct parser *p, const char *key, char *v)
 	return 0;
 }
 
+static int set_cache_directory(struct parser *p, const char *key, char *v)
+{
+	size_t n = strlen(v);
+	char *d = NULL;
+
+	if (strcmp(v, "none") != 0) {
+		if (v[0] != '/')
+			return fail(p, "%s= must be an absolute path (starting with '/'), e.g. "
+				       "/var/cache/tracerd, or none",
+				key);
+		while (n > 1 && v[n - 1] == '/')
+			v[--n] = '\0';
+		if (n > SVC_DIRECTORY_MAX)
+			return fail(p, "%s= is longer than %u bytes; choose a shorter path", key,
+				SVC_DIRECTORY_MAX);
+		d = svc_strdup(v);
+		if (!d)
+			return fail_nomem(p);
+	}
+	free(p->c->cache_directory);
+	p->c->cache_directory = d;
+	return 0;
+}
+
 static int set_max_size(struct parser *p, const char *key, char *v)
 {
 	uint64_t size;
@@ -480,6 +504,7 @@ static const struct svc_key svc_keys[] = {
 	{ "MaxAge", SEC_SERVICE, set_max_age },
 	{ "ScanInterval", SEC_SERVICE, set_scan_interval },
 	{ "EmergencyWindow", SEC_SERVICE, set_emergency_window },
+	{ "CacheDirectory", SEC_SERVICE, set_cache_directory },
 	{ "Comm", SEC_TARGET, set_comm },
 	{ "Exe", SEC_TARGET, set_exe },
 	{ "Cmdline", SEC_TARGET, set_cmdline },
@@ -707,7 +732,8 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 	c->rules = td_calloc(SVC_MAX_RULES, sizeof(*c->rules));
 	c->path = svc_strdup(p.name);
 	c->directory = svc_strdup("/var/lib/tracerd");
-	if (!c->rules || !c->path || !c->directory)
+	c->cache_directory = svc_strdup("/var/cache/tracerd");
+	if (!c->rules || !c->path || !c->directory || !c->cache_directory)
 		goto out_nomem;
 	c->max_size = 1ull << 30;
 	c->max_age_ns = 86400 * NS_PER_SEC;
@@ -860,6 +886,7 @@ void svc_config_free(struct svc_config *c)
 	free(c->rules);
 	free(c->path);
 	free(c->directory);
+	free(c->cache_directory);
 	free(c);
 }
 

@@ -70,6 +70,7 @@ struct writer {
 	uint64_t published_ns;	 /* the last publish() */
 	struct sym_cache *cache;
 	struct session sess[REC_MAX_PIDS * 4];
+	struct sym_debug_stats debug_gone; /* of the sessions freed */
 	struct td_map threads, locs;
 	uint32_t end_loc[SYM_END_NO_REGS + 1];
 	uint32_t preempted_loc; /* preempted_location() */
@@ -295,7 +296,8 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 	if (!create || !free_slot)
 		return NULL;
 	{
-		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir };
+		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir,
+			.cache_dir = w->cfg->cache_dir };
 
 		if (sym_session_new(pid, &o, w->cache, &free_slot->s) < 0)
 			return NULL;
@@ -305,11 +307,38 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 	return free_slot;
 }
 
+static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_session *s)
+{
+	struct sym_debug_stats d;
+
+	sym_session_debug_stats(s, &d);
+	sum->reused += d.reused;
+	sum->created += d.created;
+	sum->failed += d.failed;
+	if (d.err)
+		sum->err = d.err;
+}
+
+/* What the debuginfo cache did, for rec_stats. */
+static void debug_stats_store(struct writer *w)
+{
+	struct sym_debug_stats sum = w->debug_gone;
+
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->sess); i++)
+		if (w->sess[i].s)
+			debug_stats_add(&sum, w->sess[i].s);
+	atomic_store(&w->sh->debug_reused, sum.reused);
+	atomic_store(&w->sh->debug_created, sum.created);
+	atomic_store(&w->sh->debug_failed, sum.failed);
+	atomic_store(&w->sh->debug_err, sum.err);
+}
+
 static void session_drop(struct writer *w, pid_t pid)
 {
 	struct session *s = session_for(w, pid, false);
 
 	if (s) {
+		debug_stats_add(&w->debug_gone, s->s);
 		sym_session_free(s->s);
 		s->s = NULL;
 		s->pid = 0;
@@ -1189,7 +1218,8 @@ void *writer_main(void *arg)
 	int reason = TCF_END_STOP;
 
 	/* The first stack costs the most: the target's debuginfo is read
-	 * and inflated once (~0.1 s of CPU for glibc's).  At nice 10 on a
+	 * (~0.1 s of CPU to inflate glibc's compressed one, a few ms once
+	 * the debuginfo cache holds it inflated).  At nice 10 on a
 	 * busy machine it waited seconds, with nothing on disk for kill -9
 	 * to leave; so until its first samples are published this thread
 	 * runs at the sampler's priority (when permitted), then at nice 10
@@ -1238,6 +1268,7 @@ void *writer_main(void *arg)
 					(uint64_t)ru.ru_stime.tv_sec * 1000000u +
 					(uint64_t)ru.ru_stime.tv_usec);
 			atomic_store(&sh->startup_samples, atomic_load(&sh->samples_taken));
+			debug_stats_store(w);
 		}
 		now = td_now_ns();
 		if (atomic_exchange(&sh->rotate_req, 0)) {
@@ -1287,6 +1318,7 @@ void *writer_main(void *arg)
 	atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
 	repo_close(w->repo, reason);
 	w->repo = NULL;
+	debug_stats_store(w);
 	atomic_store(&sh->writer_done, 1);
 	rec_wake(sh->control_wake);
 	return NULL;

@@ -41,6 +41,7 @@ struct sym_vma {
  * cache's) */
 struct sym_module {
 	Dwfl_Module *mod;
+	struct sym_session *s;
 	uint64_t key;	      /* hash of the build-id (or path) */
 	uint64_t bias;
 	const char *path;     /* as in /proc/PID/maps */
@@ -48,9 +49,12 @@ struct sym_module {
 	const struct sym_table *symtab; /* NULL: none (yet, or denied) */
 	bool has_elf, has_dwarf;
 	bool symtab_tried;
+	bool debug_found; /* find_debuginfo gave its debuginfo: a later call
+			   * looks for a dwz alternate file */
 };
 
-/* owns: dwfl, modules, vmas, debuginfo path; borrows: cache */
+/* owns: dwfl, modules, vmas, debuginfo path; borrows: cache, the strings
+ * of opt */
 struct sym_session {
 	pid_t pid;
 	/* whose /proc entry shows the process: pid, or a live thread when the
@@ -59,6 +63,7 @@ struct sym_session {
 	pid_t proc;
 	struct sym_options opt;
 	struct sym_cache *cache;
+	struct sym_debug_stats dstats;
 	Dwfl_Callbacks callbacks;
 	char *debuginfo_path;
 	Dwfl *dwfl;
@@ -272,6 +277,45 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	return fd;
 }
 
+/* libdwfl's find_debuginfo, with the debuginfo cache (debugcache.c) in
+ * front when opt.cache_dir is set.  A module with a build-id gets the
+ * cache's entry, or its original found by build-id (inflated into a new
+ * entry on the way when compressed); only what that misses goes to the
+ * standard search (.gnu_debuglink, and debuginfod servers where
+ * DEBUGINFOD_URLS names some), whose find is stored for the next session.
+ * The order matters: libdwfl's own build-id search opens the file it finds
+ * into the module itself, so an fd returned after it would be ignored. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+	GElf_Addr base, const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+	char **debuginfo_file_name)
+{
+	struct sym_module *m = userdata ? *userdata : NULL;
+	struct sym_session *s = m ? m->s : NULL;
+	const unsigned char *bid;
+	GElf_Addr vaddr;
+	int len = 0, fd;
+
+	if (s && s->opt.cache_dir && !s->opt.no_dwarf && !m->debug_found)
+		len = dwfl_module_build_id(mod, &bid, &vaddr);
+	if (len > 0) {
+		fd = sym_debugcache_find(s->opt.cache_dir, s->debuginfo_path, bid, (size_t)len,
+			&s->dstats, debuginfo_file_name);
+		if (fd >= 0) {
+			m->debug_found = true;
+			return fd;
+		}
+		if (fd != -ENOENT)
+			len = 0; /* the cache cannot serve: said in dstats once */
+	}
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+		debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 && len > 0)
+		sym_debugcache_store(s->opt.cache_dir, bid, (size_t)len, fd, &s->dstats);
+	if (fd >= 0 && m)
+		m->debug_found = true;
+	return fd;
+}
+
 static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 {
 	struct sym_session *s = arg;
@@ -350,7 +394,7 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	struct sym_module *m = &s->modules[s->nmodules++];
 
 	(void)start;
-	*m = (struct sym_module){ .mod = mod, .path = name };
+	*m = (struct sym_module){ .mod = mod, .s = s, .path = name };
 	*userdata = m;
 	return DWARF_CB_OK;
 }
@@ -445,7 +489,7 @@ int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *
 		goto out_free;
 	}
 	s->callbacks.find_elf = find_elf;
-	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.find_debuginfo = find_debuginfo;
 	s->callbacks.section_address = dwfl_offline_section_address;
 	s->callbacks.debuginfo_path = &s->debuginfo_path;
 	r = read_vmas(s);
@@ -514,6 +558,11 @@ void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
 	*ret_modules = s->nmodules;
 	*ret_with_elf = e;
 	*ret_with_dwarf = d;
+}
+
+void sym_session_debug_stats(const struct sym_session *s, struct sym_debug_stats *ret)
+{
+	*ret = s->dstats;
 }
 
 static int cb_frame(Dwfl_Frame *state, void *arg)

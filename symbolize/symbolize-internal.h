@@ -62,4 +62,22 @@ bool sym_cache_table_room(struct sym_cache *c);
 const struct sym_table *sym_cache_table_add(struct sym_cache *c, uint64_t modkey,
 	struct sym_table *t);
 
+/* The debuginfo cache (debugcache.c).  The separate debuginfo of build-id
+ * bid (len bytes): the valid entry of dir if there is one, else the
+ * original found by build-id under the absolute directories of
+ * debuginfo_path (":"-separated, as libdwfl takes it), inflated into a new
+ * entry when it has compressed sections (the original itself when not, or
+ * when the entry cannot be made).  Returns an fd and *ret_name (malloc'ed,
+ * may be NULL); -ENOENT when there is no such original (the caller then
+ * searches as libdwfl does, and may sym_debugcache_store what it finds);
+ * another -errno / -TD_E_* when the cache cannot serve (counted as failed
+ * in *st, with the reason). */
+int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsigned char *bid,
+	size_t len, struct sym_debug_stats *st, char **ret_name);
+/* Make dir's entry for bid from src_fd (debuginfo found elsewhere), for
+ * the sessions to come; src_fd is only read (pread, its own Elf).
+ * Nothing to do if it has no compressed section. */
+void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len, int src_fd,
+	struct sym_debug_stats *st);
+
 #endif

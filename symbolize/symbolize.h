@@ -73,7 +73,27 @@ struct sym_options {
 	 * file:line, but no inflating of compressed debuginfo either (for
 	 * libc6-dbg that is most of a one-shot dump's time). */
 	bool no_dwarf;
+	/* Absolute directory of decompressed debuginfo, DIR/<build-id>.debug
+	 * (debugcache.c; created 0700 with its parents if missing): separate
+	 * debuginfo with compressed sections is inflated once into it, then
+	 * only mapped.  NULL: no cache, libdw inflates it in every session. */
+	const char *cache_dir;
 };
+
+/* What a session's debuginfo cache did (sym_session_debug_stats). */
+struct sym_debug_stats {
+	unsigned reused;  /* entries used as they were */
+	unsigned created; /* entries made (a file inflated into the cache) */
+	unsigned failed;  /* lookups that went without the cache */
+	int err;	  /* why the last one failed: -errno, -TD_E_* */
+};
+
+/* Create the cache directory dir (absolute) with its missing parents,
+ * 0700, and check that it can serve: a directory reached without a
+ * symbolic link in its last component (-TD_E_SYMLINK), owned by the
+ * effective user (-TD_E_NOTOWNER), writable by nobody else
+ * (-TD_E_UNSAFE), writable by us.  Returns 0 or -errno / -TD_E_*. */
+int sym_debug_cache_prepare(const char *dir);
 
 /* owns: strings, pc results, symbol tables; bounded (strings and pc
  * results flushed between stacks when over budget; symbol tables, one per
@@ -102,6 +122,8 @@ void sym_session_free(struct sym_session *s);
  * read so far (it is loaded on first use). */
 void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
 	unsigned *ret_with_elf, unsigned *ret_with_dwarf);
+/* What the debuginfo cache did for this session so far. */
+void sym_session_debug_stats(const struct sym_session *s, struct sym_debug_stats *ret);
 
 /* Unwind one sample (pid must be the session's). */
 int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,

@@ -137,6 +137,11 @@ static void slurp2(int fo, int fe, char **out, char **err)
 	}
 }
 
+void tracerd_test_env(void)
+{
+	setenv("TRACERD_CACHE_DIR", TEST_CACHE_DIR, 0);
+}
+
 static int run(struct run_result *r, const char *const *argv, bool nobody)
 {
 	char path[4096];
@@ -158,6 +163,10 @@ static int run(struct run_result *r, const char *const *argv, bool nobody)
 		dup2(pe[1], 2);
 		if (nobody && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
 			_exit(126);
+		/* nobody could not write the build's cache: none */
+		if (nobody)
+			setenv("TRACERD_CACHE_DIR", "none", 0);
+		tracerd_test_env();
 		execv(path, (char *const *)args);
 		_exit(127);
 	}

@@ -34,6 +34,12 @@ struct run_result {
 	int status; /* exit code, or 128+signal */
 	char *out, *err;
 };
+/* The debuginfo cache tracerd uses under test: the build's, never the
+ * machine's (TRACERD_CACHE_DIR, unless already set). */
+#define TEST_CACHE_DIR TD_BUILD_DIR "/test-cache"
+/* For a child about to exec tracerd: its environment under test. */
+void tracerd_test_env(void);
+
 /* Run build/tracerd with argv (argv[0] ignored), capture both streams. */
 int run_tracerd(struct run_result *r, const char *const *argv);
 /* Same, in a child that first drops to uid/gid 65534. */

@@ -2,13 +2,17 @@
  * the fixture's own functions, inline frames, demangled names, file:line,
  * agreement with eu-stack, and every error path. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,6 +284,93 @@ Test(dump, stripped_binary_with_build_id_debuginfo_dir, .timeout = 60)
 	fx_stop(pid);
 }
 
+/* A debuginfod server that knows nothing: it answers 404 to every request
+ * and writes a byte to *ret_heard for each.  Returns its pid; its URL is
+ * in url. */
+static pid_t debuginfod_start(char *url, size_t len, int *ret_heard)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), p[2];
+	pid_t pid;
+
+	cr_assert_geq(ls, 0);
+	cr_assert_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(ls, 16), 0);
+	cr_assert_eq(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		static const char resp[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+					   "Connection: close\r\n\r\n";
+
+		close(p[0]);
+		for (;;) {
+			char req[4096];
+			int c = accept(ls, NULL, NULL);
+
+			if (c < 0)
+				continue;
+			if (write(p[1], "!", 1) != 1 || read(c, req, sizeof(req)) < 0 ||
+				write(c, resp, sizeof(resp) - 1) < 0)
+				_exit(1);
+			close(c);
+		}
+	}
+	close(ls);
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	*ret_heard = p[0];
+	snprintf(url, len, "http://127.0.0.1:%d", (int)ntohs(a.sin_port));
+	return pid;
+}
+
+static int requests_heard(int fd)
+{
+	char buf[64];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	return n > 0 ? (int)n : 0;
+}
+
+/* libdw asks the servers in DEBUGINFOD_URLS for debuginfo it lacks: only
+ * with --debuginfod. */
+Test(dump, debuginfod_only_when_asked, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_chain_stripped"), NULL), server;
+	char url[64], cache[] = "/tmp/tracerd-debuginfod-XXXXXX", cmd[128];
+	struct run_result r;
+	int heard;
+
+	cr_assert_gt(pid, 0);
+	cr_assert_not_null(mkdtemp(cache));
+	server = debuginfod_start(url, sizeof(url), &heard);
+	setenv("DEBUGINFOD_URLS", url, 1);
+	/* its own client cache: a remembered miss would ask nobody */
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	setenv("DEBUGINFOD_TIMEOUT", "10", 1);
+
+	dump_text(pid, &r, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "qsort") != NULL, "%s", r.out);
+	cr_expect_eq(requests_heard(heard), 0, "no server asked without --debuginfod");
+	run_result_free(&r);
+
+	dump_text(pid, &r, "--debuginfod", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "qsort") != NULL, "%s", r.out);
+	cr_expect_gt(requests_heard(heard), 0, "--debuginfod asks the server for what is missing");
+	run_result_free(&r);
+
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	close(heard);
+	fx_stop(pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
+	cr_expect_eq(system(cmd), 0);
+}
+
 Test(dump, binary_deleted_after_start, .timeout = 60)
 {
 	char dir[] = "/tmp/tracerd-test-XXXXXX", path[256], cmd[600], chain[4096];
@@ -522,6 +613,7 @@ Test(dump_errors, own_pid)
 
 		dup2(pfd[1], 2);
 		snprintf(p, sizeof(p), "%d", (int)getpid()); /* exec keeps the pid */
+		tracerd_test_env();
 		execl(TD_BUILD_DIR "/tracerd", "tracerd", "dump", "--pid", p, (char *)NULL);
 		_exit(127);
 	}

@@ -83,6 +83,7 @@ static pid_t tracerd_start(pid_t pid, const char *a1, const char *a2, const char
 		/* as some shells and service managers leave it: tracerd must
 		 * still hear of its tracees' stops at once */
 		signal(SIGCHLD, SIG_IGN);
+		tracerd_test_env();
 		execl(TRACERD, TRACERD, "--pid", p, "-r", repo, "-q", a1, a2, a3, (char *)NULL);
 		_exit(127);
 	}

@@ -41,8 +41,9 @@ static void svc_config(struct svc *s, const char *rules)
 {
 	char text[2048];
 
-	snprintf(text, sizeof(text), "[Service]\nDirectory=%s\nScanInterval=200ms\n\n%s", s->data,
-		rules);
+	snprintf(text, sizeof(text),
+		"[Service]\nDirectory=%s\nCacheDirectory=" TEST_CACHE_DIR "\nScanInterval=200ms\n\n%s",
+		s->data, rules);
 	write_file(s->conf, text);
 }
 
@@ -231,7 +232,7 @@ Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 24
 	svc_config(&s, "[Target spin]\nComm=fx_spin\nCmdline=fx_spin 70001$\nFrequency=lots\n");
 	kill(s.pid, SIGHUP);
 	expect_log(&s, "reload refused");
-	snprintf(want, sizeof(want), "%s:8:", s.conf);
+	snprintf(want, sizeof(want), "%s:9:", s.conf);
 	expect_log(&s, want);
 	cr_assert_gt(tracer_of(spin2), 0, "still followed after a refused reload");
 	cr_assert_gt(tracer_of(threads), 0, "still followed after a refused reload");

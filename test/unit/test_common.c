@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../common/buf.h"
@@ -497,4 +498,75 @@ Test(cli, parse_size_and_pid)
 	pid_refused("0");
 	pid_refused("42a");
 	pid_refused("99999999999");
+}
+
+/* The default cache directory as user uid would have it (root: seteuid
+ * there and back), its environment set by the caller. */
+static const char *cache_default_as(uid_t uid, char *buf, size_t len)
+{
+	uid_t was = geteuid();
+	const char *r;
+
+	if (was != uid)
+		cr_assert_eq(seteuid(uid), 0, "needs root to act as uid %d", (int)uid);
+	r = td_cache_dir_default(buf, len);
+	if (was != uid)
+		cr_assert_eq(seteuid(was), 0);
+	return r;
+}
+
+Test(cli, cache_dir_default)
+{
+	uid_t user = geteuid() == 0 ? 65534 : geteuid();
+	char buf[256];
+
+	setenv("TRACERD_CACHE_DIR", "/srv/c", 1);
+	cr_expect_str_eq(cache_default_as(geteuid(), buf, sizeof(buf)), "/srv/c", "the variable first");
+	setenv("TRACERD_CACHE_DIR", "none", 1);
+	cr_expect_null(cache_default_as(geteuid(), buf, sizeof(buf)), "none: no cache");
+	unsetenv("TRACERD_CACHE_DIR");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	setenv("HOME", "/home/u", 1);
+	if (geteuid() == 0) /* else only the user's defaults can be seen */
+		cr_expect_str_eq(cache_default_as(0, buf, sizeof(buf)), "/var/cache/tracerd");
+	cr_expect_str_eq(cache_default_as(user, buf, sizeof(buf)), "/xdg/tracerd");
+	setenv("XDG_CACHE_HOME", "relative", 1);
+	cr_expect_str_eq(cache_default_as(user, buf, sizeof(buf)), "/home/u/.cache/tracerd",
+		"a relative XDG_CACHE_HOME is ignored");
+	unsetenv("XDG_CACHE_HOME");
+	cr_expect_str_eq(cache_default_as(user, buf, sizeof(buf)), "/home/u/.cache/tracerd");
+}
+
+Test(cli, cache_dir_setup)
+{
+	char dir[] = "/tmp/tracerd-cli-cache-XXXXXX", sub[64], buf[256], *out;
+	const char *got = "x";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/made", dir);
+	catch_begin();
+	cr_expect(td_cache_dir_setup("none", buf, sizeof(buf), &got));
+	cr_expect_null(got);
+	cr_expect(td_cache_dir_setup(sub, buf, sizeof(buf), &got));
+	cr_expect_eq(got, sub);
+	cr_expect_eq(access(sub, W_OK), 0, "created");
+	cr_expect_str_eq(catch_end(), "", "a good one silently");
+
+	catch_begin();
+	cr_expect_not(td_cache_dir_setup("rel", buf, sizeof(buf), &got), "relative: usage error");
+	cr_expect(strstr(catch_end(), "--cache-dir: 'rel' is not an absolute path"));
+	cr_assert_eq(chmod(sub, 0777), 0);
+	catch_begin();
+	cr_expect_not(td_cache_dir_setup(sub, buf, sizeof(buf), &got), "given and unsafe: refused");
+	cr_expect(strstr(catch_end(), "writable by its group or by others"));
+	setenv("TRACERD_CACHE_DIR", sub, 1);
+	catch_begin();
+	cr_expect(td_cache_dir_setup(NULL, buf, sizeof(buf), &got), "the default: go on");
+	cr_expect_null(got);
+	out = strdup(catch_end());
+	cr_expect(strstr(out, "going on without it"), "%s", out);
+	free(out);
+	unsetenv("TRACERD_CACHE_DIR");
+	snprintf(buf, sizeof(buf), "rm -rf %s", dir);
+	cr_expect_eq(system(buf), 0);
 }

@@ -121,6 +121,7 @@ Test(svcconf, defaults)
 
 		cr_expect_str_eq(c->path, "test.conf");
 		cr_expect_str_eq(c->directory, "/var/lib/tracerd");
+		cr_expect_str_eq(c->cache_directory, "/var/cache/tracerd");
 		cr_expect_eq(c->max_size, 1ull << 30);
 		cr_expect_eq(c->max_age_ns, 86400 * NS);
 		cr_expect_eq(c->scan_interval_ns, 2 * NS);
@@ -140,6 +141,7 @@ Test(svcconf, every_key)
 					"MaxAge=7d\n"
 					"ScanInterval=500ms\n"
 					"EmergencyWindow=10min\n"
+					"CacheDirectory=/srv/cache/\n"
 					"\n"
 					"[Target ledger]\n"
 					"Unit=ledger.service\n"
@@ -158,6 +160,7 @@ Test(svcconf, every_key)
 	cr_expect_eq(c->max_age_ns, 7 * 86400 * NS);
 	cr_expect_eq(c->scan_interval_ns, NS / 2);
 	cr_expect_eq(c->emergency_window_ns, 600 * NS);
+	cr_expect_str_eq(c->cache_directory, "/srv/cache");
 	cr_assert_eq(c->nrules, 2);
 	r = &c->rules[0];
 	cr_expect_str_eq(r->name, "ledger");
@@ -167,7 +170,7 @@ Test(svcconf, every_key)
 	cr_expect_null(r->cmdline);
 	cr_expect_eq(r->hz, 199);
 	cr_expect_eq(r->mode, REC_MODE_WALL);
-	cr_expect_eq(r->line, 8);
+	cr_expect_eq(r->line, 9);
 	r = &c->rules[1];
 	cr_expect_str_eq(r->name, "py-web.1");
 	cr_expect_str_eq(r->comm, "python3*");
@@ -176,7 +179,7 @@ Test(svcconf, every_key)
 	cr_expect_str_eq(r->unit, "web@*.service");
 	cr_expect_eq(r->hz, 99, "default");
 	cr_expect_eq(r->mode, REC_MODE_CPU, "default");
-	cr_expect_eq(r->line, 13);
+	cr_expect_eq(r->line, 14);
 	cr_expect_eq(svc_config_needs(c),
 		SVC_NEED_COMM | SVC_NEED_EXE | SVC_NEED_CMDLINE | SVC_NEED_UNIT);
 	svc_config_free(c);
@@ -305,6 +308,19 @@ Test(svcconf, directory)
 		free(text);
 	}
 	free(longdir);
+}
+
+Test(svcconf, cache_directory)
+{
+	struct svc_config *c = service_ok("CacheDirectory", "/srv/cache///");
+
+	cr_expect_str_eq(c->cache_directory, "/srv/cache");
+	svc_config_free(c);
+	c = service_ok("CacheDirectory", "none");
+	cr_expect_null(c->cache_directory, "none: no cache");
+	svc_config_free(c);
+	service_bad("CacheDirectory", "cache", "absolute path");
+	service_bad("CacheDirectory", "", "empty value");
 }
 
 Test(svcconf, frequency_and_mode)
@@ -1075,6 +1091,7 @@ Test(svcconf, installed_example_follows_nothing_until_edited)
 	cr_expect_eq(c->max_age_ns, def->max_age_ns);
 	cr_expect_eq(c->scan_interval_ns, def->scan_interval_ns);
 	cr_expect_eq(c->emergency_window_ns, def->emergency_window_ns);
+	cr_expect_str_eq(c->cache_directory, def->cache_directory);
 	svc_config_free(c);
 	svc_config_free(def);
 	free(un);

@@ -1,0 +1,560 @@
+/* The cache of decompressed separate debuginfo, keyed by build-id.
+ *
+ * Debian's -dbg packages (libc6-dbg among them) ship .debug files whose
+ * .debug_* sections are SHF_COMPRESSED; libdw inflates each whole section
+ * on first use, which was half of the recorder's start-up CPU, paid again
+ * by every recording, every dump and every process of the same binary.
+ * This file keeps DIR/<build-id-hex>.debug, a copy of such a file with
+ * every section stored uncompressed, which libdw then only maps.
+ *
+ * An entry's life (sym_debugcache_find calls entry_open, then
+ * entry_create when that finds nothing it may use):
+ *
+ *           entry_create: copy to DIR/.tmp-*, inflate every section
+ *   absent ---(libelf, ELF_C_RDWR), check it, rename it to the name--> valid
+ *     ^                                                                  |
+ *     +-- evict: after any entry_create, least recently used first <----+
+ *                                                                        |
+ *   refused (truncated, another build-id, compressed, a link, not ours)  |
+ *     +-- entry_create renames a new file over it ---------------------->+
+ *
+ * entry_open marks each use (atime) for evict.
+ *
+ * What it guarantees: an entry is used only if it is a regular file owned
+ * by the effective user, writable by nobody else, reached without
+ * following a symbolic link, an ELF file whose build-id is the one asked
+ * for, with no compressed section and every section inside the file (so a
+ * truncated copy is refused).  A reader never sees a half-written entry:
+ * entries appear by rename.  The directory must be the effective user's
+ * own and writable by nobody else; one we create is 0700.
+ *
+ * Bounds (tracerd(8), FILES): an entry is made only for a file of at most
+ * SYM_DEBUGCACHE_MAX_ENTRY bytes once inflated; after each new entry the
+ * least recently used entries (by atime, which entry_open sets on every
+ * use: mount options such as noatime do not matter) are deleted until the
+ * rest hold at most SYM_DEBUGCACHE_MAX_BYTES in at most
+ * SYM_DEBUGCACHE_MAX_FILES files; temporary files older than an hour (a
+ * writer that died) go too.
+ *
+ * Left to others: whether to cache at all (sym_options.cache_dir), and
+ * the search beyond build-id paths: session.c hands what libdwfl's
+ * standard search found (.gnu_debuglink, debuginfod) to
+ * sym_debugcache_store.  A dwz alternate file (.gnu_debugaltlink) is
+ * opened by libdw itself and is not cached. */
+#define _GNU_SOURCE
+#include "symbolize-internal.h"
+
+#include <dirent.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SYM_DEBUGCACHE_MAX_BYTES (1ull << 30)	/* all entries together */
+#define SYM_DEBUGCACHE_MAX_FILES 256		/* entries */
+#define SYM_DEBUGCACHE_MAX_ENTRY (256ull << 20) /* one entry, inflated */
+#define SYM_DEBUGCACHE_SCAN_MAX 4096		/* directory entries looked at per eviction */
+#define SYM_DEBUGCACHE_TMP_AGE 3600		/* s: a temporary file older is left over */
+#define SYM_BUILD_ID_MAX 64			/* bytes; as load_module keeps them */
+
+static void hex_of(const unsigned char *bid, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[bid[i] >> 4];
+		out[2 * i + 1] = digits[bid[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+/* Open dir (absolute), creating it and its missing parents 0700 if
+ * create.  The last component is opened without following a link. */
+static int dir_open(const char *dir, bool create)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	size_t len = strlen(dir);
+	int fd;
+
+	if (dir[0] != '/')
+		return -EINVAL;
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		memcpy(path, dir, len + 1);
+		for (char *p = path + 1;; p++) {
+			if (*p != '/' && *p != '\0')
+				continue;
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(path, 0700) < 0 && errno != EEXIST)
+				return -errno;
+			*p = c;
+			if (!c)
+				break;
+		}
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		/* a symbolic link: ELOOP, or ENOTDIR from O_DIRECTORY first */
+		int e = errno;
+		struct stat lst;
+
+		if (e == ELOOP || (e == ENOTDIR && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode)))
+			return -TD_E_SYMLINK;
+		return -e;
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	if (st.st_uid != geteuid()) {
+		close(fd);
+		return -TD_E_NOTOWNER;
+	}
+	if (st.st_mode & 022) {
+		close(fd);
+		return -TD_E_UNSAFE;
+	}
+	return fd;
+}
+
+int sym_debug_cache_prepare(const char *dir)
+{
+	int fd = dir_open(dir, true);
+
+	if (fd < 0)
+		return fd;
+	/* entries are created and deleted in it */
+	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+/* How many sections are SHF_COMPRESSED, and the file's size once they are
+ * inflated (at least the current size).  -errno / -TD_E_CORRUPT. */
+static int count_compressed(Elf *elf, uint64_t size, uint64_t *ret_inflated)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = size;
+	int n = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -TD_E_CORRUPT;
+		if (!(sh.sh_flags & SHF_COMPRESSED) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (!gelf_getchdr(scn, &ch))
+			return -TD_E_CORRUPT;
+		n++;
+		/* a bomb's ch_size is caught here, before anything inflates */
+		if (ch.ch_size > SYM_DEBUGCACHE_MAX_ENTRY)
+			return -TD_E_LIMIT;
+		total += ch.ch_size;
+	}
+	*ret_inflated = total;
+	return n;
+}
+
+/* Is fd a valid entry for build-id bid: ours, whole, uncompressed? */
+static bool entry_valid(int fd, const unsigned char *bid, size_t len)
+{
+	struct stat st;
+	const void *have;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	size_t shnum;
+	Elf *elf;
+	bool ok = false;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		(st.st_mode & 022) || st.st_size <= 0 ||
+		(uint64_t)st.st_size > SYM_DEBUGCACHE_MAX_ENTRY)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+		elf_getshdrnum(elf, &shnum) != 0)
+		goto out;
+	/* A truncated copy can lose its section headers (they are last) and
+	 * still show a build-id through its program headers: the headers
+	 * must be there, every one. */
+	if (shnum < 2 || eh.e_shentsize == 0 || eh.e_shoff > (uint64_t)st.st_size ||
+		shnum > ((uint64_t)st.st_size - eh.e_shoff) / eh.e_shentsize)
+		goto out;
+	if (dwelf_elf_gnu_build_id(elf, &have) != (ssize_t)len || memcmp(have, bid, len) != 0)
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & SHF_COMPRESSED))
+			goto out;
+		if (sh.sh_type != SHT_NOBITS &&
+			(sh.sh_offset > (uint64_t)st.st_size ||
+				sh.sh_size > (uint64_t)st.st_size - sh.sh_offset))
+			goto out;
+	}
+	ok = true;
+out:
+	elf_end(elf);
+	return ok;
+}
+
+/* A use: LRU eviction goes by atime, set here explicitly so that noatime
+ * and relatime mounts keep the order; mtime stays when it was made. */
+static void entry_touch(int fd)
+{
+	const struct timespec t[2] = { { .tv_nsec = UTIME_NOW }, { .tv_nsec = UTIME_OMIT } };
+
+	futimens(fd, t);
+}
+
+/* The valid entry name in dirfd, or -ENOENT (absent), -TD_E_CORRUPT (there
+ * but not to be trusted: to be replaced). */
+static int entry_open(int dirfd, const char *name, const unsigned char *bid, size_t len)
+{
+	/* O_NONBLOCK: a FIFO in its place does not hang us */
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -TD_E_CORRUPT;
+	if (!entry_valid(fd, bid, len)) {
+		close(fd);
+		return -TD_E_CORRUPT;
+	}
+	entry_touch(fd);
+	return fd;
+}
+
+static int copy_all(int from, int to)
+{
+	static const size_t chunk = 256 * 1024;
+	char *buf = malloc(chunk);
+	off_t off = 0;
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(from, buf, chunk, off), w;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		w = td_write_all(to, buf, (size_t)n);
+		if (w < 0) {
+			r = (int)w;
+			break;
+		}
+		off += n;
+	}
+	free(buf);
+	return r;
+}
+
+/* Every compressed section of the copy at fd stored inflated. */
+static int inflate_in_place(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_RDWR, NULL);
+	Elf_Scn *scn = NULL;
+	int r = 0;
+
+	if (!elf)
+		return -TD_E_CORRUPT;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh)) {
+			r = -TD_E_CORRUPT;
+			break;
+		}
+		if ((sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS &&
+			elf_compress(scn, 0, 0) < 0) {
+			r = -TD_E_CORRUPT;
+			break;
+		}
+	}
+	/* no ELF_F_LAYOUT: libelf lays the grown sections out anew (the
+	 * program headers of a .debug file describe the stripped binary and
+	 * are kept as they are) */
+	if (r == 0 && elf_update(elf, ELF_C_WRITE) < 0)
+		r = elf_errno() ? -TD_E_CORRUPT : -EIO;
+	elf_end(elf);
+	return r;
+}
+
+struct entry {
+	char name[SYM_BUILD_ID_MAX * 2 + 8];
+	uint64_t bytes;
+	struct timespec atime;
+};
+
+static int by_atime(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->atime.tv_sec != y->atime.tv_sec)
+		return x->atime.tv_sec < y->atime.tv_sec ? -1 : 1;
+	if (x->atime.tv_nsec != y->atime.tv_nsec)
+		return x->atime.tv_nsec < y->atime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool is_entry_name(const char *n)
+{
+	size_t h = strspn(n, "0123456789abcdef");
+
+	return h >= 2 && h <= SYM_BUILD_ID_MAX * 2 && !strcmp(n + h, ".debug");
+}
+
+/* Delete the least recently used entries beyond the bounds, never keep
+ * (just made), and temporary files a dead writer left. */
+static void evict(int dirfd, const char *keep)
+{
+	struct entry *e = calloc(SYM_DEBUGCACHE_SCAN_MAX, sizeof(*e));
+	uint64_t total = 0;
+	unsigned n = 0, seen = 0, files;
+	struct dirent *de;
+	int dfd = dup(dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	time_t now = time(NULL);
+
+	if (!d && dfd >= 0)
+		close(dfd);
+	if (!e || !d)
+		goto out;
+	while ((de = readdir(d)) && seen++ < SYM_DEBUGCACHE_SCAN_MAX) {
+		struct stat st;
+
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (!strncmp(de->d_name, ".tmp-", 5)) {
+			if (st.st_mtime < now - SYM_DEBUGCACHE_TMP_AGE)
+				unlinkat(dirfd, de->d_name, 0);
+			continue;
+		}
+		if (!is_entry_name(de->d_name))
+			continue;
+		/* is_entry_name bounds its length */
+		memcpy(e[n].name, de->d_name, strlen(de->d_name) + 1);
+		e[n].bytes = (uint64_t)st.st_size;
+		e[n].atime = st.st_atim;
+		total += e[n].bytes;
+		n++;
+	}
+	qsort(e, n, sizeof(*e), by_atime);
+	files = n;
+	for (unsigned i = 0; i < n; i++) {
+		if (total <= SYM_DEBUGCACHE_MAX_BYTES && files <= SYM_DEBUGCACHE_MAX_FILES)
+			break;
+		if (!strcmp(e[i].name, keep))
+			continue;
+		if (unlinkat(dirfd, e[i].name, 0) == 0) {
+			total -= e[i].bytes;
+			files--;
+		}
+	}
+out:
+	if (d)
+		closedir(d);
+	free(e);
+}
+
+/* Make the entry name in dirfd from src_fd (an ELF with compressed
+ * sections).  Returns an fd of the new entry, or -errno / -TD_E_*. */
+static int entry_create(int dirfd, const char *name, int src_fd, const unsigned char *bid,
+	size_t len)
+{
+	static unsigned seq;
+	char tmp[sizeof(((struct entry *)0)->name) + 48];
+	uint64_t inflated;
+	struct stat st;
+	Elf *src;
+	int fd, r;
+
+	if (fstat(src_fd, &st) < 0)
+		return -errno;
+	src = elf_begin(src_fd, ELF_C_READ_MMAP, NULL);
+	if (!src)
+		return -TD_E_CORRUPT;
+	r = elf_kind(src) == ELF_K_ELF ? count_compressed(src, (uint64_t)st.st_size, &inflated) :
+					  -TD_E_CORRUPT;
+	elf_end(src);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENODATA; /* nothing to inflate: the original will do */
+	if (inflated > SYM_DEBUGCACHE_MAX_ENTRY)
+		return -TD_E_LIMIT;
+	snprintf(tmp, sizeof(tmp), ".tmp-%.*s-%d-%u", (int)(len * 2), name, (int)getpid(),
+		__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = copy_all(src_fd, fd);
+	if (r == 0)
+		r = inflate_in_place(fd);
+	if (r == 0 && !entry_valid(fd, bid, len))
+		r = -TD_E_CORRUPT;
+	if (r == 0)
+		r = td_renameat(dirfd, tmp, dirfd, name);
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		close(fd);
+		return r;
+	}
+	entry_touch(fd);
+	evict(dirfd, name);
+	return fd;
+}
+
+/* Is the file at path (a build-id path) the debuginfo of bid? */
+static int open_by_build_id(const char *path, const unsigned char *bid, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	const void *have;
+	Elf *elf;
+	bool ok;
+
+	if (fd < 0)
+		return -errno;
+	elf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? elf_begin(fd, ELF_C_READ_MMAP, NULL) :
+							   NULL;
+	ok = elf && elf_kind(elf) == ELF_K_ELF &&
+	     dwelf_elf_gnu_build_id(elf, &have) == (ssize_t)len && !memcmp(have, bid, len);
+	elf_end(elf);
+	if (!ok) {
+		close(fd);
+		return -TD_E_CORRUPT;
+	}
+	return fd;
+}
+
+int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsigned char *bid,
+	size_t len, struct sym_debug_stats *st, char **ret_name)
+{
+	char hex[SYM_BUILD_ID_MAX * 2 + 1], name[sizeof(hex) + 8];
+	char *paths = NULL, *p, *elem, *found = NULL;
+	int dirfd, fd = -ENOENT, r;
+
+	if (len < 2 || len > SYM_BUILD_ID_MAX)
+		return -ENOENT;
+	hex_of(bid, len, hex);
+	snprintf(name, sizeof(name), "%s.debug", hex);
+	dirfd = dir_open(dir, true);
+	if (dirfd < 0) {
+		st->failed++;
+		st->err = dirfd;
+		return dirfd;
+	}
+	fd = entry_open(dirfd, name, bid, len);
+	if (fd >= 0) {
+		st->reused++;
+		goto out_name;
+	}
+	/* The original, by build-id, as libdwfl would find it: in
+	 * DIR/.build-id/xx/yyyy.debug for each absolute DIR of the path. */
+	fd = -ENOENT;
+	paths = strdup(debuginfo_path ? debuginfo_path : "/usr/lib/debug");
+	if (!paths) {
+		fd = -ENOMEM;
+		goto out;
+	}
+	for (p = paths; fd < 0 && (elem = strsep(&p, ":"));) {
+		char path[PATH_MAX];
+
+		if (elem[0] == '+' || elem[0] == '-')
+			elem++;
+		if (elem[0] != '/')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", elem, hex,
+			    hex + 2) >= sizeof(path))
+			continue;
+		/* absent, unreadable or another build's: the next directory */
+		fd = open_by_build_id(path, bid, len);
+		if (fd >= 0)
+			found = strdup(path); /* NULL is only a missing name */
+	}
+	if (fd < 0) {
+		fd = -ENOENT;
+		goto out;
+	}
+	r = entry_create(dirfd, name, fd, bid, len);
+	if (r == -ENODATA) {
+		/* not compressed: nothing to gain */
+		*ret_name = found;
+		found = NULL;
+		goto out;
+	}
+	if (r < 0) {
+		/* libdw inflates the original, as without a cache */
+		st->failed++;
+		st->err = r;
+		*ret_name = found;
+		found = NULL;
+		goto out;
+	}
+	close(fd);
+	fd = r;
+	st->created++;
+out_name:
+	if (asprintf(ret_name, "%s/%s", dir, name) < 0)
+		*ret_name = NULL;
+out:
+	free(found);
+	free(paths);
+	close(dirfd);
+	return fd;
+}
+
+void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len, int src_fd,
+	struct sym_debug_stats *st)
+{
+	char hex[SYM_BUILD_ID_MAX * 2 + 1], name[sizeof(hex) + 8];
+	int dirfd, fd;
+
+	if (len < 2 || len > SYM_BUILD_ID_MAX)
+		return;
+	hex_of(bid, len, hex);
+	snprintf(name, sizeof(name), "%s.debug", hex);
+	dirfd = dir_open(dir, true);
+	if (dirfd < 0) {
+		st->failed++;
+		st->err = dirfd;
+		return;
+	}
+	fd = entry_create(dirfd, name, src_fd, bid, len);
+	if (fd >= 0) {
+		st->created++;
+		close(fd);
+	} else if (fd != -ENODATA) {
+		st->failed++;
+		st->err = fd;
+	}
+	close(dirfd);
+}
