@@ -228,7 +228,9 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 			return TD_EXIT_USAGE;
 		}
 	}
-	c->first_window = c->max_window < 16384 ? c->max_window : 16384;
+	/* as perf record --call-graph dwarf: each copy is made in the target's own
+	 * interrupt (perf capture), and grows where the stacks need more */
+	c->first_window = c->max_window < 8192 ? c->max_window : 8192;
 	return 0;
 }
 

@@ -106,19 +106,23 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 
 /* Bytes of the sample ring: each sample takes its window's bytes, not the
  * largest window's.  Wall mode: a copy of every blocked thread can come in
- * one tick; 64 MiB, faulted in as used.  cpu mode: two seconds of the
- * CPUs' samples at 16 KiB each, at least 4 MiB, faulted in at once
- * (ring_prefault) up to 8 MiB rather than a fault per page on the first
- * pass (a fifth of the daemon's CPU at 99 Hz, measured with 64 KiB slots
- * that took ten seconds to come round). */
+ * one tick; 64 MiB, faulted in as used.  cpu mode: half a second of the
+ * CPUs' samples at the first window (the writer's longest pauses, while it
+ * loads a large binary's symbols, are a fraction of that), at least 4 MiB,
+ * faulted in at once (ring_prefault) up to 16 MiB rather than a fault per
+ * page on the first pass (a fifth of the daemon's CPU at 99 Hz, measured
+ * with 64 KiB slots that took ten seconds to come round; more than half of
+ * it at 999 Hz with a 64 MiB ring). */
 static size_t sample_bytes(const struct rec_config *cfg)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t want = (size_t)cfg->hz * (size_t)(cpus > 0 ? cpus : 1) * td_sample_size(16384) * 2;
+	size_t want = (size_t)cfg->hz * (size_t)(cpus > 0 ? cpus : 1) *
+		td_sample_size(cfg->first_window) / 2;
 
 	if (cfg->mode == REC_MODE_WALL)
 		return 64u << 20;
-	return TD_MAX(TD_MAX(want, (size_t)4 << 20), 4 * (size_t)td_sample_size(cfg->max_window));
+	return TD_MIN(TD_MAX(TD_MAX(want, (size_t)4 << 20), 4 * td_sample_size(cfg->max_window)),
+		(size_t)64 << 20);
 }
 
 int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec_failure *ret_fail)
@@ -164,8 +168,8 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		e = -errno;
 		goto out_free;
 	}
-	e = ring_init_bytes(&sh->samples, TD_MIN(sample_bytes(&r->cfg), (size_t)64 << 20));
-	if (!e && r->cfg.mode != REC_MODE_WALL && sh->samples.cap <= (8u << 20))
+	e = ring_init_bytes(&sh->samples, sample_bytes(&r->cfg));
+	if (!e && r->cfg.mode != REC_MODE_WALL && sh->samples.cap <= (16u << 20))
 		ring_prefault(&sh->samples);
 	if (!e)
 		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));

@@ -124,6 +124,7 @@ struct sampler {
 	unsigned nonperf;     /* threads the kernel does not sample */
 	bool switches;	      /* the kernel reports switches (wall mode with perf) */
 	bool switches_lost;   /* since the last tick: its ring lost records */
+	bool wake_writer;     /* something for the writer at once (an attach, a death) */
 	pid_t resize[16];     /* perf threads whose window grew, to reopen */
 	unsigned nresize;
 	pid_t *chosen;
@@ -372,6 +373,9 @@ static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 			.time_ns = td_now_ns() };
 
 		push_event(s, &e);
+		/* a process just attached: the writer takes its baselines (its
+		 * cgroup's OOM kills) now, before anything can happen to it */
+		s->wake_writer = true;
 	}
 }
 
@@ -412,6 +416,9 @@ static void on_event(void *arg, const struct pt_event *ev)
 		break;
 	case PT_EVENT_PROCESS_EXIT:
 		e.kind = REC_EV_PROCESS_EXIT;
+		/* the writer tells a death and its cause (an OOM kill, read
+		 * from its cgroup's count) at once, not at its next look */
+		s->wake_writer = true;
 		break;
 	default:
 		return; /* signals and group-stops pass through */
@@ -1037,6 +1044,10 @@ void *sampler_main(void *arg)
 			}
 			if (pfd[3].revents & POLLIN)
 				perf_drain(s);
+			if (s->wake_writer) {
+				rec_wake(sh->writer_wake);
+				s->wake_writer = false;
+			}
 			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
 				(!targets_live(&s->targets) && !s->cfg->follow))
 				break;
@@ -1079,12 +1090,13 @@ void *sampler_main(void *arg)
 		 * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU
 		 * in a VM, measured), sooner when a ring is a quarter full. */
 		now = td_now_ns();
-		if (ring_used(&sh->samples) > sh->samples.cap / 4 ||
+		if (s->wake_writer || ring_used(&sh->samples) > sh->samples.cap / 4 ||
 			ring_used(&sh->events) > sh->events.cap / 4 ||
 			((ring_used(&sh->samples) || ring_used(&sh->events)) &&
 				now - woke_writer >= S_WRITER_NS)) {
 			rec_wake(sh->writer_wake);
 			woke_writer = now;
+			s->wake_writer = false;
 		}
 	}
 	/* Resume every stopped thread; the rest are detached by the kernel

@@ -46,6 +46,11 @@
 #include "../common/map.h"
 #include "../symbolize/symbolize.h"
 
+/* An OOM kill counted at most this long before a SIGKILL death is its
+ * cause: the kernel counts the kill first, and the victim may take
+ * seconds to die (the OOM reaper steps in after 2 s) */
+#define WRITER_OOM_SPAN_NS 5000000000ull
+#define WRITER_OOM_READS 8 /* a second apart: more than the span */
 #define WRITER_PUBLISH_NS 250000000u /* at most this long between blocks */
 /* at most this long between looks at the rings: the sampler wakes the
  * writer when it published (at most every 100 ms, sooner when a ring is a
@@ -119,8 +124,10 @@ struct writer {
 		pid_t pid;
 		uint64_t first_real_ns; /* when first seen (realtime) */
 		char memory_events[320]; /* its cgroup's memory.events (v1: oom_control), "" if none */
-		uint64_t oom_kills;	 /* oom_kill there when last read */
-		uint64_t oom_before;	 /* ... and at the read before (1-2 s ago) */
+		/* oom_kill there at the last reads (one a second), newest at
+		 * [oom_n - 1 mod WRITER_OOM_READS], and when */
+		uint64_t oom_kills[WRITER_OOM_READS], oom_ns[WRITER_OOM_READS];
+		unsigned oom_n;
 	} procs[TARGETS_MAX];
 	uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 };
@@ -903,6 +910,36 @@ static struct wproc *wproc_of(struct writer *w, pid_t pid)
 	return NULL;
 }
 
+/* Its cgroup's OOM kill count now, in its history. */
+static void oom_note(struct wproc *p, uint64_t now)
+{
+	unsigned i = p->oom_n++ % WRITER_OOM_READS;
+
+	p->oom_kills[i] = oom_kills_of(p->memory_events);
+	p->oom_ns[i] = now;
+}
+
+/* Did its cgroup count an OOM kill within WRITER_OOM_SPAN_NS before now?
+ * Against the newest read at least that old (else the oldest kept: the
+ * one when it was first seen, or 8 s ago). */
+static bool oom_killed(const struct wproc *p, uint64_t now)
+{
+	unsigned n = TD_MIN(p->oom_n, (unsigned)WRITER_OOM_READS);
+	uint64_t base = 0;
+	bool have = false;
+
+	for (unsigned k = 0; k < n; k++) {
+		/* oldest first */
+		unsigned i = (p->oom_n - n + k) % WRITER_OOM_READS;
+
+		if (!have || p->oom_ns[i] + WRITER_OOM_SPAN_NS <= now) {
+			base = p->oom_kills[i];
+			have = true;
+		}
+	}
+	return have && oom_kills_of(p->memory_events) > base;
+}
+
 /* A process met for the first time: where its cgroup counts OOM kills. */
 static void wproc_add(struct writer *w, pid_t pid)
 {
@@ -939,25 +976,18 @@ static void wproc_add(struct writer *w, pid_t pid)
 			access(p->memory_events, R_OK) < 0)
 			p->memory_events[0] = '\0';
 	}
-	p->oom_kills = p->oom_before = oom_kills_of(p->memory_events);
+	oom_note(p, td_now_ns());
 }
 
-/* Every second: an OOM kill in a cgroup is blamed on a SIGKILL death if
- * it came after the look before the latest (1 to 2 s before the death is
- * handled): the kernel counts the kill before the victim dies, and the
- * latest look may fall between the two. */
+/* Every second: each process's OOM kill count, for oom_killed(). */
 static void wprocs_refresh(struct writer *w, uint64_t now)
 {
 	if (now - w->oom_read_ns < 1000000000u)
 		return;
 	w->oom_read_ns = now;
 	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->procs); i++)
-		if (w->procs[i].pid) {
-			/* the kill counts before the death is told: the look
-			 * before the latest is the baseline */
-			w->procs[i].oom_before = w->procs[i].oom_kills;
-			w->procs[i].oom_kills = oom_kills_of(w->procs[i].memory_events);
-		}
+		if (w->procs[i].pid)
+			oom_note(&w->procs[i], now);
 }
 
 /* A signal that ends a process abnormally: those that dump core, and
@@ -1030,7 +1060,7 @@ static void process_died(struct writer *w, const struct rec_event *e)
 		.id = { e->pid, e->start_time } };
 	int sig = WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
 
-	if (p && sig == SIGKILL && oom_kills_of(p->memory_events) > p->oom_before)
+	if (p && sig == SIGKILL && oom_killed(p, td_now_ns()))
 		n.oom = true;
 	if (fatal_signal(sig))
 		emergency_dump(w, e, p, n.oom);
