@@ -55,7 +55,7 @@ static void beat(const struct recorder *r, int fd)
 int worker_main(const struct worker_config *wc, int fd)
 {
 	struct rec_config cfg = { .hz = wc->hz, .mode = wc->mode, .repo = wc->repo,
-		.ropts = wc->ropts, .max_window = 64 * 1024, .first_window = 16 * 1024,
+		.ropts = wc->ropts, .max_window = 64 * 1024, .first_window = 8 * 1024,
 		.follow = true, .emergency_window_ns = wc->emergency_window_ns,
 		.cache_dir = wc->cache_dir };
 	struct rec_hooks hooks = { .notice = on_notice };
