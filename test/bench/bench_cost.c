@@ -377,6 +377,69 @@ static void crowd(const char *fxdir, int rounds, double secs)
 		median(rate, n));
 }
 
+/* ---- steady state by difference: the daemon's CPU of a long and of a
+ * short recording of the same spinning program, over the difference in
+ * samples (start-up cancels out) */
+
+/* tracerd on fx_spin pid for dur at hz: its CPU (us) and samples taken */
+static void cpu_and_samples(pid_t pid, int hz, const char *dur, double *ret_us,
+	double *ret_samples)
+{
+	char pidbuf[16], hzbuf[16], *q, *s;
+	struct rusage ru;
+	pid_t p;
+	int st;
+
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	snprintf(hzbuf, sizeof(hzbuf), "%d", hz);
+	if (system("rm -rf " REPO) != 0)
+		exit(1);
+	p = fork();
+	if (p == 0) {
+		int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		dup2(fd, 1);
+		execl(tracerd, tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-d", dur, "-q",
+			(char *)NULL);
+		_exit(127);
+	}
+	wait4(p, &st, 0, &ru);
+	*ret_us = ru_us(&ru);
+	s = slurp(TOOL_ERR);
+	if ((q = strstr(s, " taken")))
+		while (q > s && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+	*ret_samples = q ? atof(q) : 0;
+}
+
+static void steady(const char *fxdir, int rounds)
+{
+	char fx[512];
+	double per[MAX_ROUNDS], start[MAX_ROUNDS];
+	int n = 0;
+	pid_t f;
+
+	snprintf(fx, sizeof(fx), "%s/fx_spin", fxdir);
+	f = start_ready(fx, NULL);
+	for (int k = 0; k < rounds && k < MAX_ROUNDS; k++) {
+		double c5, s5, c20, s20;
+
+		cpu_and_samples(f, 99, "5s", &c5, &s5);
+		cpu_and_samples(f, 99, "20s", &c20, &s20);
+		if (s20 <= s5)
+			continue;
+		per[n] = (c20 - c5) / (s20 - s5);
+		start[n] = (c5 - s5 * per[n]) / 1e3;
+		n++;
+	}
+	kill(f, SIGKILL);
+	waitpid(f, NULL, 0);
+	printf("\nsteady state by difference (fx_spin, 99 Hz, a 20 s and a 5 s recording, %d "
+	       "rounds): %.1f us of tracerd's CPU per sample; start-up (the intercept) %.0f ms\n",
+		n, median(per, n), median(start, n));
+}
+
 /* ---- resident size */
 
 static long maxrss_kb(const char *fxdir, const char *fixture, const char *arg, int nproc)
@@ -455,6 +518,7 @@ int main(int argc, char **argv)
 	       "the recorder's CPU time per sample, start-up included (perf: recording only; "
 	       "tracerd: recording, unwinding and symbols); steady: tracerd's after start-up; "
 	       "start-up: tracerd's CPU until its first samples were written)\n");
+	steady(argv[2], rounds > 3 ? 3 : rounds);
 	crowd(argv[2], rounds > 3 ? 3 : rounds, 5);
 	r1 = maxrss_kb(argv[2], "fx_spin", NULL, 1);
 	r4 = maxrss_kb(argv[2], "fx_spin", NULL, 4);
