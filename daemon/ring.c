@@ -10,6 +10,19 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* Zeroed pages for the ring, faulted in as used; an empty ring. */
+static int map(struct ring *q, size_t bytes)
+{
+	q->mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->mem == MAP_FAILED) {
+		q->mem = NULL;
+		return -ENOMEM;
+	}
+	atomic_init(&q->head, 0);
+	atomic_init(&q->tail, 0);
+	return 0;
+}
+
 int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size)
 {
 	uint32_t c = 1;
@@ -18,15 +31,7 @@ int ring_init(struct ring *q, uint32_t cap, uint32_t slot_size)
 		c <<= 1;
 	q->cap = c;
 	q->slot_size = (slot_size + 15) & ~15u;
-	q->mem = mmap(NULL, (size_t)c * q->slot_size, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (q->mem == MAP_FAILED) {
-		q->mem = NULL;
-		return -ENOMEM;
-	}
-	atomic_init(&q->head, 0);
-	atomic_init(&q->tail, 0);
-	return 0;
+	return map(q, (size_t)c * q->slot_size);
 }
 
 int ring_init_bytes(struct ring *q, size_t bytes)
@@ -40,14 +45,7 @@ int ring_init_bytes(struct ring *q, size_t bytes)
 	q->cap = (uint32_t)c;
 	q->slot_size = 0;
 	q->skip = 0;
-	q->mem = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (q->mem == MAP_FAILED) {
-		q->mem = NULL;
-		return -ENOMEM;
-	}
-	atomic_init(&q->head, 0);
-	atomic_init(&q->tail, 0);
-	return 0;
+	return map(q, c);
 }
 
 static size_t ring_bytes(const struct ring *q)

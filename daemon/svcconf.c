@@ -307,38 +307,17 @@ static bool ends_with(const char *s, const char *suffix)
 
 /* ---- [Service] keys */
 
-static int set_directory(struct parser *p, const char *key, char *v)
-{
-	size_t n = strlen(v);
-	char *d;
-
-	if (v[0] != '/')
-		return fail(p, "%s= must be an absolute path (starting with '/'), e.g. "
-			       "/var/lib/tracerd",
-			key);
-	while (n > 1 && v[n - 1] == '/')
-		v[--n] = '\0';
-	if (n > SVC_DIRECTORY_MAX)
-		return fail(p, "%s= is longer than %u bytes; choose a shorter path", key,
-			SVC_DIRECTORY_MAX);
-	d = svc_strdup(v);
-	if (!d)
-		return fail_nomem(p);
-	free(p->c->directory);
-	p->c->directory = d;
-	return 0;
-}
-
-static int set_cache_directory(struct parser *p, const char *key, char *v)
+/* An absolute directory for key (its trailing slashes dropped) into *dir,
+ * or, with none_ok, "none": NULL. */
+static int set_dir(struct parser *p, const char *key, char *v, bool none_ok, char **dir)
 {
 	size_t n = strlen(v);
 	char *d = NULL;
 
-	if (strcmp(v, "none") != 0) {
+	if (!none_ok || strcmp(v, "none") != 0) {
 		if (v[0] != '/')
-			return fail(p, "%s= must be an absolute path (starting with '/'), e.g. "
-				       "/var/cache/tracerd, or none",
-				key);
+			return fail(p, "%s= must be an absolute path (starting with '/'), e.g. %s",
+				key, none_ok ? "/var/cache/tracerd, or none" : "/var/lib/tracerd");
 		while (n > 1 && v[n - 1] == '/')
 			v[--n] = '\0';
 		if (n > SVC_DIRECTORY_MAX)
@@ -348,9 +327,19 @@ static int set_cache_directory(struct parser *p, const char *key, char *v)
 		if (!d)
 			return fail_nomem(p);
 	}
-	free(p->c->cache_directory);
-	p->c->cache_directory = d;
+	free(*dir);
+	*dir = d;
 	return 0;
+}
+
+static int set_directory(struct parser *p, const char *key, char *v)
+{
+	return set_dir(p, key, v, false, &p->c->directory);
+}
+
+static int set_cache_directory(struct parser *p, const char *key, char *v)
+{
+	return set_dir(p, key, v, true, &p->c->cache_directory);
 }
 
 static int set_max_size(struct parser *p, const char *key, char *v)

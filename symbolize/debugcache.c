@@ -455,23 +455,36 @@ static int open_by_build_id(const char *path, const unsigned char *bid, size_t l
 	return fd;
 }
 
+/* The cache directory dir, open, for build-id bid: its hex into hex and
+ * its entry's name into name.  Returns the directory's fd, -ENOENT for a
+ * build-id of no use, or the directory's error (counted in st). */
+static int entry_dir(const char *dir, const unsigned char *bid, size_t len,
+	char hex[SYM_BUILD_ID_MAX * 2 + 1], char name[SYM_BUILD_ID_MAX * 2 + 9],
+	struct sym_debug_stats *st)
+{
+	int dirfd;
+
+	if (len < 2 || len > SYM_BUILD_ID_MAX)
+		return -ENOENT;
+	hex_of(bid, len, hex);
+	snprintf(name, SYM_BUILD_ID_MAX * 2 + 9, "%s.debug", hex);
+	dirfd = dir_open(dir, true);
+	if (dirfd < 0) {
+		st->failed++;
+		st->err = dirfd;
+	}
+	return dirfd;
+}
+
 int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsigned char *bid,
 	size_t len, struct sym_debug_stats *st, char **ret_name)
 {
 	char hex[SYM_BUILD_ID_MAX * 2 + 1], name[sizeof(hex) + 8];
 	char *paths = NULL, *p, *elem, *found = NULL;
-	int dirfd, fd = -ENOENT, r;
+	int dirfd = entry_dir(dir, bid, len, hex, name, st), fd = -ENOENT, r;
 
-	if (len < 2 || len > SYM_BUILD_ID_MAX)
-		return -ENOENT;
-	hex_of(bid, len, hex);
-	snprintf(name, sizeof(name), "%s.debug", hex);
-	dirfd = dir_open(dir, true);
-	if (dirfd < 0) {
-		st->failed++;
-		st->err = dirfd;
+	if (dirfd < 0)
 		return dirfd;
-	}
 	fd = entry_open(dirfd, name, bid, len);
 	if (fd >= 0) {
 		st->reused++;
@@ -536,18 +549,10 @@ void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len,
 	struct sym_debug_stats *st)
 {
 	char hex[SYM_BUILD_ID_MAX * 2 + 1], name[sizeof(hex) + 8];
-	int dirfd, fd;
+	int dirfd = entry_dir(dir, bid, len, hex, name, st), fd;
 
-	if (len < 2 || len > SYM_BUILD_ID_MAX)
+	if (dirfd < 0)
 		return;
-	hex_of(bid, len, hex);
-	snprintf(name, sizeof(name), "%s.debug", hex);
-	dirfd = dir_open(dir, true);
-	if (dirfd < 0) {
-		st->failed++;
-		st->err = dirfd;
-		return;
-	}
 	fd = entry_create(dirfd, name, src_fd, bid, len);
 	if (fd >= 0) {
 		st->created++;

@@ -98,6 +98,23 @@ static bool traced_by(pid_t pid, pid_t tracer)
 	return p && atoi(p + 10) == tracer;
 }
 
+/* Run argv (argv[0] by path, or searched in PATH) with its stdout and
+ * stderr into TOOL_ERR. */
+static pid_t spawn(const char *const argv[])
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		dup2(fd, 1);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return p;
+}
+
 /* Start argv held before its exec (reading go[0]); its stdout and stderr to
  * /dev/null, its stdin a pipe holding one byte (fx_work reads it). */
 static pid_t start_held(char *const argv[], int go[2])
@@ -129,25 +146,13 @@ static pid_t start_held(char *const argv[], int go[2])
 static pid_t start_tool(enum tool t, pid_t target, int hz)
 {
 	char pidbuf[16], hzbuf[16];
-	pid_t p;
+	const char *tr[] = { tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-q", NULL };
+	const char *pf[] = { "perf", "record", "-F", hzbuf, "--call-graph", "dwarf", "-o",
+		PERF_DATA, "-p", pidbuf, NULL };
 
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)target);
 	snprintf(hzbuf, sizeof(hzbuf), "%d", hz);
-	p = fork();
-	if (p == 0) {
-		int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 2);
-		dup2(fd, 1);
-		if (t == T_TRACERD)
-			execl(tracerd, tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-q",
-				(char *)NULL);
-		else
-			execlp("perf", "perf", "record", "-F", hzbuf, "--call-graph", "dwarf", "-o",
-				PERF_DATA, "-p", pidbuf, (char *)NULL);
-		_exit(127);
-	}
-	return p;
+	return spawn(t == T_TRACERD ? tr : pf);
 }
 
 /* One run of argv under tool t at hz: the target's wall time, the tool's
@@ -348,15 +353,11 @@ static void crowd(const char *fxdir, int rounds, double secs)
 			exit(1);
 		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)f);
 		t0 = now_s();
-		p = fork();
-		if (p == 0) {
-			int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		{
+			const char *av[] = { tracerd, "--pid", pidbuf, "-r", REPO, "-d", dur, "--mode",
+				"wall", NULL };
 
-			dup2(fd, 2);
-			dup2(fd, 1);
-			execl(tracerd, tracerd, "--pid", pidbuf, "-r", REPO, "-d", dur, "--mode",
-				"wall", (char *)NULL);
-			_exit(127);
+			p = spawn(av);
 		}
 		wait4(p, &st, 0, &ru);
 		c2 = task_cpu_ns(f, spinner);
@@ -394,15 +395,11 @@ static void cpu_and_samples(pid_t pid, int hz, const char *dur, double *ret_us,
 	snprintf(hzbuf, sizeof(hzbuf), "%d", hz);
 	if (system("rm -rf " REPO) != 0)
 		exit(1);
-	p = fork();
-	if (p == 0) {
-		int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	{
+		const char *av[] = { tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-d", dur,
+			"-q", NULL };
 
-		dup2(fd, 2);
-		dup2(fd, 1);
-		execl(tracerd, tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-d", dur, "-q",
-			(char *)NULL);
-		_exit(127);
+		p = spawn(av);
 	}
 	wait4(p, &st, 0, &ru);
 	*ret_us = ru_us(&ru);
@@ -468,15 +465,7 @@ static long maxrss_kb(const char *fxdir, const char *fixture, const char *arg, i
 	args[na] = NULL;
 	if (system("rm -rf " REPO) != 0)
 		exit(1);
-	p = fork();
-	if (p == 0) {
-		int fd = open(TOOL_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 2);
-		dup2(fd, 1);
-		execv(tracerd, (char *const *)args);
-		_exit(127);
-	}
+	p = spawn(args);
 	wait4(p, &st, 0, &ru);
 	for (int i = 0; i < nproc; i++) {
 		kill(f[i], SIGKILL);
