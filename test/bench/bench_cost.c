@@ -308,7 +308,10 @@ static pid_t task_named(pid_t pid, const char *name)
 /* Start FIXTURE ARG with stdout to a file; wait for its "ready". */
 static pid_t start_ready(const char *fx, const char *arg)
 {
-	pid_t f = fork();
+	pid_t f;
+
+	unlink("/tmp/tracerd-bench-cost.out"); /* not the last fixture's "ready" */
+	f = fork();
 
 	if (f == 0) {
 		int fd = open("/tmp/tracerd-bench-cost.out", O_WRONLY | O_CREAT | O_TRUNC, 0644);
