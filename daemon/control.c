@@ -25,7 +25,6 @@
 #include "daemon-internal.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -141,14 +140,6 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 		return -ENOMEM;
 	sh = &r->sh;
 	r->cfg = *cfg;
-	/* The writer builds and drops large tables (a big binary's symbols,
-	 * libdw's data): malloc's defaults give each one its own mapping
-	 * (munmap, a TLB shootdown of every CPU running us) and trim the heap
-	 * after it (faults to grow it again).  Keep freed memory instead;
-	 * the resident size stays at the high-water mark, which these are. */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	mallopt(M_TOP_PAD, 4 << 20);
 	sh->cfg = &r->cfg;
 	r->sfd = sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
 	/* one fd per thread for schedstat */
