@@ -1031,6 +1031,12 @@ void *sampler_main(void *arg)
 			if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
 				break;
 			if (pfd[1].revents & POLLIN) {
+				/* the kernel's samples first: a death or a crash
+				 * comes after every sample taken before it (the
+				 * emergency dump holds them, with the process's
+				 * session still there to unwind them) */
+				if (s->perf)
+					perf_drain(s);
 				pt_tracer_poll(s->t, &round_ops, s);
 				apply_pending(s);
 				handle_crash(s);
