@@ -260,26 +260,6 @@ Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 	free(c);
 }
 
-/* pcount (times scheduled) of a thread: the third field of schedstat */
-static uint64_t task_pcount(pid_t pid, pid_t tid)
-{
-	char path[96], buf[128] = "";
-	unsigned long long a, b, c = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-
-		buf[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
-	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
-		return 0;
-	return c;
-}
-
 static void put_none(void *arg, struct td_sample *s)
 {
 	(void)arg;
@@ -334,13 +314,13 @@ Test(perf, switches_say_who_was_scheduled, .timeout = 60)
 		for (int i = 0; i < n && c->ntids < 64; i++) {
 			owner[c->ntids] = pids[k];
 			c->tids[c->ntids] = tids[i];
-			before[c->ntids++] = task_pcount(pids[k], tids[i]);
+			before[c->ntids++] = task_switches(pids[k], tids[i]);
 		}
 	}
 	for (unsigned i = 0; i < c->ntids; i++)
 		cr_assert_eq(pt_perf_add(p, owner[i], c->tids[i], 0), 0);
 	for (unsigned i = 0; i < c->ntids; i++)
-		opened[i] = task_pcount(owner[i], c->tids[i]);
+		opened[i] = task_switches(owner[i], c->tids[i]);
 	/* until the loop has been scheduled in 50 times, whatever the load */
 	for (;;) {
 		unsigned k = 0;
@@ -354,10 +334,10 @@ Test(perf, switches_say_who_was_scheduled, .timeout = 60)
 			break;
 	}
 	for (unsigned i = 0; i < c->ntids; i++)
-		last[i] = task_pcount(owner[i], c->tids[i]);
+		last[i] = task_switches(owner[i], c->tids[i]);
 	pt_perf_drain(p, &ops3, c, NULL); /* every switch-in up to last[] */
 	for (unsigned i = 0; i < c->ntids; i++) {
-		uint64_t most = task_pcount(owner[i], c->tids[i]) - before[i];
+		uint64_t most = task_switches(owner[i], c->tids[i]) - before[i];
 		uint64_t least = last[i] - opened[i];
 
 		if (most == 0)
