@@ -974,7 +974,8 @@ void *sampler_main(void *arg)
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
-			.max_threads = 4096, .switches = s->cfg->mode == REC_MODE_WALL };
+			.max_threads = 4096, .seed = td_now_ns(),
+			.switches = s->cfg->mode == REC_MODE_WALL };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {

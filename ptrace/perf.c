@@ -172,7 +172,7 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 		p->cfg.stack_bytes = PT_PERF_MAX_STACK;
 	if (!p->cfg.period_ns)
 		p->cfg.period_ns = 10101010;
-	p->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)p;
+	p->rng = cfg->seed | 1;
 	p->epfd = -1;
 	p->page = sysconf(_SC_PAGESIZE);
 	n = sysconf(_SC_NPROCESSORS_CONF);
@@ -418,19 +418,25 @@ int pt_perf_fd(const struct pt_perf *p)
 	return p->epfd;
 }
 
+/* A new period for event j, from now. */
+static void rearm(struct pt_perf *p, uint32_t j)
+{
+	uint64_t next = next_period(p);
+
+	if (p->fds[j] >= 0)
+		ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &next);
+}
+
 /* Event j fired: a new period for it at the end of the drain. */
 static void rearm_later(struct pt_perf *p, uint32_t j)
 {
 	for (unsigned i = 0; i < p->npend; i++)
 		if (p->pend[i] == j)
 			return;
-	if (p->npend == PT_PERF_MAX_PEND) {
-		uint64_t next = next_period(p);
-
-		ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &next);
-	} else {
+	if (p->npend == PT_PERF_MAX_PEND)
+		rearm(p, j);
+	else
 		p->pend[p->npend++] = j;
-	}
 }
 
 /* The weight of a sample of event j at count: the CPU time since its
@@ -616,12 +622,8 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
-	for (unsigned i = 0; i < p->npend; i++) {
-		uint64_t next = next_period(p);
-
-		if (p->fds[p->pend[i]] >= 0)
-			ioctl(p->fds[p->pend[i]], PERF_EVENT_IOC_PERIOD, &next);
-	}
+	for (unsigned i = 0; i < p->npend; i++)
+		rearm(p, p->pend[i]);
 	p->npend = 0;
 	if (ret_stats)
 		*ret_stats = st;

@@ -200,6 +200,7 @@ struct pt_perf_config {
 	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
 	uint32_t stack_bytes; /* most user stack copied per sample, <= PT_PERF_MAX_STACK */
 	unsigned max_threads; /* bound on added threads */
+	uint64_t seed;	      /* of the random periods */
 	/* report every switch of an added thread onto and off a CPU
 	 * (pt_round_ops.switched): who ran since the last drain, without a
 	 * look at each thread */

@@ -59,7 +59,7 @@ static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
 Test(perf, samples_land_where_the_thread_runs, .timeout = 60)
 {
 	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 8192,
-		.max_threads = 16 };
+		.max_threads = 16, .seed = 42 };
 	struct pt_perf *p = NULL;
 	struct collect *c = calloc(1, sizeof(*c));
 	struct sym_cache *cache = NULL;
@@ -129,7 +129,7 @@ static uint64_t cpu_ns(pid_t tid)
 Test(perf, samples_at_the_rate_asked, .timeout = 120)
 {
 	struct pt_perf_config cfg = { .period_ns = 5000000, .stack_bytes = 4096,
-		.max_threads = 16 };
+		.max_threads = 16, .seed = 7 };
 	struct pt_perf *p = NULL;
 	struct collect *c = calloc(1, sizeof(*c));
 	struct sym_cache *cache = NULL;
@@ -206,7 +206,7 @@ static void put2(void *arg, struct td_sample *s)
 Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 {
 	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 4096,
-		.max_threads = 64 };
+		.max_threads = 64, .seed = 1 };
 	struct pt_round_ops ops2 = { get2, put2, NULL, NULL, NULL };
 	struct pt_perf *p = NULL;
 	struct per_tid *c = calloc(1, sizeof(*c));
