@@ -352,8 +352,9 @@ static void print_result(const struct dump_result *r, bool json, bool verbose,
 		if (cache_dir) {
 			const struct sym_debug_stats *d = &r->debug_cache;
 
-			printf("debuginfo cache %s: %u reused, %u made", cache_dir, d->reused,
-				d->created);
+			printf("debuginfo cache %s: %u reused, %u made; symbol tables %u reused, "
+			       "%u made",
+				cache_dir, d->reused, d->created, d->tables_reused, d->tables_made);
 			if (d->failed)
 				printf("; %u read without it: %s", d->failed, td_strerror(d->err));
 			putchar('\n');

@@ -309,9 +309,11 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 				(double)(s->samples_taken - s->startup_samples) :
 			0.0,
 		(double)s->startup_cpu_us / 1e3);
-	if (cfg->cache_dir && (s->debug_reused || s->debug_created || s->debug_failed)) {
-		fprintf(f, "  debuginfo    cache %s: %u reused, %u made", cfg->cache_dir,
-			s->debug_reused, s->debug_created);
+	if (cfg->cache_dir && (s->debug_reused || s->debug_created || s->debug_failed ||
+				      s->tables_reused || s->tables_made)) {
+		fprintf(f, "  debuginfo    cache %s: %u reused, %u made; symbol tables %u reused, %u made",
+			cfg->cache_dir, s->debug_reused, s->debug_created, s->tables_reused,
+			s->tables_made);
 		if (s->debug_failed)
 			fprintf(f, "; %u read without it: %s", s->debug_failed,
 				td_strerror(s->debug_err));

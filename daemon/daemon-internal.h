@@ -136,6 +136,7 @@ struct rec_shared {
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
 	_Atomic unsigned debug_reused, debug_created, debug_failed;
 	_Atomic int debug_err;
+	_Atomic unsigned tables_reused, tables_made;
 	_Atomic int io_err;
 };
 

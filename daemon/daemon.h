@@ -78,6 +78,7 @@ struct rec_stats {
 	 * processes' sessions) */
 	unsigned debug_reused, debug_created, debug_failed;
 	int debug_err;
+	unsigned tables_reused, tables_made; /* symbol tables in that cache */
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };

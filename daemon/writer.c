@@ -322,6 +322,8 @@ static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_sessio
 	sum->reused += d.reused;
 	sum->created += d.created;
 	sum->failed += d.failed;
+	sum->tables_reused += d.tables_reused;
+	sum->tables_made += d.tables_made;
 	if (d.err)
 		sum->err = d.err;
 }
@@ -337,6 +339,8 @@ static void debug_stats_store(struct writer *w)
 	atomic_store(&w->sh->debug_reused, sum.reused);
 	atomic_store(&w->sh->debug_created, sum.created);
 	atomic_store(&w->sh->debug_failed, sum.failed);
+	atomic_store(&w->sh->tables_reused, sum.tables_reused);
+	atomic_store(&w->sh->tables_made, sum.tables_made);
 	atomic_store(&w->sh->debug_err, sum.err);
 }
 

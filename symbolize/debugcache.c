@@ -36,6 +36,10 @@
  * SYM_DEBUGCACHE_MAX_FILES files; temporary files older than an hour (a
  * writer that died) go too.
  *
+ * Symbol tables (symtab.c) are kept here too, as BUILDID.NSYMS.sym:
+ * made aside and renamed in, used only if ours and private, checked whole
+ * by sym_table_map, and evicted with the rest.
+ *
  * Left to others: whether to cache at all (sym_options.cache_dir), and
  * the search beyond build-id paths: session.c hands what libdwfl's
  * standard search found (.gnu_debuglink, debuginfod) to
@@ -306,8 +310,10 @@ static int inflate_in_place(int fd)
 	return r;
 }
 
+#define SYM_ENTRY_NAME_MAX (SYM_BUILD_ID_MAX * 2 + 32) /* with its NUL */
+
 struct entry {
-	char name[SYM_BUILD_ID_MAX * 2 + 8];
+	char name[SYM_ENTRY_NAME_MAX];
 	uint64_t bytes;
 	struct timespec atime;
 };
@@ -323,11 +329,17 @@ static int by_atime(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* BUILDID.debug, or BUILDID.NSYMS.sym (a symbol table: table_name) */
 static bool is_entry_name(const char *n)
 {
-	size_t h = strspn(n, "0123456789abcdef");
+	size_t h = strspn(n, "0123456789abcdef"), d;
 
-	return h >= 2 && h <= SYM_BUILD_ID_MAX * 2 && !strcmp(n + h, ".debug");
+	if (h < 2 || h > SYM_BUILD_ID_MAX * 2)
+		return false;
+	if (!strcmp(n + h, ".debug"))
+		return true;
+	d = n[h] == '.' ? strspn(n + h + 1, "0123456789") : 0;
+	return d >= 1 && d <= 10 && !strcmp(n + h + 1 + d, ".sym");
 }
 
 /* Delete the least recently used entries beyond the bounds, never keep
@@ -390,7 +402,7 @@ static int entry_create(int dirfd, const char *name, int src_fd, const unsigned 
 	size_t len)
 {
 	static unsigned seq;
-	char tmp[sizeof(((struct entry *)0)->name) + 48];
+	char tmp[SYM_ENTRY_NAME_MAX + 48];
 	uint64_t inflated;
 	struct stat st;
 	Elf *src;
@@ -560,6 +572,80 @@ void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len,
 	} else if (fd != -ENODATA) {
 		st->failed++;
 		st->err = fd;
+	}
+	close(dirfd);
+}
+
+/* ---- symbol tables (symtab.c), as BUILDID.NSYMS.sym */
+
+static int table_dir(const char *dir, const unsigned char *bid, size_t len, uint64_t nsyms,
+	char name[SYM_ENTRY_NAME_MAX], struct sym_debug_stats *st)
+{
+	char hex[SYM_BUILD_ID_MAX * 2 + 1], debug[sizeof(hex) + 8];
+	int dirfd;
+
+	if (nsyms > 9999999999ull)
+		return -ENOENT;
+	dirfd = entry_dir(dir, bid, len, hex, debug, st);
+	if (dirfd >= 0)
+		snprintf(name, SYM_ENTRY_NAME_MAX, "%s.%llu.sym", hex, (unsigned long long)nsyms);
+	return dirfd;
+}
+
+int sym_debugcache_table(const char *dir, const unsigned char *bid, size_t len, uint64_t nsyms,
+	uint64_t first_global, struct sym_debug_stats *st, struct sym_table **ret_table)
+{
+	char name[SYM_ENTRY_NAME_MAX];
+	int dirfd = table_dir(dir, bid, len, nsyms, name, st), fd, r;
+	struct stat sb;
+
+	if (dirfd < 0)
+		return dirfd;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dirfd);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -TD_E_CORRUPT;
+	/* ours as a .debug entry must be; a file of another build is
+	 * refused by its header, and then made anew */
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+		(sb.st_mode & 022))
+		r = -TD_E_CORRUPT;
+	else
+		r = sym_table_map(fd, nsyms, first_global, ret_table);
+	if (r == 0) {
+		entry_touch(fd);
+		st->tables_reused++;
+	}
+	close(fd);
+	return r;
+}
+
+void sym_debugcache_table_store(const char *dir, const unsigned char *bid, size_t len,
+	uint64_t nsyms, uint64_t first_global, const struct sym_table *t,
+	struct sym_debug_stats *st)
+{
+	static unsigned seq;
+	char name[SYM_ENTRY_NAME_MAX], tmp[SYM_ENTRY_NAME_MAX + 48];
+	int dirfd = table_dir(dir, bid, len, nsyms, name, st), fd, r;
+
+	if (dirfd < 0)
+		return;
+	snprintf(tmp, sizeof(tmp), ".tmp-%s-%d-%u", name, (int)getpid(),
+		__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	r = fd < 0 ? -errno : sym_table_write(t, nsyms, first_global, fd);
+	if (r == 0)
+		r = td_renameat(dirfd, tmp, dirfd, name);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		if (fd >= 0)
+			unlinkat(dirfd, tmp, 0);
+		st->failed++;
+		st->err = r;
+	} else {
+		st->tables_made++;
+		evict(dirfd, name);
 	}
 	close(dirfd);
 }

@@ -49,6 +49,15 @@ size_t sym_table_bytes(const struct sym_table *t);
  * names for the module-relative vaddr (pc - load bias); NULL if none.
  * Valid as long as the table. */
 const char *sym_table_lookup(const struct sym_table *t, uint64_t vaddr);
+/* What a table of mod is built from: its symbol count and first global
+ * (dwfl_module_getsymtab), -ENOENT if it has no symbols. */
+int sym_table_source(struct Dwfl_Module *mod, uint64_t *ret_nsyms, uint64_t *ret_first_global);
+/* A table as a file, and back: sym_table_write writes t to fd (0 or
+ * -errno); sym_table_map maps a file written so, 0 or -errno, or
+ * -TD_E_CORRUPT when it is not one or was built from another symbol table
+ * (nsyms, first_global).  A mapped table is checked whole before use. */
+int sym_table_write(const struct sym_table *t, uint64_t nsyms, uint64_t first_global, int fd);
+int sym_table_map(int fd, uint64_t nsyms, uint64_t first_global, struct sym_table **ret_table);
 
 /* Symbol tables in the cache, by module key.  They are not part of the
  * flushed budget (a flush between stacks would leave sessions holding
@@ -78,6 +87,18 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
  * the sessions to come; src_fd is only read (pread, its own Elf).
  * Nothing to do if it has no compressed section. */
 void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len, int src_fd,
+	struct sym_debug_stats *st);
+/* The symbol table of build-id bid built from the symbol table (nsyms,
+ * first_global) (sym_table_source), kept in dir by
+ * sym_debugcache_table_store: 0 and *ret_table (mapped, checked), -ENOENT
+ * if there is none, another -errno / -TD_E_* if the one there cannot
+ * serve (a later store replaces it).  Counted in *st as reused. */
+int sym_debugcache_table(const char *dir, const unsigned char *bid, size_t len, uint64_t nsyms,
+	uint64_t first_global, struct sym_debug_stats *st, struct sym_table **ret_table);
+/* Keep t in dir for the sessions to come (made aside, renamed into
+ * place, then the cache's bounds applied as for debuginfo). */
+void sym_debugcache_table_store(const char *dir, const unsigned char *bid, size_t len,
+	uint64_t nsyms, uint64_t first_global, const struct sym_table *t,
 	struct sym_debug_stats *st);
 
 #endif

@@ -85,6 +85,7 @@ struct sym_debug_stats {
 	unsigned reused;  /* entries used as they were */
 	unsigned created; /* entries made (a file inflated into the cache) */
 	unsigned failed;  /* lookups that went without the cache */
+	unsigned tables_reused, tables_made; /* symbol tables read back, written */
 	int err;	  /* why the last one failed: -errno, -TD_E_* */
 };
 

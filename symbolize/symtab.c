@@ -39,18 +39,40 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define SYMTAB_MAX_SYMBOLS (1u << 24) /* bound on the symbols of one module */
 #define SYMTAB_MAX_NEST 64	      /* bound on sized symbols holding one address */
 #define NO_NAME UINT32_MAX
+#define SYMTAB_MAX_FILE (1ull << 30) /* bound on a table's file */
 
-/* owns: start, name, names */
+/* owns: start, name, names, or map, which holds them (a table read back
+ * from its file) */
 struct sym_table {
 	size_t n;	 /* stretches */
 	uint64_t *start; /* where each stretch begins, ascending */
 	uint32_t *name;	 /* its symbol's name in names, or NO_NAME */
 	char *names;
+	size_t names_len;
 	size_t bytes;
+	void *map;
+	size_t map_len;
+};
+
+/* A table's file (sym_table_write): this header, start[n], name[n], then
+ * names_len bytes of names, in the host's byte order (the file never
+ * leaves the machine: debugcache.c keeps it by build-id).  The symbol
+ * table the table was built from is named by its size and first global,
+ * so a table from .dynsym is not taken for one from a .symtab installed
+ * since. */
+#define SYMTAB_FILE_MAGIC "TDSYMT01"
+struct symtab_file {
+	char magic[8];
+	uint64_t nsyms, first_global;
+	uint64_t n, names_len;
+	uint64_t reserved; /* 0; keeps start[] 8-aligned */
 };
 
 /* A symbol while the table is built. */
@@ -420,6 +442,7 @@ static int assemble(struct cand *c, size_t nc, const uint64_t *p, size_t np, con
 		memcpy(t->names + c[i].name_off, c[i].name, l);
 		t->names[c[i].name_off + l] = '\0';
 	}
+	t->names_len = len;
 	t->bytes = sizeof(*t) + n * (sizeof(*t->start) + sizeof(*t->name)) + len;
 	*ret_table = t;
 	return 0;
@@ -471,6 +494,11 @@ void sym_table_free(struct sym_table *t)
 {
 	if (!t)
 		return;
+	if (t->map) {
+		munmap(t->map, t->map_len);
+		free(t);
+		return;
+	}
 	free(t->start);
 	free(t->name);
 	free(t->names);
@@ -497,4 +525,87 @@ const char *sym_table_lookup(const struct sym_table *t, uint64_t vaddr)
 	if (l == 0 || t->name[l - 1] == NO_NAME)
 		return NULL;
 	return t->names + t->name[l - 1];
+}
+
+int sym_table_source(struct Dwfl_Module *mod, uint64_t *ret_nsyms, uint64_t *ret_first_global)
+{
+	int n = dwfl_module_getsymtab(mod), fg = dwfl_module_getsymtab_first_global(mod);
+
+	if (n <= 0 || fg < 0)
+		return -ENOENT;
+	*ret_nsyms = (uint64_t)n;
+	*ret_first_global = (uint64_t)fg;
+	return 0;
+}
+
+int sym_table_write(const struct sym_table *t, uint64_t nsyms, uint64_t first_global, int fd)
+{
+	struct symtab_file h = { .nsyms = nsyms, .first_global = first_global, .n = t->n,
+		.names_len = t->names_len };
+	ssize_t w;
+
+	memcpy(h.magic, SYMTAB_FILE_MAGIC, sizeof(h.magic));
+	if ((w = td_write_all(fd, &h, sizeof(h))) < 0 ||
+		(w = td_write_all(fd, t->start, t->n * sizeof(*t->start))) < 0 ||
+		(w = td_write_all(fd, t->name, t->n * sizeof(*t->name))) < 0 ||
+		(w = td_write_all(fd, t->names, h.names_len)) < 0)
+		return (int)w;
+	return 0;
+}
+
+int sym_table_map(int fd, uint64_t nsyms, uint64_t first_global, struct sym_table **ret_table)
+{
+	const struct symtab_file *h;
+	struct sym_table *t;
+	struct stat st;
+	uint64_t want;
+	void *map;
+	size_t len;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size < (off_t)sizeof(*h) || (uint64_t)st.st_size > SYMTAB_MAX_FILE)
+		return -TD_E_CORRUPT;
+	len = (size_t)st.st_size;
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	h = map;
+	/* every count bounded before it is multiplied */
+	if (memcmp(h->magic, SYMTAB_FILE_MAGIC, sizeof(h->magic)) || h->nsyms != nsyms ||
+		h->first_global != first_global || h->reserved || h->n > 4ull * SYMTAB_MAX_SYMBOLS ||
+		h->names_len > SYMTAB_MAX_FILE)
+		goto corrupt;
+	want = sizeof(*h) + h->n * (sizeof(uint64_t) + sizeof(uint32_t)) + h->names_len;
+	if (want != len)
+		goto corrupt;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		munmap(map, len);
+		return -ENOMEM;
+	}
+	t->n = h->n;
+	t->start = (uint64_t *)(h + 1);
+	t->name = (uint32_t *)(t->start + t->n);
+	t->names = (char *)(t->name + t->n);
+	t->names_len = h->names_len;
+	t->map = map;
+	t->map_len = len;
+	t->bytes = sizeof(*t) + len;
+	/* what a lookup relies on: ascending starts, names inside and ended */
+	if (h->names_len && t->names[h->names_len - 1] != '\0') {
+		free(t);
+		goto corrupt;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if ((i && t->start[i] <= t->start[i - 1]) ||
+			(t->name[i] != NO_NAME && t->name[i] >= h->names_len)) {
+			free(t);
+			goto corrupt;
+		}
+	*ret_table = t;
+	return 0;
+corrupt:
+	munmap(map, len);
+	return -TD_E_CORRUPT;
 }

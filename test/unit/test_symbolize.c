@@ -488,6 +488,195 @@ Test(symtab, same_as_elfutils_in_fx_cxx, .timeout = 300)
 		ck.compared, ck.modules);
 }
 
+/* ---- a table as a file (sym_table_write / sym_table_map) */
+
+struct table_file_check {
+	char path[64];
+	unsigned modules, compared;
+	bool corrupted_libc;
+};
+
+/* The file's bytes at off replaced by len bytes of v. */
+static void patch(const char *path, off_t off, const void *v, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, v, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static int map_file(const char *path, uint64_t nsyms, uint64_t fg, struct sym_table **t)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	cr_assert_geq(fd, 0);
+	r = sym_table_map(fd, nsyms, fg, t);
+	close(fd);
+	return r;
+}
+
+/* mod's table through the debuginfo cache: stored as BUILDID.NSYMS.sym,
+ * private, read back; refused once writable by others. */
+static void cache_round_trip(Dwfl_Module *mod, uint64_t nsyms, uint64_t fg)
+{
+	char dir[] = "/tmp/tracerd-symtabs-XXXXXX", path[512], hex[129], cmd[128];
+	struct sym_debug_stats st = { 0 };
+	struct sym_table *t, *back = NULL;
+	const unsigned char *bid;
+	GElf_Addr vaddr;
+	struct stat sb;
+	int len = dwfl_module_build_id(mod, &bid, &vaddr);
+
+	cr_assert_gt(len, 0, "libc has no build-id");
+	for (int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms, fg, &st, &back), -ENOENT);
+	cr_assert_eq(sym_table_build(mod, &t), 0);
+	sym_debugcache_table_store(dir, bid, (size_t)len, nsyms, fg, t, &st);
+	cr_expect_eq(st.tables_made, 1, "%s", td_strerror(st.err));
+	snprintf(path, sizeof(path), "%s/%s.%llu.sym", dir, hex, (unsigned long long)nsyms);
+	cr_assert_eq(stat(path, &sb), 0, "%s", path);
+	cr_expect_eq(sb.st_mode & 0777, 0600);
+	cr_assert_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms, fg, &st, &back), 0);
+	cr_expect_eq(st.tables_reused, 1);
+	cr_expect_gt(sym_table_bytes(back), 0);
+	sym_table_free(back);
+	/* another symbol table of the same build: not this file */
+	cr_expect_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms + 1, fg, &st, &back),
+		-ENOENT);
+	cr_expect_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms, fg + 1, &st, &back),
+		-TD_E_CORRUPT);
+	/* writable by others: not trusted */
+	cr_assert_eq(chmod(path, 0620), 0);
+	cr_expect_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms, fg, &st, &back),
+		-TD_E_CORRUPT);
+	cr_expect_eq(st.tables_reused, 1);
+	/* and the next store replaces it */
+	sym_debugcache_table_store(dir, bid, (size_t)len, nsyms, fg, t, &st);
+	cr_expect_eq(sym_debugcache_table(dir, bid, (size_t)len, nsyms, fg, &st, &back), 0);
+	sym_table_free(back);
+	sym_table_free(t);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	free(shell_output(cmd, NULL));
+}
+
+static int table_file_module(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr start,
+	void *arg)
+{
+	struct table_file_check *ck = arg;
+	struct sym_table *built, *mapped;
+	uint64_t nsyms, fg, *addrs;
+	Dwarf_Addr bias;
+	size_t n;
+	int fd;
+
+	(void)ud, (void)start;
+	if (!dwfl_module_getelf(mod, &bias) || sym_table_source(mod, &nsyms, &fg) < 0)
+		return DWARF_CB_OK;
+	cr_assert_eq(sym_table_build(mod, &built), 0, "%s", name);
+	fd = open(ck->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(sym_table_write(built, nsyms, fg, fd), 0, "%s", name);
+	close(fd);
+	cr_assert_eq(map_file(ck->path, nsyms, fg, &mapped), 0, "%s", name);
+	n = pick_addrs(mod, &addrs);
+	for (size_t i = 0; i < n; i++) {
+		const char *want = sym_table_lookup(built, addrs[i] - bias);
+		const char *got = sym_table_lookup(mapped, addrs[i] - bias);
+
+		ck->compared++;
+		if (!(want == got || (want && got && !strcmp(want, got))))
+			cr_assert_fail("%s +%#llx: built %s, read back %s", name,
+				(unsigned long long)(addrs[i] - bias), want ? want : "(none)",
+				got ? got : "(none)");
+	}
+	free(addrs);
+	sym_table_free(mapped);
+	sym_table_free(built);
+	ck->modules++;
+	if (strstr(name, "/libc.so.6") && !ck->corrupted_libc) {
+		struct stat st;
+		uint64_t big = UINT64_MAX, two[2];
+		uint32_t far = UINT32_MAX - 1;
+
+		ck->corrupted_libc = true;
+		cache_round_trip(mod, nsyms, fg);
+		/* built from another symbol table: another count, another first
+		 * global (a debuginfo package installed since) */
+		cr_expect_eq(map_file(ck->path, nsyms + 1, fg, &mapped), -TD_E_CORRUPT);
+		cr_expect_eq(map_file(ck->path, nsyms, fg + 1, &mapped), -TD_E_CORRUPT);
+		cr_assert_eq(stat(ck->path, &st), 0);
+		/* truncated by a byte */
+		cr_assert_eq(truncate(ck->path, st.st_size - 1), 0);
+		cr_expect_eq(map_file(ck->path, nsyms, fg, &mapped), -TD_E_CORRUPT);
+		cr_assert_eq(truncate(ck->path, st.st_size), 0);
+		/* starts not ascending: the first stretch after the second */
+		{
+			int rfd = open(ck->path, O_RDONLY | O_CLOEXEC);
+
+			cr_assert_eq(pread(rfd, two, sizeof(two), 48), (ssize_t)sizeof(two));
+			close(rfd);
+		}
+		two[0] = two[1];
+		patch(ck->path, 48, &two[0], sizeof(two[0]));
+		cr_expect_eq(map_file(ck->path, nsyms, fg, &mapped), -TD_E_CORRUPT);
+		/* a count beyond the file */
+		patch(ck->path, 24, &big, sizeof(big));
+		cr_expect_eq(map_file(ck->path, nsyms, fg, &mapped), -TD_E_CORRUPT);
+		/* a name outside the names, in a file written whole again */
+		fd = open(ck->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		cr_assert_eq(sym_table_build(mod, &built), 0);
+		cr_assert_eq(sym_table_write(built, nsyms, fg, fd), 0);
+		close(fd);
+		cr_assert_eq(map_file(ck->path, nsyms, fg, &mapped), 0);
+		{
+			uint64_t nstretch;
+			int rfd = open(ck->path, O_RDONLY | O_CLOEXEC);
+
+			cr_assert_eq(pread(rfd, &nstretch, sizeof(nstretch), 24),
+				(ssize_t)sizeof(nstretch));
+			close(rfd);
+			patch(ck->path, (off_t)(48 + nstretch * 8), &far, sizeof(far));
+		}
+		sym_table_free(mapped);
+		sym_table_free(built);
+		cr_expect_eq(map_file(ck->path, nsyms, fg, &mapped), -TD_E_CORRUPT);
+		/* not a table at all */
+		patch(ck->path, 0, "TDSYMT99", 8);
+		cr_expect_eq(map_file(ck->path, nsyms, fg, &mapped), -TD_E_CORRUPT);
+	}
+	return DWARF_CB_OK;
+}
+
+Test(symtab, a_table_read_back_answers_as_built_and_a_bad_file_is_refused, .timeout = 300)
+{
+	struct table_file_check ck = { .path = "/tmp/tracerd-symtab-XXXXXX" };
+	char *dpath = NULL;
+	const Dwfl_Callbacks cb = {
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &dpath,
+	};
+	Dwfl *dwfl = dwfl_begin(&cb);
+	int fd = mkstemp(ck.path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_not_null(dwfl);
+	dwfl_report_begin(dwfl);
+	cr_assert_eq(dwfl_linux_proc_report(dwfl, getpid()), 0);
+	dwfl_report_end(dwfl, NULL, NULL);
+	dwfl_getmodules(dwfl, table_file_module, &ck, 0);
+	dwfl_end(dwfl);
+	unlink(ck.path);
+	cr_expect_gt(ck.modules, 2);
+	cr_expect(ck.corrupted_libc, "libc.so.6 not among the modules");
+	cr_expect_gt(ck.compared, 1000);
+}
+
 /* ---- the debuginfo cache (symbolize/debugcache.c), on this process's own
  * libc: with libc6-dbg its separate debuginfo has compressed sections. */
 
