@@ -53,7 +53,7 @@ LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	report/html.c report/waits.c \
 	ptrace/ptrace.c ptrace/perf.c ptrace/blocked.c \
 	symbolize/cache.c symbolize/debugcache.c symbolize/session.c symbolize/demangle.c \
-	symbolize/symtab.c \
+	symbolize/symtab.c symbolize/cfi.c \
 	daemon/control.c daemon/dump.c daemon/ring.c daemon/sampler.c daemon/targets.c \
 	daemon/follow.c daemon/service.c daemon/svcconf.c daemon/waits.c daemon/worker.c \
 	daemon/writer.c \
@@ -78,7 +78,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
-	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc
+	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -162,6 +162,16 @@ $(FX)/fx_chain_stripped: $(FX)/fx_chain
 		test -n "$$bid" && mkdir -p $(FX)/debugdir/.build-id/$${bid%$${bid#??}} && \
 		objcopy --only-keep-debug $< $(FX)/debugdir/.build-id/$${bid%$${bid#??}}/$${bid#??}.debug && \
 		strip --strip-all -o $@ $<
+
+# A stripped copy whose debuginfo is found only by its .gnu_debuglink, in
+# the .debug directory beside it.
+$(FX)/fx_chain_linked: $(FX)/fx_chain
+	$(call say,STRIP,$@)
+	$(Q)mkdir -p $(FX)/.debug && \
+		objcopy --only-keep-debug $< $(FX)/.debug/fx_chain_linked.debug && \
+		strip --strip-all -o $@.tmp $< && \
+		objcopy --add-gnu-debuglink=$(FX)/.debug/fx_chain_linked.debug $@.tmp && \
+		mv $@.tmp $@
 
 fixtures: $(FIXTURES)
 test-build: $(TRACERD) $(TEST_BIN) $(GEN) fixtures

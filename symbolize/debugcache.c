@@ -445,7 +445,7 @@ static int entry_create(int dirfd, const char *name, int src_fd, const unsigned 
 }
 
 /* Is the file at path (a build-id path) the debuginfo of bid? */
-static int open_by_build_id(const char *path, const unsigned char *bid, size_t len)
+int sym_open_by_build_id(const char *path, const unsigned char *bid, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
@@ -521,7 +521,7 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
 			    hex + 2) >= sizeof(path))
 			continue;
 		/* absent, unreadable or another build's: the next directory */
-		fd = open_by_build_id(path, bid, len);
+		fd = sym_open_by_build_id(path, bid, len);
 		if (fd >= 0)
 			found = strdup(path); /* NULL is only a missing name */
 	}

@@ -4,6 +4,8 @@
 
 #include "symbolize.h"
 
+#include <libelf.h>
+
 #define SYM_MAX_INLINE 64     /* bound on inline depth kept per pc */
 #define SYM_MAX_NAME 4096     /* bound on one name's length */
 
@@ -59,6 +61,38 @@ int sym_table_source(struct Dwfl_Module *mod, uint64_t *ret_nsyms, uint64_t *ret
 int sym_table_write(const struct sym_table *t, uint64_t nsyms, uint64_t first_global, int fd);
 int sym_table_map(int fd, uint64_t nsyms, uint64_t first_global, struct sym_table **ret_table);
 
+/* A frame's unwind rules in the form the fast unwinder follows (cfi.c):
+ * CFA = cfa_reg (rsp 7 or rbp 6) + cfa_off, the return address at
+ * CFA + ra_off, rbp kept, saved at CFA + bp_off or lost.  libdw's unwinder
+ * reads the slot of every register saved, in register order: slot[] holds
+ * their CFA offsets so, rbp's and the return address's among them. */
+#define SYM_RULE_SLOTS 8
+enum { SYM_RULE_EMPTY, SYM_RULE_SIMPLE, SYM_RULE_OUTERMOST, SYM_RULE_COMPLEX };
+enum { SYM_BP_SAME, SYM_BP_SAVED, SYM_BP_UNDEFINED };
+struct sym_rule {
+	uint64_t key; /* the caller's */
+	int32_t cfa_off, ra_off, bp_off;
+	int16_t slot[SYM_RULE_SLOTS];
+	uint8_t nslot, kind, cfa_reg, bp;
+};
+typedef struct Dwarf_CFI_s Dwarf_CFI;
+/* The rule at pc (an ELF address of cfi's file) as libdw works it out;
+ * rip is the frame's own (pc, or pc + 1 for a return address), which a
+ * PLT entry's CFA depends on. */
+void sym_rule_libdw(Dwarf_CFI *cfi, uint64_t pc, uint64_t rip, struct sym_rule *r);
+/* A module's .eh_frame and the binary search table of .eh_frame_hdr. */
+struct sym_eh {
+	const uint8_t *frame, *hdr, *table;
+	size_t frame_len, hdr_len;
+	uint64_t frame_vaddr, hdr_vaddr, count;
+};
+/* 0 when elf's .eh_frame can be read so, -ENOENT / -ENOTSUP if not. */
+int sym_eh_init(Elf *elf, struct sym_eh *eh);
+/* The rule at pc (an ELF address) from .eh_frame: 0 (r set, maybe
+ * SYM_RULE_COMPLEX), -ENOENT when no FDE holds pc, -ENOTSUP for what is
+ * not read here (libdw can say). */
+int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_rule *r);
+
 /* Symbol tables in the cache, by module key.  They are not part of the
  * flushed budget (a flush between stacks would leave sessions holding
  * freed tables); they have their own and live until sym_cache_free(). */
@@ -88,6 +122,9 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
  * Nothing to do if it has no compressed section. */
 void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len, int src_fd,
 	struct sym_debug_stats *st);
+/* An fd of the ELF file at path if its build-id is bid (len bytes), else
+ * -errno (absent, unreadable) or -TD_E_CORRUPT (another build's). */
+int sym_open_by_build_id(const char *path, const unsigned char *bid, size_t len);
 /* The symbol table of build-id bid built from the symbol table (nsyms,
  * first_global) (sym_table_source), kept in dir by
  * sym_debugcache_table_store: 0 and *ret_table (mapped, checked), -ENOENT

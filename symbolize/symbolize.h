@@ -44,6 +44,7 @@ struct sym_unwound {
 	enum sym_end end;
 	unsigned live_reads; /* reads served by read_live */
 	uint64_t fault_addr; /* WINDOW, READ_FAILED: the address */
+	bool fast;	     /* unwound from the session's cached CFI rules alone */
 	char detail[96];     /* libdwfl's words, when it gave any */
 };
 
@@ -78,6 +79,9 @@ struct sym_options {
 	 * debuginfo with compressed sections is inflated once into it, then
 	 * only mapped.  NULL: no cache, libdw inflates it in every session. */
 	const char *cache_dir;
+	/* Every stack through libdw's unwinder, none from the cached rules
+	 * (the tests compare the two). */
+	bool no_fast_unwind;
 };
 
 /* What a session's debuginfo cache did (sym_session_debug_stats). */
