@@ -78,7 +78,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
-	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked
+	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -143,6 +143,18 @@ $(FX)/libfx_plugin.so: test/fixtures/fx_plugin.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -shared -fPIC -o $@ $<
+# Built whole (the tests read its symbols' addresses), then stripped of
+# every symbol table but .dynsym: only .eh_frame places its functions.
+$(FX)/libfx_hot_full.so: test/fixtures/libfx_hot.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -shared -fPIC -o $@ $<
+$(FX)/libfx_hot.so: $(FX)/libfx_hot_full.so
+	$(call say,STRIP,$@)
+	$(Q)strip --strip-all -o $@ $<
+$(FX)/fx_hot: test/fixtures/fx_hot.c $(FX)/libfx_hot.so
+	$(call say,FIXTURE,$@)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $< -L$(FX) -lfx_hot -Wl,-rpath,'$$ORIGIN'
 $(FX)/fx_dlopen: test/fixtures/fx_dlopen.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

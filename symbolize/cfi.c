@@ -682,16 +682,15 @@ static void entry(const struct sym_eh *eh, uint64_t i, uint64_t *loc, uint64_t *
 	*fde = eh->hdr_vaddr + (uint64_t)(int64_t)b;
 }
 
-int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_rule *r)
+/* The FDE that holds pc: *c on its instructions, its CIE and its start.
+ * 0, -ENOENT when none does, -ENOTSUP. */
+static int fde_find(const struct sym_eh *eh, uint64_t pc, struct cursor *ret_c, struct cie *ci,
+	uint64_t *ret_start)
 {
 	uint64_t lo = 0, hi = eh->count, loc, fde, off, len, cie_off, start, range;
-	struct cfa_state init, st;
 	struct cursor c;
-	struct cie ci;
 	bool ok = true;
-	int k;
 
-	*r = (struct sym_rule){ .kind = SYM_RULE_COMPLEX };
 	/* the last entry starting at or below pc */
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
@@ -716,15 +715,15 @@ int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_r
 	cie_off = rd(&c, 4); /* back from this field to its CIE */
 	if (cie_off == 0 || cie_off > off + 4)
 		return -ENOTSUP;
-	if (cie_at(eh, off + 4 - cie_off, &ci) < 0)
+	if (cie_at(eh, off + 4 - cie_off, ci) < 0)
 		return -ENOTSUP;
-	start = pointer(&c, ci.fde_enc, 0, &ok);
-	range = pointer(&c, (uint8_t)(ci.fde_enc & 0x0f), 0, &ok);
+	start = pointer(&c, ci->fde_enc, 0, &ok);
+	range = pointer(&c, (uint8_t)(ci->fde_enc & 0x0f), 0, &ok);
 	if (!ok || c.bad || start != loc)
 		return -ENOTSUP;
 	if (pc >= start + range)
 		return -ENOENT; /* between functions: no FDE holds pc */
-	if (ci.z) {
+	if (ci->z) {
 		uint64_t alen = uleb(&c);
 
 		if (c.bad || alen > (uint64_t)(c.end - c.p))
@@ -732,6 +731,31 @@ int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_r
 		c.p += alen;
 		c.vaddr += alen;
 	}
+	*ret_c = c;
+	*ret_start = start;
+	return 0;
+}
+
+int sym_eh_function(const struct sym_eh *eh, uint64_t pc, uint64_t *ret_start)
+{
+	struct cursor c;
+	struct cie ci;
+
+	return fde_find(eh, pc, &c, &ci, ret_start);
+}
+
+int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_rule *r)
+{
+	struct cfa_state init, st;
+	struct cursor c;
+	struct cie ci;
+	uint64_t start, loc;
+	int k;
+
+	*r = (struct sym_rule){ .kind = SYM_RULE_COMPLEX };
+	k = fde_find(eh, pc, &c, &ci, &start);
+	if (k < 0)
+		return k;
 	/* libdw's start for x86_64 (its ABI CFI): rsp is the CFA, rbp keeps
 	 * its value unless said otherwise */
 	memset(&init, 0, sizeof(init));

@@ -829,6 +829,19 @@ static void end_at_entry(struct sym_session *s, struct sym_unwound *ret)
 #define DW_RSP 7
 #define DW_RBP 6
 
+/* Whether m's .eh_frame can be read by cfi.c (looked at once). */
+static bool eh_ready(struct sym_module *m)
+{
+	if (!m->eh_tried) {
+		Dwarf_Addr bias;
+		Elf *elf = dwfl_module_getelf(m->mod, &bias);
+
+		m->eh_tried = true;
+		m->eh_ok = elf && bias == m->bias && sym_eh_init(elf, &m->eh) == 0;
+	}
+	return m->eh_ok;
+}
+
 /* The rule for pc (already less one for a return address), as libdw's
  * unwinder would apply it first: from the module's .eh_frame, found with
  * .eh_frame_hdr (cfi.c), else as libdw works it out. */
@@ -845,13 +858,7 @@ static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct s
 		return;
 	if (dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
 		m = *ud;
-	if (m && !m->eh_tried) {
-		Elf *elf = dwfl_module_getelf(mod, &bias);
-
-		m->eh_tried = true;
-		m->eh_ok = elf && bias == m->bias && sym_eh_init(elf, &m->eh) == 0;
-	}
-	if (m && m->eh_ok) {
+	if (m && eh_ready(m)) {
 		int k = sym_eh_rule(&m->eh, pc - m->bias, rip - m->bias, r);
 
 		if (k == 0 || k == -ENOENT)
@@ -1148,6 +1155,27 @@ static const char *elf_name(struct sym_session *s, struct sym_module *m, uint64_
 	return r;
 }
 
+/* The name of the function at addr: its ELF symbol's, else, where no
+ * symbol names it (a stripped binary, a static function of one without
+ * .symtab), its place, as MODULE+0xSTART: the start of the function that
+ * .eh_frame gives (an FDE per function, kept in stripped binaries too), so
+ * that its samples stay together and apart from the module's other
+ * functions; else the address itself, as perf shows it. */
+static const char *function_name(struct sym_session *s, struct sym_module *m, uint64_t addr)
+{
+	const char *name = elf_name(s, m, addr), *base;
+	uint64_t at = addr - m->bias;
+	char buf[PATH_MAX + 32];
+
+	if (name || !m->path)
+		return name;
+	if (eh_ready(m) && sym_eh_function(&m->eh, at, &at) < 0)
+		at = addr - m->bias;
+	base = strrchr(m->path, '/');
+	snprintf(buf, sizeof(buf), "%s+%#llx", base ? base + 1 : m->path, (unsigned long long)at);
+	return sym_cache_intern0(s->cache, buf);
+}
+
 /* The inline chain of addr, innermost first, ending with the function that
  * physically holds it.  Returns the number of lines. */
 static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t addr,
@@ -1224,13 +1252,13 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		if (n && out[n - 1].inlined && n < SYM_MAX_INLINE) {
 			/* inline chain without its outer subprogram in
 			 * DWARF: the ELF symbol holds it */
-			out[n++] = (struct sym_line){ .function = elf_name(s, m, addr),
+			out[n++] = (struct sym_line){ .function = function_name(s, m, addr),
 				.file = file,
 				.line = line };
 		}
 	}
 	if (n == 0)
-		out[n++] = (struct sym_line){ .function = elf_name(s, m, addr),
+		out[n++] = (struct sym_line){ .function = function_name(s, m, addr),
 			.file = file,
 			.line = line };
 	return n;

@@ -92,6 +92,9 @@ int sym_eh_init(Elf *elf, struct sym_eh *eh);
  * SYM_RULE_COMPLEX), -ENOENT when no FDE holds pc, -ENOTSUP for what is
  * not read here (libdw can say). */
 int sym_eh_rule(const struct sym_eh *eh, uint64_t pc, uint64_t rip, struct sym_rule *r);
+/* Where the function holding pc starts (its FDE's first address): 0,
+ * -ENOENT, -ENOTSUP. */
+int sym_eh_function(const struct sym_eh *eh, uint64_t pc, uint64_t *ret_start);
 
 /* Symbol tables in the cache, by module key.  They are not part of the
  * flushed budget (a flush between stacks would leave sessions holding

@@ -589,3 +589,17 @@ char *html_page_data(const char *page, int *ret_status)
 	snprintf(cmd, sizeof(cmd), "node '%s/test/tools/html-data.js' '%s' 2>&1", TD_SOURCE_DIR, page);
 	return shell_output(cmd, ret_status);
 }
+
+unsigned long nm_addr(const char *file, const char *name)
+{
+	char cmd[512], *out;
+	unsigned long a = 0;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "nm %s | awk '$3 == \"%s\" { print $1; exit }'", file, name);
+	out = shell_output(cmd, &status);
+	if (out && status == 0)
+		a = strtoul(out, NULL, 16);
+	free(out);
+	return a;
+}

@@ -67,6 +67,8 @@ uint64_t fx_counter(pid_t pid);
 /* Poll cond(arg) every few milliseconds until it holds (true) or
  * timeout_ms pass (false). */
 bool wait_for(bool (*cond)(void *arg), void *arg, int timeout_ms);
+/* The address nm gives the symbol name in file, 0 if none. */
+unsigned long nm_addr(const char *file, const char *name);
 /* Tids of pid (up to n). */
 int task_list(pid_t pid, pid_t *tids, int n);
 /* Tid of the thread of pid named name, 0 if none. */

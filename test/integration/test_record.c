@@ -1076,6 +1076,55 @@ Test(record, event_loop_agrees_with_its_own_clock, .timeout = 240)
  * the scheduler on each thread's g0 stack at runtime.mcall or
  * runtime.mstart (the runtime marks none of them in its CFI, and what lies
  * above mcall on g0 is not its caller).  Skipped without a Go toolchain. */
+/* A stripped library's static functions have no name anywhere: each is
+ * placed by where it starts (its FDE in .eh_frame), named MODULE+0xSTART,
+ * and keeps its own samples: hot_a has two thirds of them. */
+Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
+{
+	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	unsigned long a_at = nm_addr(FX("libfx_hot_full.so"), "hot_a"),
+		      b_at = nm_addr(FX("libfx_hot_full.so"), "hot_b");
+	char want_a[64], want_b[64];
+	unsigned long long a = 0, b = 0, other = 0;
+	struct run_result r;
+	pid_t fx, t;
+
+	cr_assert(a_at && b_at && a_at != b_at, "no hot_a, hot_b in libfx_hot_full.so");
+	snprintf(want_a, sizeof(want_a), "libfx_hot.so+%#lx", a_at);
+	snprintf(want_b, sizeof(want_b), "libfx_hot.so+%#lx", b_at);
+	fx = fx_start(FX("fx_hot"), NULL);
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "-F", "199", NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *line = r.out; *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *sp = memrchr(line, ' ', (size_t)(end - line));
+		const char *leaf = sp ? memrchr(line, ';', (size_t)(sp - line)) : NULL;
+		unsigned long long n = sp ? strtoull(sp + 1, NULL, 10) : 0;
+
+		leaf = leaf ? leaf + 1 : line;
+		if (sp && (size_t)(sp - leaf) == strlen(want_a) && !memcmp(leaf, want_a, strlen(want_a)))
+			a += n;
+		else if (sp && (size_t)(sp - leaf) == strlen(want_b) &&
+			 !memcmp(leaf, want_b, strlen(want_b)))
+			b += n;
+		else
+			other += n;
+		cr_expect(!memmem(line, (size_t)(end - line), "[unknown]", 9), "%.*s",
+			(int)(end - line), line);
+		line = nl ? nl + 1 : end;
+	}
+	cr_assert_gt(a + b, 400, "hot_a %llu, hot_b %llu, elsewhere %llu samples: %.600s", a, b,
+		other, r.out);
+	cr_expect(a * 100 > (a + b) * 58 && a * 100 < (a + b) * 75,
+		"hot_a %llu of %llu samples, want two thirds", a, a + b);
+	run_result_free(&r);
+}
+
 Test(record, go_stacks_reach_their_entry, .timeout = 300)
 {
 	char bin[128], cmd[512];
@@ -1126,10 +1175,15 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 			 * the kernel's signal frame, entered through a return
 			 * trampoline that has no CFI: the stack stops there, cut,
 			 * and says so.  Rare (a sample in a handler). */
-			static const char sigtramp[] =
-				"[stack cut: no unwind info for pc in module];[unknown];runtime.sigtramp";
+			static const char cut[] = "[stack cut: no unwind info for pc in module];";
 			const char *nl = strchr(line, '\n');
-			bool ok = false, in_handler = !strncmp(line, sigtramp, strlen(sigtramp));
+			/* the frame between has no symbol: placed as
+			 * MODULE+0xSTART, or [unknown] outside any module */
+			const char *tramp = !strncmp(line, cut, strlen(cut)) ?
+						    strchr(line + strlen(cut), ';') :
+						    NULL;
+			bool ok = false, in_handler = tramp && (!nl || tramp < nl) &&
+						      !strncmp(tramp + 1, "runtime.sigtramp", 16);
 
 			for (size_t k = 0; k < TD_ARRAY_SIZE(roots); k++)
 				ok |= !strncmp(line, roots[k], strlen(roots[k]));
