@@ -775,9 +775,23 @@ static const char *symbol_at(struct sym_session *s, struct sym_module *m, uint64
 	return dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
 }
 
-static struct sym_module *module_at(struct sym_session *s, uint64_t addr)
+/* The module holding addr.  dwfl_addrmodule() also answers for an address
+ * past the end of the last module (0.188): a pc from an image an exec
+ * replaced since the maps were read would be named in the wrong file. */
+static Dwfl_Module *addr_module(struct sym_session *s, uint64_t addr)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	Dwarf_Addr lo, hi;
+
+	if (mod && dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) &&
+		(addr < lo || addr >= hi))
+		return NULL;
+	return mod;
+}
+
+static struct sym_module *module_at(struct sym_session *s, uint64_t addr)
+{
+	Dwfl_Module *mod = addr_module(s, addr);
 	void **ud;
 
 	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
@@ -847,7 +861,7 @@ static bool eh_ready(struct sym_module *m)
  * .eh_frame_hdr (cfi.c), else as libdw works it out. */
 static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct sym_rule *r)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
+	Dwfl_Module *mod = addr_module(s, pc);
 	struct sym_module *m = NULL;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
@@ -1269,7 +1283,7 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 {
 	/* A return address points after the call: look up the call. */
 	uint64_t addr = activation ? pc : pc - 1;
-	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	Dwfl_Module *mod = addr_module(s, addr);
 	struct sym_line tmp[SYM_MAX_INLINE];
 	const struct sym_line *lines;
 	struct sym_module *m;
