@@ -1,6 +1,7 @@
-/* tracerd [record] --pid PID...: the front end of the recording daemon.
- * Parses options, opens the recorder (daemon/), shows a status line on a
- * terminal, and prints the summary and what went wrong in words. */
+/* tracerd [record] --pid PID... | -- CMD ARGS...: the front end of the
+ * recording daemon.  Parses options, starts CMD (held before its exec until
+ * the recorder is attached), opens the recorder (daemon/), shows a status
+ * line on a terminal, and prints the summary and what went wrong in words. */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -10,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../daemon/daemon.h"
@@ -22,9 +27,12 @@ static void usage(FILE *f)
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
 	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
 	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [-q]\n"
+	      "       tracerd [record] [OPTION]... -- CMD [ARG]...\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
+	      "With CMD: start it, record it from its first instruction (and the\n"
+	      "processes it execs into), wait for it, and exit with its status.\n"
 	      "\n"
 	      "  -p, --pid PID            process to record (up to 16 different ones)\n"
 	      "  -F, --frequency HZ       samples per second per thread, 1 to 10000 (default\n"
@@ -54,7 +62,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
 	      "DIR/snapshots/.\n"
-	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error.\n",
+	      "Exit status: 0 ok, 1 usage, 2 attach failed, 3 I/O error; with CMD, its\n"
+	      "status (128+N if signal N ended it; 127 if it could not be run), else 3 on\n"
+	      "an I/O error.\n",
 		f);
 }
 
@@ -80,6 +90,7 @@ struct front_opts {
 	bool quiet;
 	bool debuginfod;
 	const char *cache_dir; /* --cache-dir, NULL if not given */
+	char **cmd;	       /* -- CMD ARGS..., NULL-terminated; NULL if none */
 };
 
 static int parse(int argc, char **argv, struct rec_config *c, struct front_opts *f)
@@ -109,7 +120,9 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
 	*f = (struct front_opts){ 0 };
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":p:F:d:r:m:qh", opts, NULL)) != -1) {
+	/* "+": options end at the command's name, so that its own options
+	 * stay its own even without "--" */
+	while ((ch = getopt_long(argc, argv, "+:p:F:d:r:m:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p': {
 			pid_t pid;
@@ -211,11 +224,17 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		}
 	}
 	if (optind < argc) {
-		td_msg("unexpected argument '%s'; see tracerd record --help", argv[optind]);
-		return TD_EXIT_USAGE;
+		if (c->npids) {
+			td_msg("record: give --pid or a command, not both (a command is recorded "
+			       "from its start; see tracerd record --help)");
+			return TD_EXIT_USAGE;
+		}
+		f->cmd = argv + optind;
+		c->npids = 1; /* its pid comes once it is started */
 	}
 	if (!c->npids) {
-		td_msg("record: --pid is required; see tracerd record --help");
+		td_msg("record: --pid PID or a command (-- CMD ARGS...) is required; see tracerd "
+		       "record --help");
 		return TD_EXIT_USAGE;
 	}
 	{
@@ -236,7 +255,93 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 
 struct status {
 	uint64_t last_samples, last_ns;
+	pid_t child;	  /* the command's process, 0 if none */
+	bool child_ended; /* its exit seen by the recorder: child_status */
+	int child_status;
 };
+
+/* Is file (no slash) an executable in $PATH, as execvp would find it? */
+static int find_in_path(const char *file)
+{
+	const char *path = getenv("PATH");
+	int err = ENOENT;
+
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *e = strchrnul(p, ':');
+		char full[PATH_MAX];
+		struct stat st;
+
+		if (snprintf(full, sizeof(full), "%.*s%s%s", (int)(e - p), p, e > p ? "/" : "",
+			    file) < (int)sizeof(full) &&
+			stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		if (!*e)
+			return -err;
+		p = e;
+	}
+}
+
+/* Start cmd held before its exec: it waits for a byte on *ret_go, and
+ * reports a failed exec's errno on *ret_err (closed by a good exec).
+ * Returns its pid, or -errno with nothing started. */
+static pid_t start_held(char **cmd, int *ret_go, int *ret_err)
+{
+	int go[2], err[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		int e = -errno;
+
+		close(go[0]);
+		close(go[1]);
+		return e;
+	}
+	pid = fork();
+	if (pid == 0) {
+		char b;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		/* no byte: tracerd could not record it, and it does not run */
+		if (read(go[0], &b, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	if (pid < 0) {
+		int e = -errno;
+
+		close(go[1]);
+		close(err[0]);
+		return e;
+	}
+	*ret_go = go[1];
+	*ret_err = err[0];
+	return pid;
+}
+
+/* The exit code tracerd gives for the command's wait status. */
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return TD_EXIT_IO;
+}
 
 static void status_line(const struct recorder *r, void *arg)
 {
@@ -326,7 +431,17 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 
 static void notice(const struct rec_notice *n, void *arg)
 {
-	(void)arg;
+	struct status *st = arg;
+
+	if (n->kind == REC_NOTICE_EXIT) {
+		if (st->child && n->id.pid == st->child) {
+			st->child_ended = true;
+			st->child_status = n->status;
+		}
+		return;
+	}
+	if (n->kind != REC_NOTICE_SNAPSHOT)
+		return;
 	if (n->err)
 		td_msg("snapshot %s failed: %s", n->path, td_strerror(n->err));
 	else
@@ -345,17 +460,47 @@ int cmd_record(int argc, char **argv)
 	uint64_t start;
 	bool quiet, tty;
 	struct rec_failure fail;
-	int e, ret = TD_EXIT_OK;
+	int e, ret = TD_EXIT_OK, go_fd = -1, err_fd = -1;
 
 	e = parse(argc, argv, &cfg, &fo);
 	if (e)
 		return e < 0 ? TD_EXIT_OK : e;
 	quiet = fo.quiet;
+	if (fo.cmd) {
+		/* found before anything is made: a wrong name leaves nothing */
+		e = strchr(fo.cmd[0], '/') ? (access(fo.cmd[0], X_OK) == 0 ? 0 : -errno) :
+					     find_in_path(fo.cmd[0]);
+		if (e < 0) {
+			if (strspn(fo.cmd[0], "0123456789") == strlen(fo.cmd[0]))
+				td_msg("cannot run '%s': %s (to record the running process %s: "
+				       "--pid %s)",
+					fo.cmd[0], strerror(-e), fo.cmd[0], fo.cmd[0]);
+			else
+				td_msg("cannot run '%s': %s", fo.cmd[0], strerror(-e));
+			return 127;
+		}
+	}
 	/* before any libdw: its lookups read the environment */
 	td_debuginfod_setup(fo.debuginfod);
 	if (!td_cache_dir_setup(fo.cache_dir, cache_buf, sizeof(cache_buf), &cfg.cache_dir))
 		return TD_EXIT_USAGE;
+	if (fo.cmd) {
+		pid_t pid = start_held(fo.cmd, &go_fd, &err_fd);
+
+		if (pid < 0) {
+			td_msg("cannot start '%s': %s", fo.cmd[0], strerror((int)-pid));
+			return TD_EXIT_IO;
+		}
+		st.child = cfg.pids[0] = pid;
+	}
 	e = rec_open(&cfg, &r, &fail);
+	if (e < 0 && st.child) {
+		/* it never runs: no byte, and it exits */
+		close(go_fd);
+		close(err_fd);
+		while (waitpid(st.child, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	if (e == -TD_E_LOCKED) {
 		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
 			cfg.repo, (int)fail.pid);
@@ -389,9 +534,25 @@ int cmd_record(int argc, char **argv)
 	}
 	tty = !quiet && isatty(STDERR_FILENO);
 	start = st.last_ns = td_now_ns();
-	if (!quiet)
+	if (st.child) {
+		int x;
+		ssize_t n;
+
+		if (!quiet)
+			td_msg("recording %s (PID %d) into %s", fo.cmd[0], (int)st.child, cfg.repo);
+		/* attached: let it exec, and hear whether that worked */
+		if (write(go_fd, "", 1) != 1)
+			td_msg("cannot start '%s': %s", fo.cmd[0], strerror(errno));
+		close(go_fd);
+		while ((n = read(err_fd, &x, sizeof(x))) < 0 && errno == EINTR)
+			;
+		close(err_fd);
+		if (n == (ssize_t)sizeof(x))
+			td_msg("cannot run '%s': %s", fo.cmd[0], strerror(x));
+	} else if (!quiet) {
 		td_msg("recording %u process%s into %s; Ctrl-C to stop", cfg.npids,
 			cfg.npids > 1 ? "es" : "", cfg.repo);
+	}
 	{
 		struct rec_hooks hooks = { tty ? status_line : NULL, notice };
 
@@ -408,5 +569,25 @@ int cmd_record(int argc, char **argv)
 	}
 	summary(&s, &cfg, td_now_ns() - start, stderr);
 	rec_free(r);
+	if (st.child) {
+		int status;
+
+		/* recording ended first (a duration, a signal): the command
+		 * goes on, untraced, and its status is still the answer */
+		if (!st.child_ended) {
+			pid_t w;
+
+			while ((w = waitpid(st.child, &status, 0)) < 0 && errno == EINTR)
+				;
+			if (w == st.child) {
+				st.child_ended = true;
+				st.child_status = status;
+			}
+		}
+		if (st.child_ended && exit_code_of(st.child_status) != 0)
+			return exit_code_of(st.child_status);
+		if (!st.child_ended && ret == TD_EXIT_OK)
+			return TD_EXIT_IO; /* its status was lost: say something went wrong */
+	}
 	return ret;
 }

@@ -273,6 +273,10 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 			last = td_now_ns();
 		}
 	}
+	/* what the writer said before it was done (the last exit) */
+	for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
+		if (hooks && hooks->notice)
+			hooks->notice(n, arg);
 }
 
 int rec_attach(struct recorder *r, pid_t pid)

@@ -105,7 +105,7 @@ struct rec_notice {
 	enum {
 		REC_NOTICE_SNAPSHOT,  /* a snapshot was written (or failed) */
 		REC_NOTICE_ATTACH,    /* follow: the answer to rec_attach */
-		REC_NOTICE_EXIT,      /* follow: a process attached has exited */
+		REC_NOTICE_EXIT,      /* a process attached has exited */
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
 	} kind;
 	int err;	      /* 0, or why it failed */

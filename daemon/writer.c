@@ -1176,8 +1176,15 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
 		session_drop(w, e->pid);
-		if (w->cfg->follow)
+		if (w->cfg->follow) {
 			process_died(w, e);
+		} else {
+			/* the front end of record -- CMD exits with CMD's status */
+			struct rec_notice n = { .kind = REC_NOTICE_EXIT, .status = e->status,
+				.id = { e->pid, e->start_time } };
+
+			notify(w, &n);
+		}
 		break;
 	default:
 		break;

@@ -1076,6 +1076,62 @@ Test(record, event_loop_agrees_with_its_own_clock, .timeout = 240)
  * the scheduler on each thread's g0 stack at runtime.mcall or
  * runtime.mstart (the runtime marks none of them in its CFI, and what lies
  * above mcall on g0 is not its caller).  Skipped without a Go toolchain. */
+/* record -- CMD: the command starts under the recorder (its exec is in the
+ * recording), tracerd waits for it and exits with its status. */
+Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout = 180)
+{
+	static const char loop[] = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; ";
+	char work7[256], cmd[256];
+	const char *run7[] = { "tracerd", "record", "-q", "-r", repo, "--", "sh", "-c", work7,
+		NULL };
+	const char *term[] = { "tracerd", "record", "-q", "-r", repo, "--", "sh", "-c",
+		"kill -TERM $$", NULL };
+	const char *longer[] = { "tracerd", "record", "-q", "-r", repo, "-d", "1s", "--", "sh",
+		"-c", "sleep 3; exit 5", NULL };
+	const char *missing[] = { "tracerd", "record", "-q", "-r", repo, "--",
+		"/nonexistent/tracerd-test-cmd", NULL };
+	const char *both[] = { "tracerd", "record", "-q", "-r", repo, "--pid", "1", "--", "true",
+		NULL };
+	struct run_result r;
+	struct found f;
+
+	snprintf(work7, sizeof(work7), "%sexit 7", loop);
+	run_tracerd(&r, run7);
+	cr_expect_eq(r.status, 7, "%s", r.err);
+	run_result_free(&r);
+	f = scan_repo();
+	cr_expect_gt(f.exec, 0, "the command's exec is not in the recording");
+	cr_expect_gt(f.samples, 5, "%llu samples", (unsigned long long)f.samples);
+	cr_expect_eq(verify_status(), 0);
+
+	/* ended by a signal: 128 + its number, as a shell says */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	cr_assert_eq(system(cmd), 0);
+	run_tracerd(&r, term);
+	cr_expect_eq(r.status, 128 + SIGTERM, "%s", r.err);
+	run_result_free(&r);
+
+	/* the recording ends first: the command goes on, and its status
+	 * is still tracerd's */
+	cr_assert_eq(system(cmd), 0);
+	run_tracerd(&r, longer);
+	cr_expect_eq(r.status, 5, "%s", r.err);
+	run_result_free(&r);
+
+	/* nothing to run: said, 127, and no repository made */
+	cr_assert_eq(system(cmd), 0);
+	run_tracerd(&r, missing);
+	cr_expect_eq(r.status, 127);
+	cr_expect(strstr(r.err, "cannot run '/nonexistent/tracerd-test-cmd'"), "%s", r.err);
+	cr_expect_neq(access(repo, F_OK), 0, "a repository was made for a command not run");
+	run_result_free(&r);
+
+	run_tracerd(&r, both);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "not both"), "%s", r.err);
+	run_result_free(&r);
+}
+
 /* A stripped library's static functions have no name anywhere: each is
  * placed by where it starts (its FDE in .eh_frame), named MODULE+0xSTART,
  * and keeps its own samples: hot_a has two thirds of them. */
