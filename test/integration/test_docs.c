@@ -203,3 +203,37 @@ Test(docs, bad_options_are_one_line)
 		run_result_free(&r);
 	}
 }
+
+/* As man-db shows them (groff's mdoc, not only mandoc): a subcommand's page
+ * names its subcommand wherever it names the program, and no page warns. */
+Test(docs, man_pages_render_under_groff)
+{
+	static const char *const pages[] = { "tracerd.8", "tracerd-report.1", "tracerd-chunk.5",
+		"tracerd.conf.5" };
+	char cmd[512], *out;
+	int status;
+
+	out = shell_output("command -v man && command -v groff", &status);
+	free(out);
+	if (status != 0)
+		cr_skip_test("no man or groff on this machine (apt-get install man-db groff-base)");
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		snprintf(cmd, sizeof(cmd),
+			"MANWIDTH=80 man --warnings -l %s/man/%s 2>&1 >/dev/null", TD_SOURCE_DIR,
+			pages[i]);
+		out = shell_output(cmd, &status);
+		cr_expect_eq(status, 0, "%s", pages[i]);
+		cr_expect_str_eq(out ? out : "", "", "groff warns on %s", pages[i]);
+		free(out);
+	}
+	snprintf(cmd, sizeof(cmd),
+		"MANWIDTH=80 man -l %s/man/tracerd-report.1 2>/dev/null | col -b | "
+		"sed -n '/^SYNOPSIS/,/^DESCRIPTION/p;/^DESCRIPTION/{n;p}'",
+		TD_SOURCE_DIR);
+	out = shell_output(cmd, &status);
+	cr_assert_not_null(out);
+	for (const char *p = out; (p = strstr(p, "tracerd")); p += 7)
+		cr_expect(!strncmp(p, "tracerd report", 14), "a bare 'tracerd' in:\n%s", out);
+	cr_expect(strstr(out, "tracerd report [path"), "%s", out);
+	free(out);
+}
