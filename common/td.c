@@ -220,3 +220,15 @@ void td_fmt_utc(uint64_t real_ns, char *buf, size_t len)
 	gmtime_r(&s, &tm);
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+size_t td_rank(size_t n, double q)
+{
+	double r = q * (double)n;
+	size_t k = (size_t)r;
+
+	if ((double)k < r)
+		k++; /* ceil */
+	if (k < 1)
+		k = 1;
+	return (k > n ? n : k) - 1;
+}

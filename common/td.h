@@ -107,6 +107,10 @@ enum td_fault_op {
 void td_fault_arm(unsigned ops, long countdown);
 bool td_fault_fired(void);
 ssize_t td_write_all(int fd, const void *buf, size_t len); /* len or -errno */
+/* The index of the q-quantile (0 < q <= 1) of n > 0 sorted values, by
+ * nearest rank: the smallest value with at least q * n values at or below
+ * it.  A higher q never gives a lower index. */
+size_t td_rank(size_t n, double q);
 int td_fdatasync(int fd);
 int td_fsync(int fd);
 int td_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);

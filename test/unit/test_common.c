@@ -570,3 +570,29 @@ Test(cli, cache_dir_setup)
 	snprintf(buf, sizeof(buf), "rm -rf %s", dir);
 	cr_expect_eq(system(buf), 0);
 }
+
+/* Percentiles by nearest rank: with 2 values p50 is the lower and p99 the
+ * higher (it was the other way round), and a higher quantile is never a
+ * lower value. */
+Test(common, ranks_are_nearest_and_monotone)
+{
+	cr_expect_eq(td_rank(1, 0.5), 0);
+	cr_expect_eq(td_rank(1, 0.99), 0);
+	cr_expect_eq(td_rank(2, 0.5), 0);
+	cr_expect_eq(td_rank(2, 0.99), 1);
+	cr_expect_eq(td_rank(100, 0.5), 49);
+	cr_expect_eq(td_rank(100, 0.99), 98);
+	cr_expect_eq(td_rank(1000, 0.99), 989);
+	cr_expect_eq(td_rank(7, 1.0), 6);
+	for (size_t n = 1; n <= 300; n++) {
+		size_t last = 0;
+
+		for (int p = 1; p <= 100; p++) {
+			size_t k = td_rank(n, p / 100.0);
+
+			cr_assert_lt(k, n);
+			cr_assert_geq(k, last, "n %zu: p%d below p%d", n, p, p - 1);
+			last = k;
+		}
+	}
+}
