@@ -445,8 +445,8 @@ static void notice(const struct rec_notice *n, void *arg)
 	if (n->err)
 		td_msg("snapshot %s failed: %s", n->path, td_strerror(n->err));
 	else
-		td_msg("snapshot written: %s (%u chunks, %llu bytes)", n->path, n->chunks,
-			(unsigned long long)n->bytes);
+		td_msg("snapshot written: %s (%u chunk%s, %llu byte%s)", n->path, n->chunks,
+			td_plural(n->chunks), (unsigned long long)n->bytes, td_plural(n->bytes));
 }
 
 int cmd_record(int argc, char **argv)

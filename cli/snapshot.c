@@ -61,8 +61,8 @@ int cmd_snapshot(int argc, char **argv)
 	r = repo_snapshot(repo, out, since, &chunks, &repaired, &bytes);
 	switch (r) {
 	case 0:
-		printf("%s: %u chunks (%u repaired), %llu bytes\n", out, chunks, repaired,
-			(unsigned long long)bytes);
+		printf("%s: %u chunk%s (%u repaired), %llu byte%s\n", out, chunks, td_plural(chunks),
+			repaired, (unsigned long long)bytes, td_plural(bytes));
 		return TD_EXIT_OK;
 	case -ENODATA:
 		td_msg("%s holds no chunks: nothing to snapshot", repo);

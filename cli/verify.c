@@ -52,9 +52,10 @@ static int verify_file(int fd, const char *path, bool part, struct vtotal *t)
 	damaged = rep.blocks_bad || rep.seq_gaps || rep.unknown_refs || rep.chunks_skipped ||
 		rep.newer_reader_needed || (rep.bytes_skipped && !rep.torn_tail) ||
 		rep.trailers_bad || (!part && (rep.torn_tail || rep.chunks_finished < rep.chunks));
-	printf("%s: %u chunk%s (%u finished), %u blocks, %llu samples, %llu bytes", path,
-		rep.chunks, rep.chunks == 1 ? "" : "s", rep.chunks_finished, rep.blocks,
-		(unsigned long long)rep.samples, (unsigned long long)rep.bytes);
+	printf("%s: %u chunk%s (%u finished), %u block%s, %llu sample%s, %llu byte%s", path,
+		rep.chunks, td_plural(rep.chunks), rep.chunks_finished, rep.blocks,
+		td_plural(rep.blocks), (unsigned long long)rep.samples, td_plural(rep.samples),
+		(unsigned long long)rep.bytes, td_plural(rep.bytes));
 	if (rep.samples)
 		printf(", %.2f bytes/sample", (double)rep.bytes / (double)rep.samples);
 	putchar('\n');
@@ -87,7 +88,8 @@ static int verify_file(int fd, const char *path, bool part, struct vtotal *t)
 		printf("  references to undefined entries: %llu (shown as unknown frames)\n",
 			(unsigned long long)rep.unknown_refs);
 	if (rep.chunks_skipped || rep.newer_reader_needed)
-		printf("  parts need a newer tracerd (%u chunks skipped)\n", rep.chunks_skipped);
+		printf("  parts need a newer tracerd (%u chunk%s skipped)\n", rep.chunks_skipped,
+			td_plural(rep.chunks_skipped));
 	if (rep.records_skipped)
 		printf("  %u optional records of newer versions skipped\n", rep.records_skipped);
 	if (rep.first_damage[0])
@@ -192,9 +194,10 @@ int cmd_verify(int argc, char **argv)
 		worst = s > worst ? s : worst;
 	}
 	if (t.files > 1)
-		printf("total: %u files, %u chunks (%u finished), %u blocks (%u damaged), %llu "
-		       "samples, %llu bytes\n",
-			t.files, t.chunks, t.finished, t.blocks, t.bad, (unsigned long long)t.samples,
-			(unsigned long long)t.bytes);
+		printf("total: %u files, %u chunk%s (%u finished), %u block%s (%u damaged), %llu "
+		       "sample%s, %llu byte%s\n",
+			t.files, t.chunks, td_plural(t.chunks), t.finished, t.blocks,
+			td_plural(t.blocks), t.bad, (unsigned long long)t.samples, td_plural(t.samples),
+			(unsigned long long)t.bytes, td_plural(t.bytes));
 	return worst;
 }

@@ -111,6 +111,11 @@ ssize_t td_write_all(int fd, const void *buf, size_t len); /* len or -errno */
  * nearest rank: the smallest value with at least q * n values at or below
  * it.  A higher q never gives a lower index. */
 size_t td_rank(size_t n, double q);
+/* "s" unless n is 1: "%u chunk%s", n, td_plural(n). */
+static inline const char *td_plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
 int td_fdatasync(int fd);
 int td_fsync(int fd);
 int td_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);

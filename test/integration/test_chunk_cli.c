@@ -169,7 +169,7 @@ Test(chunk_cli, verify_trailer_cut_or_lying)
 	snprintf(snap, sizeof(snap), "%s.snap", dir);
 	run_tracerd(&r, s_dir);
 	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect(strstr(r.out, "1 chunks (1 repaired)"), "%s", r.out);
+	cr_expect(strstr(r.out, "1 chunk (1 repaired)"), "%s", r.out);
 	run_result_free(&r);
 	run_tracerd(&r, v_snap);
 	cr_expect_eq(r.status, 0, "the repaired snapshot is clean: %s", r.out);
@@ -254,7 +254,7 @@ Test(chunk_cli, inputs_that_are_not_files)
 	snprintf(args, sizeof(args), "snapshot %s -o %s.snap", dir, dir);
 	out = run_bounded(args, &st);
 	cr_expect_eq(st, 0, "snapshot: exit %d: %s", st, out);
-	cr_expect(strstr(out, "1 chunks (0 repaired)"), "%s", out);
+	cr_expect(strstr(out, "1 chunk (0 repaired)"), "%s", out);
 	free(out);
 }
 
@@ -334,7 +334,7 @@ Test(chunk_cli, snapshot_errors_and_since)
 	}
 	run_tracerd(&r, since);
 	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect(strstr(r.out, "1 chunks (0 repaired)"), "only the recent chunk: %s", r.out);
+	cr_expect(strstr(r.out, "1 chunk (0 repaired)"), "only the recent chunk: %s", r.out);
 	run_result_free(&r);
 }
 
