@@ -237,3 +237,41 @@ Test(docs, man_pages_render_under_groff)
 	cr_expect(strstr(out, "tracerd report [path"), "%s", out);
 	free(out);
 }
+
+/* tracerd.8's sentence on report names every format report --help lists. */
+Test(docs, tracerd_8_names_every_report_format)
+{
+	char *help = help_of("report"), *man = man_text("tracerd.8");
+	const char *list = strstr(help, "-f, --format FORMAT"), *end;
+	const char *sentence = strstr(man, "turns recordings into"), *stop;
+	char formats[512], sent[2048], name[32];
+	unsigned n = 0;
+
+	cr_assert_not_null(list, "report --help has no --format");
+	cr_assert_not_null(sentence, "tracerd.8 says nothing of report's formats");
+	list += strlen("-f, --format FORMAT");
+	end = strstr(list, "\n  -");
+	snprintf(formats, sizeof(formats), "%.*s", (int)(end ? end - list : 200), list);
+	stop = strstr(sentence, "tracerd-report");
+	snprintf(sent, sizeof(sent), "%.*s", (int)(stop ? stop - sentence : 400), sentence);
+	for (const char *p = formats; *p;) {
+		int k = 0;
+
+		while (*p && !(*p >= 'a' && *p <= 'z'))
+			p++;
+		while (p[k] >= 'a' && p[k] <= 'z' && k < 31)
+			k++;
+		if (!k)
+			break;
+		snprintf(name, sizeof(name), "%.*s", k, p);
+		p += k;
+		if (!strcmp(name, "default"))
+			continue;
+		n++;
+		cr_expect(strstr(sent, name), "tracerd.8 does not name report's format %s: %s", name,
+			sent);
+	}
+	cr_expect_geq(n, 9u, "formats read from --help: %s", formats);
+	free(help);
+	free(man);
+}
