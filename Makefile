@@ -201,7 +201,7 @@ check: deps
 demo:
 	$(Q)scripts/install-deps demo
 	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(FX)/demo
-	$(Q)scripts/demo $(TRACERD) $(FX)/demo
+	$(Q)scripts/demo $(TRACERD) $(FX)/demo $(B)/demo
 
 $(GEN): test/tools/tracerd-gen.c $(B)/obj/test/tools/synth.o $(B)/libtracerd.a
 	$(call say,LD,$@)

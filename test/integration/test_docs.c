@@ -275,3 +275,41 @@ Test(docs, tracerd_8_names_every_report_format)
 	free(help);
 	free(man);
 }
+
+/* The names in /tmp that start with prefix. */
+static unsigned tmp_entries(const char *prefix)
+{
+	char cmd[256], *out;
+	unsigned n = 0;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "ls -a /tmp | grep -c '^%s' || true", prefix);
+	out = shell_output(cmd, &status);
+	if (out)
+		n = (unsigned)strtoul(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/* make demo's script keeps what it makes in the directory it is given (the
+ * build's demo/), made anew, and leaves nothing in /tmp. */
+Test(docs, demo_keeps_its_files_in_its_own_directory, .timeout = 120)
+{
+	char cmd[1024], *out;
+	unsigned before = tmp_entries("tracerd-demo");
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "%s/scripts/demo %s/tracerd %s/demo %s/demo-test 2>&1",
+		TD_SOURCE_DIR, TD_BUILD_DIR, TD_FIXTURE_DIR, TD_BUILD_DIR);
+	out = shell_output(cmd, &status);
+	cr_expect_eq(status, 0, "%s", out);
+	cr_expect(strstr(out, "flame graph to open in a browser: " TD_BUILD_DIR "/demo-test/"),
+		"%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "test -s %s/demo-test/flamegraph.html && test -d %s/demo-test/repo",
+		TD_BUILD_DIR, TD_BUILD_DIR);
+	cr_expect_eq(system(cmd), 0, "the flame graph and the repository are in demo-test/");
+	cr_expect_eq(tmp_entries("tracerd-demo"), before, "make demo left files in /tmp");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/demo-test", TD_BUILD_DIR);
+	cr_expect_eq(system(cmd), 0);
+}
