@@ -32,7 +32,8 @@ B := $(O)
 endif
 
 Q := $(if $(filter 1,$(V)),,@)
-say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
+# V=1: every command; QUIET=1 (make check's build): nothing but errors
+say = $(if $(filter 1,$(V)),,$(if $(filter 1,$(QUIET)),@:;,@printf '  %-7s %s\n' $(1) $(2);))
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wvla -Wwrite-strings -fno-common
@@ -193,7 +194,8 @@ deps:
 
 # deps first (it may install the compiler's libraries), then the build.
 check: deps
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory QUIET=1 test-build
+	@echo "  BUILT   $(B): tracerd, its tests and fixtures"
 	$(Q)$(MAKE) --no-print-directory lint
 	$(Q)$(MAKE) --no-print-directory fuzz-check
 	$(Q)scripts/run-tests $(TEST_BIN)

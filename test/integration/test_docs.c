@@ -313,3 +313,26 @@ Test(docs, demo_keeps_its_files_in_its_own_directory, .timeout = 120)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s/demo-test", TD_BUILD_DIR);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* make check's build says nothing but errors (QUIET=1): one line per
+ * failure is the suite's, not a list of every file compiled. */
+Test(docs, quiet_build_prints_nothing, .timeout = 120)
+{
+	char cmd[1024], *out;
+	int status;
+
+	snprintf(cmd, sizeof(cmd),
+		"rm -rf %s/quiet-test && make --no-print-directory -C %s O=%s/quiet-test QUIET=1 "
+		"%s/quiet-test/fixtures/fx_spin 2>&1",
+		TD_BUILD_DIR, TD_SOURCE_DIR, TD_BUILD_DIR, TD_BUILD_DIR);
+	out = shell_output(cmd, &status);
+	cr_expect_eq(status, 0, "%s", out);
+	cr_expect_str_eq(out ? out : "", "", "a quiet build printed");
+	free(out);
+	snprintf(cmd, sizeof(cmd), "test -x %s/quiet-test/fixtures/fx_spin", TD_BUILD_DIR);
+	cr_expect_eq(system(cmd), 0, "nothing was built");
+	snprintf(cmd, sizeof(cmd), "grep -q 'QUIET=1 test-build' %s/Makefile", TD_SOURCE_DIR);
+	cr_expect_eq(system(cmd), 0, "make check does not build quietly");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/quiet-test", TD_BUILD_DIR);
+	cr_expect_eq(system(cmd), 0);
+}
