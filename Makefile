@@ -79,7 +79,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_signals $(FX)/fx_exec $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep \
 	$(FX)/fx_dlopen $(FX)/libfx_plugin.so $(FX)/fx_rename $(FX)/fx_spin $(FX)/fx_zleader \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
-	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot
+	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -156,6 +156,12 @@ $(FX)/libfx_hot.so: $(FX)/libfx_hot_full.so
 $(FX)/fx_hot: test/fixtures/fx_hot.c $(FX)/libfx_hot.so
 	$(call say,FIXTURE,$@)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $< -L$(FX) -lfx_hot -Wl,-rpath,'$$ORIGIN'
+# Link-time optimized across three files: its DWARF's inlined calls point
+# across compilation units, and two static churns get clone names.
+$(FX)/fx_lto: test/fixtures/fx_lto.c test/fixtures/fx_lto_a.c test/fixtures/fx_lto_b.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -flto -o $@ $^
 $(FX)/fx_dlopen: test/fixtures/fx_dlopen.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

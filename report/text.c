@@ -37,7 +37,8 @@ static uint64_t agg_key(const struct rp_frame *f, enum rp_by by)
 	case RP_BY_MODULE:
 		return f->module;
 	default:
-		return ((uint64_t)f->func << 24) ^ f->module;
+		/* two static functions of one name in two files stay apart */
+		return ((uint64_t)f->func << 40) ^ ((uint64_t)f->file << 20) ^ f->module;
 	}
 }
 
@@ -60,7 +61,8 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 
 int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 {
-	struct td_map index = { 0 };
+	struct td_map index = { 0 }, names = { 0 };
+	uint64_t twice;
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
 	uint32_t *seen = NULL;
@@ -93,7 +95,7 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 					a = n;
 				}
 				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 : f->func,
-					.key_file = by == RP_BY_LINE ? f->file : 0,
+					.key_file = by == RP_BY_MODULE ? 0 : f->file,
 					.key_module = f->module,
 					.line = by == RP_BY_LINE ? f->line : 0 };
 				*slot = ++na;
@@ -119,6 +121,21 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 		}
 	}
 	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
+	/* a name two rows of one module share: each is qualified with its
+	 * file, as gdb does ('a.c'::churn) */
+	if (by == RP_BY_FUNCTION) {
+		for (size_t i = 0; i < na; i++) {
+			uint64_t *slot;
+
+			if (td_map_upsert(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
+				    &slot) < 0)
+				goto nomem;
+			if (!*slot)
+				*slot = (uint64_t)a[i].key_file + 1;
+			else if (*slot != (uint64_t)a[i].key_file + 1)
+				*slot = UINT64_MAX; /* files differ */
+		}
+	}
 	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
@@ -134,6 +151,10 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			fprintf(out, "%s at %s:%u (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_file, "??"), a[i].line,
 				name_or(p, a[i].key_module, "?"));
+		else if (td_map_get(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
+				 &twice) && twice == UINT64_MAX)
+			fprintf(out, "%s at %s (%s)\n", name_or(p, a[i].key_func, "??"),
+				name_or(p, a[i].key_file, "??"), name_or(p, a[i].key_module, "?"));
 		else
 			fprintf(out, "%s (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_module, "?"));
@@ -141,11 +162,13 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	free(a);
 	free(seen);
 	td_map_free(&index);
+	td_map_free(&names);
 	return 0;
 nomem:
 	free(a);
 	free(seen);
 	td_map_free(&index);
+	td_map_free(&names);
 	return -ENOMEM;
 }
 

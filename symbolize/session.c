@@ -38,6 +38,12 @@ struct sym_vma {
 	const char *path; /* interned in names */
 };
 
+/* A range of a CU's addresses (ELF addresses), and the CU's DIE offset. */
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+};
+
 /* Per-module facts, set as the module's userdata.  borrows: symtab (the
  * cache's) */
 struct sym_module {
@@ -51,6 +57,10 @@ struct sym_module {
 	bool has_elf, has_dwarf;
 	bool symtab_tried;
 	bool eh_tried, eh_ok; /* eh: its .eh_frame, read by cfi.c */
+	bool go_tried, go;    /* a Go binary (is_go) */
+	bool cur_tried;	      /* cur: its CUs by range (cu_by_ranges) */
+	struct cu_range *cur;
+	size_t ncur;
 	struct sym_eh eh;
 	bool debug_found; /* find_debuginfo gave its debuginfo: a later call
 			   * looks for a dwz alternate file */
@@ -649,6 +659,8 @@ void sym_session_free(struct sym_session *s)
 		return;
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	for (unsigned i = 0; s->modules && i < s->nmodules; i++)
+		free(s->modules[i].cur);
 	free(s->modules);
 	free(s->vmas);
 	free(s->names);
@@ -1149,6 +1161,29 @@ static const char *linkage_name(struct sym_session *s, Dwarf_Die *die)
 	return sym_cache_intern0(s->cache, link);
 }
 
+/* Is m a Go binary (its runtime's tables are there)?  Looked at once. */
+static bool is_go(struct sym_module *m)
+{
+	if (!m->go_tried) {
+		Dwarf_Addr bias;
+		Elf *elf = dwfl_module_getelf(m->mod, &bias);
+		size_t shstrndx;
+		Elf_Scn *scn = NULL;
+
+		m->go_tried = true;
+		if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0)
+			while (!m->go && (scn = elf_nextscn(elf, scn))) {
+				GElf_Shdr sh;
+				const char *n;
+
+				if (gelf_getshdr(scn, &sh) &&
+					(n = elf_strptr(elf, shstrndx, sh.sh_name)))
+					m->go = !strcmp(n, ".gopclntab") || !strcmp(n, ".go.buildinfo");
+			}
+	}
+	return m->go;
+}
+
 static const char *elf_name(struct sym_session *s, struct sym_module *m, uint64_t addr)
 {
 	const char *name = symbol_at(s, m, addr);
@@ -1164,9 +1199,51 @@ static const char *elf_name(struct sym_session *s, struct sym_module *m, uint64_
 	memcpy(buf, name, n);
 	buf[n] = '\0';
 	d = sym_demangle(buf);
+	sym_fold_clone(d ? d : buf, is_go(m));
 	r = sym_cache_intern0(s->cache, d ? d : buf);
 	free(d);
 	return r;
+}
+
+#define SYM_MAX_NEST_SCOPES 64
+
+/* The scopes holding pc (a CU-relative address) in cu, innermost first,
+ * found by walking its DIEs: the functions, inlined calls and blocks whose
+ * ranges hold it, as dwarf_getscopes_die() gives them.  For what
+ * dwarf_getscopes() of elfutils 0.188 finds nothing in: an LTO build's
+ * <artificial> CU, whose concrete functions point across CUs to their
+ * abstract origins.  Returns the count (0: none) with *ret malloc'ed. */
+static int walk_scopes(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **ret)
+{
+	Dwarf_Die path[SYM_MAX_NEST_SCOPES], cur = *cu, child;
+	int depth = 0;
+
+	while (depth < SYM_MAX_NEST_SCOPES && dwarf_child(&cur, &child) == 0) {
+		bool found = false;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+				    tag == DW_TAG_lexical_block) &&
+				dwarf_haspc(&child, pc) > 0) {
+				path[depth++] = child;
+				cur = child;
+				found = true;
+			}
+		} while (!found && dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+	}
+	*ret = NULL;
+	if (depth == 0)
+		return 0;
+	*ret = malloc((size_t)depth * sizeof(**ret));
+	if (!*ret)
+		return 0;
+	for (int i = 0; i < depth; i++)
+		(*ret)[i] = path[depth - 1 - i];
+	return depth;
 }
 
 /* The name of the function at addr: its ELF symbol's, else, where no
@@ -1192,20 +1269,96 @@ static const char *function_name(struct sym_session *s, struct sym_module *m, ui
 
 /* The inline chain of addr, innermost first, ending with the function that
  * physically holds it.  Returns the number of lines. */
+static int cmp_cu_range(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The CU holding addr (an address in the process) found by the CUs' own
+ * ranges, for DWARF without .debug_aranges (Go's): libdwfl finds no CU
+ * there.  The table is built once per module.  NULL if none. */
+static Dwarf_Die *cu_by_ranges(struct sym_module *m, uint64_t addr, Dwarf_Die *mem,
+	Dwarf_Addr *ret_bias)
+{
+	Dwarf *dw = dwfl_module_getdwarf(m->mod, ret_bias);
+	size_t l = 0, u;
+
+	if (!dw)
+		return NULL;
+	if (!m->cur_tried) {
+		Dwarf_Off off = 0, next;
+		size_t hsize, cap = 0, nar = 0;
+		Dwarf_Aranges *ar;
+
+		m->cur_tried = true;
+		/* with .debug_aranges, libdwfl's miss is no CU at all */
+		if (dwarf_getaranges(dw, &ar, &nar) == 0 && nar > 0)
+			return NULL;
+		while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+			Dwarf_Die cu;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+
+			if (dwarf_offdie(dw, off + hsize, &cu))
+				while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
+					if (m->ncur == cap) {
+						struct cu_range *n;
+
+						cap = cap ? 2 * cap : 64;
+						n = realloc(m->cur, cap * sizeof(*n));
+						if (!n)
+							break;
+						m->cur = n;
+					}
+					m->cur[m->ncur++] = (struct cu_range){ lo, hi, off + hsize };
+				}
+			off = next;
+		}
+		if (m->ncur > 1)
+			qsort(m->cur, m->ncur, sizeof(*m->cur), cmp_cu_range);
+	}
+	addr -= *ret_bias;
+	u = m->ncur;
+	while (l < u) {
+		size_t i = l + (u - l) / 2;
+
+		if (m->cur[i].lo <= addr)
+			l = i + 1;
+		else
+			u = i;
+	}
+	/* ranges may nest or overlap (rarely): look back a little */
+	for (size_t i = l; i-- > 0 && l - i <= 8;)
+		if (addr >= m->cur[i].lo && addr < m->cur[i].hi)
+			return dwarf_offdie(dw, m->cur[i].die, mem);
+	return NULL;
+}
+
 static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t addr,
 	struct sym_line *out)
 {
 	Dwfl_Module *mod = m->mod;
 	Dwarf_Addr bias;
-	Dwarf_Die *cu = s->opt.no_dwarf ? NULL : dwfl_module_addrdie(mod, addr, &bias);
-
-	if (cu)
-		m->has_dwarf = true;
-	Dwfl_Line *dl = s->opt.no_dwarf ? NULL : dwfl_module_getsrc(mod, addr);
+	Dwarf_Die cu_mem, *cu = s->opt.no_dwarf ? NULL : dwfl_module_addrdie(mod, addr, &bias);
+	Dwfl_Line *dl = NULL;
 	const char *file = NULL;
 	int line = 0;
 	unsigned n = 0;
 
+	if (cu) {
+		dl = dwfl_module_getsrc(mod, addr);
+	} else if (!s->opt.no_dwarf && (cu = cu_by_ranges(m, addr, &cu_mem, &bias))) {
+		Dwarf_Line *l = dwarf_getsrc_die(cu, addr - bias);
+
+		if (l) {
+			file = sym_cache_intern0(s->cache, dwarf_linesrc(l, NULL, NULL));
+			dwarf_lineno(l, &line);
+		}
+	}
+	if (cu)
+		m->has_dwarf = true;
 	if (dl) {
 		const char *f = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
 
@@ -1222,10 +1375,12 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		 * an inlined instance; the concrete containers (the caller the
 		 * code was inlined into) come from the innermost DIE's own
 		 * chain, as eu-addr2line -i does. */
-		if (ns > 0) {
+		if (ns > 0)
 			ns = dwarf_getscopes_die(&inner[0], &scopes);
+		else if (ns == 0)
+			ns = walk_scopes(cu, addr - bias, &scopes);
+		if (ns > 0)
 			dwarf_getsrcfiles(cu, &files, &nfiles);
-		}
 		free(inner);
 		for (int i = 0; i < ns && n < SYM_MAX_INLINE; i++) {
 			int tag = dwarf_tag(&scopes[i]);

@@ -141,5 +141,11 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 
 /* Demangle C++/Rust; returns a malloc'ed string or NULL if not mangled. */
 char *sym_demangle(const char *name);
+/* Fold, in place, the marks of a compiler's clone of a function into the
+ * function (their samples are its): GCC's .constprop.N, .isra.N, .part.N,
+ * .cold, .lto_priv.N and LLVM's .llvm.N on a C symbol, libiberty's
+ * " [clone .constprop.0]" on a demangled C++ one; in a Go binary (go), only
+ * .abi0.  Returns the new length. */
+size_t sym_fold_clone(char *name, bool go);
 
 #endif

@@ -1132,6 +1132,59 @@ Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout =
 	run_result_free(&r);
 }
 
+/* An LTO build (fx_lto): work_a and work_b are inlined into main across
+ * compilation units, as gdb shows them; the two static churns (symbols
+ * churn.constprop.0 and .1) are named churn, without the clone suffix,
+ * and stay apart, each qualified with its file, with work_a's three times
+ * work_b's samples. */
+Test(record, lto_inline_chains_and_same_named_functions, .timeout = 120)
+{
+	const char *folded[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	const char *top[] = { "tracerd", "report", repo, NULL };
+	unsigned long long via_a = 0, via_b = 0, other = 0;
+	struct run_result r;
+	const char *row_a, *row_b;
+	pid_t fx, t;
+
+	fx = fx_start(FX("fx_lto"), NULL);
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "-F", "199", NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, folded);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *line = r.out; *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *sp = memrchr(line, ' ', (size_t)(end - line));
+		unsigned long long n = sp ? strtoull(sp + 1, NULL, 10) : 0;
+		size_t len = (size_t)(end - line);
+
+		if (memmem(line, len, ";main;work_a;churn ", 19))
+			via_a += n;
+		else if (memmem(line, len, ";main;work_b;churn ", 19))
+			via_b += n;
+		else
+			other += n;
+		cr_expect(!memmem(line, len, "constprop", 9), "%.*s", (int)len, line);
+		line = nl ? nl + 1 : end;
+	}
+	cr_expect_gt(via_a + via_b, 400, "main;work_a;churn %llu, main;work_b;churn %llu, else %llu:\n%.800s",
+		via_a, via_b, other, r.out);
+	cr_expect(via_a * 100 > (via_a + via_b) * 66 && via_a * 100 < (via_a + via_b) * 84,
+		"work_a's churn %llu of %llu samples, want three quarters", via_a, via_a + via_b);
+	run_result_free(&r);
+
+	run_tracerd(&r, top);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	row_a = strstr(r.out, "churn at ");
+	row_b = row_a ? strstr(row_a + 1, "churn at ") : NULL;
+	cr_expect(row_a && row_b, "two churn rows, each with its file:\n%s", r.out);
+	cr_expect(strstr(r.out, "fx_lto_a.c (fx_lto)") && strstr(r.out, "fx_lto_b.c (fx_lto)"),
+		"%s", r.out);
+	run_result_free(&r);
+}
+
 /* A stripped library's static functions have no name anywhere: each is
  * placed by where it starts (its FDE in .eh_frame), named MODULE+0xSTART,
  * and keeps its own samples: hot_a has two thirds of them. */
@@ -1249,6 +1302,33 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 				(int)(nl ? nl - line : (long)strlen(line)), line);
 			line = nl ? nl + 1 : line + strlen(line);
 		}
+		run_result_free(&r);
+	}
+	/* Go's DWARF has no .debug_aranges: its CUs are found by their own
+	 * ranges, so frames have file:line (the last recording's, and a
+	 * dump's), and inlined calls show */
+	{
+		char pidbuf[16];
+		const char *dump[] = { "tracerd", "dump", "--pid", pidbuf, NULL };
+		const char *lines[] = { "tracerd", "report", repo, "--by", "line", NULL };
+		const char *tree[] = { "tracerd", "report", repo, "-f", "tree", "--min-percent", "0",
+			NULL };
+
+		run_tracerd(&r, lines);
+		cr_expect_eq(r.status, 0, "%s", r.err);
+		cr_expect(strstr(r.out, "main.work at ") && strstr(r.out, "fx_go/main.go:"),
+			"no file:line for the fixture's own code:\n%.1500s", r.out);
+		cr_expect(!strstr(r.out, ".abi0"), "an ABI0 wrapper's suffix:\n%.1500s", r.out);
+		run_result_free(&r);
+		run_tracerd(&r, tree);
+		cr_expect_eq(r.status, 0, "%s", r.err);
+		cr_expect(strstr(r.out, " [inlined]"), "no inlined Go call:\n%.1500s", r.out);
+		run_result_free(&r);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)fx);
+		run_tracerd(&r, dump);
+		cr_expect_eq(r.status, 0, "%s", r.err);
+		cr_expect(strstr(r.out, "/runtime/proc.go:"), "no file:line in a Go stack:\n%.1500s",
+			r.out);
 		run_result_free(&r);
 	}
 	fx_stop(fx);

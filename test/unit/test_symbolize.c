@@ -41,6 +41,48 @@ Test(demangle, cxx_and_rust)
 		free(d);
 	}
 	cr_expect_null(sym_demangle("main"));
+	{
+		static const char *const clones[][2] = {
+			{ "msort_with_tmp.part.0", "msort_with_tmp" },
+			{ "churn.constprop.0", "churn" },
+			{ "churn.constprop.1", "churn" },
+			{ "fill.isra.0.cold", "fill" },
+			{ "PyObject_Vectorcall.lto_priv.0", "PyObject_Vectorcall" },
+			{ "helper.llvm.1234567", "helper" },
+			{ "f(int) [clone .constprop.0]", "f(int)" },
+			{ "ns::g() [clone .isra.0] [clone .cold]", "ns::g()" },
+			{ "free.localalias", "free" },
+			/* not clones */
+			{ "main", "main" },
+			{ "x.0", "x.0" },
+			{ ".cold", ".cold" },
+			{ "a.b.constprop", "a.b.constprop" },
+			{ "runtime.memmove.abi0", "runtime.memmove.abi0" },
+		};
+		/* in a Go binary: only its ABI0 wrappers */
+		static const char *const go[][2] = {
+			{ "runtime.memmove.abi0", "runtime.memmove" },
+			{ "runtime.cold", "runtime.cold" },
+			{ "main.part.0", "main.part.0" },
+			{ "main.main.func1", "main.main.func1" },
+		};
+
+		for (unsigned i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
+			char buf[128];
+
+			snprintf(buf, sizeof(buf), "%s", clones[i][0]);
+			cr_expect_eq(sym_fold_clone(buf, false), strlen(clones[i][1]), "%s",
+				clones[i][0]);
+			cr_expect_str_eq(buf, clones[i][1], "%s", clones[i][0]);
+		}
+		for (unsigned i = 0; i < sizeof(go) / sizeof(go[0]); i++) {
+			char buf[128];
+
+			snprintf(buf, sizeof(buf), "%s", go[i][0]);
+			sym_fold_clone(buf, true);
+			cr_expect_str_eq(buf, go[i][1], "Go: %s", go[i][0]);
+		}
+	}
 	cr_expect_null(sym_demangle("_Znot_really"));
 	cr_expect_null(sym_demangle(NULL));
 }
