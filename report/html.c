@@ -45,8 +45,10 @@ static const char page_head[] =
 	".f{position:absolute;height:17px;line-height:14px;overflow:hidden;white-space:nowrap;"
 	"box-sizing:border-box;border:1px solid #fff;padding-left:2px;cursor:pointer;"
 	"background:#e8a46a}\n"
+	".f.k-l{background:#e6cf6e}.f.k-u{background:#e09a9a}.f.k-x{background:#c8c8c8}\n"
 	".f.w{background:#7fa8d8}\n"
 	".f.m{background:#c56cf0}\n"
+	"#bar i{font-style:normal;padding:0 4px;margin-right:2px}\n"
 	"#tip{position:fixed;display:none;background:#ffe;border:1px solid #888;padding:4px;"
 	"max-width:700px;word-break:break-all;pointer-events:none}\n"
 	"#waits{margin:4px}#waits table{border-collapse:collapse}\n"
@@ -58,7 +60,11 @@ static const char page_head[] =
 	"<span id=\"range\"></span>"
 	"thread <select id=\"thread\"></select>"
 	"<input id=\"search\" placeholder=\"search (regex)\" size=\"30\">"
-	"<span id=\"match\"></span><button id=\"reset\">reset zoom</button></div>\n"
+	"<span id=\"match\"></span><button id=\"reset\">reset zoom</button>"
+	"<span><i style=\"background:#e8a46a\">program</i>"
+	"<i style=\"background:#e6cf6e\">C/C++ runtime</i>"
+	"<i style=\"background:#e09a9a\">no symbol</i>"
+	"<i style=\"background:#c8c8c8\">tracerd's notes</i></span></div>\n"
 	"<div id=\"graph\"></div><div id=\"waits\"></div><div id=\"tip\"></div>\n"
 	"<script type=\"application/json\" id=\"data\">";
 
@@ -85,6 +91,14 @@ static const char page_script[] =
 	"const hit=new Uint8Array(FN.length);\n"
 	"const $=id=>document.getElementById(id),graph=$('graph'),tip=$('tip');\n"
 	"const nm=k=>k?S[FN[F[k]][0]]:view?'all waits':'all';\n"
+	/* a frame's kind, for its colour: the program and its libraries (k-p),
+	 * the C and C++ runtime and the vDSO (k-l), a function no symbol names
+	 * ([unknown], MODULE+0xSTART: k-u), or tracerd's own note ([stack cut:
+	 * ...], [runnable: ...]: k-x) */
+	"const KIND=FN.map(fn=>{const n=S[fn[0]],m=(fn[1]?S[fn[1]]:'').replace(/.*\\//,'');"
+	"return n==='[unknown]'||/\\+0x[0-9a-f]+$/.test(n)?'k-u':n[0]==='['?'k-x':"
+	"/^(libc|libm|libpthread|libdl|librt|libresolv|libstdc\\+\\+|libgcc_s|libc\\+\\+|"
+	"libc\\+\\+abi|libunwind)\\.so|^ld-linux|^\\[vdso\\]$|^linux-vdso/.test(m)?'k-l':'k-p';});\n"
 	"function use(v){view=v;({n,F,Z,P,TS}=T[v]);self=new Float64Array(n);"
 	"total=new Float64Array(n);root=0;}\n"
 	"function load(sel){self.fill(0);for(const t of sel){const r=TS[t];"
@@ -107,7 +121,7 @@ static const char page_script[] =
 	"$('match').textContent='matched '+(total[0]?(100*m/total[0]).toFixed(2):'0.00')+'%';}"
 	"else $('match').textContent='';}\n"
 	"function bar(k,x,w,d,f){const e=document.createElement('div');e.className='f'+"
-	"(view?' w':'')+(matches(k)?' m':'');e.style.left=x+'px';e.style.top=(d*18)+'px';"
+	"(k?' '+KIND[F[k]]:'')+(view?' w':'')+(matches(k)?' m':'');e.style.left=x+'px';e.style.top=(d*18)+'px';"
 	"e.style.width=w+'px';e.textContent=w>30?nm(k):'';e.dataset.n=k;f.appendChild(e);}\n"
 	"function pct(v){return total[0]?(100*v/total[0]).toFixed(2)+'%':'0%';}\n"
 	"function zoomTo(k){root=k;render();}\n"

@@ -1004,6 +1004,23 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
+/* The class of the frame drawn for name in dom ("" if none). */
+static const char *frame_class(const char *dom, const char *name)
+{
+	static char cls[64];
+	char want[256];
+	const char *at, *c;
+
+	snprintf(want, sizeof(want), ">%s<", name);
+	cls[0] = '\0';
+	at = strstr(dom, want);
+	for (c = at; c && c > dom && strncmp(c, "class=\"", 7); c--)
+		;
+	if (c && c > dom)
+		sscanf(c + 7, "%63[^\"]", cls);
+	return cls;
+}
+
 Test(report, html_flame_graph_in_chromium, .timeout = 180)
 {
 	char html[512], url[1400], shot[600], *dom, *log;
@@ -1033,6 +1050,10 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 	dom = chromium(url, "--dump-dom", &log);
 	cr_expect(strstr(dom, ">crash_leaf<") && strstr(dom, ">main<") && strstr(dom, ">now<"),
 		"frames drawn:\n%.2000s", dom);
+	/* coloured by kind: the program's code, the C runtime's */
+	cr_expect_str_eq(frame_class(dom, "crash_leaf"), "f k-p");
+	cr_expect_str_eq(frame_class(dom, "__libc_start_call_main"), "f k-l");
+	cr_expect_str_eq(frame_class(dom, "__vdso_clock_gettime"), "f k-l");
 	cr_expect(!strstr(log, "Uncaught") && !strstr(log, ":ERROR:CONSOLE"),
 		"no console errors:\n%s", log);
 	free(dom);
@@ -1063,9 +1084,10 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 	/* search: highlight and the matched share (now: 47 of 49 samples) */
 	snprintf(url, sizeof(url), "file://%s#search=^now$", html);
 	dom = chromium(url, "--dump-dom", &log);
-	cr_expect(strstr(dom, "class=\"f m\"") && strstr(dom, "matched 95.92%"),
+	cr_expect(!strcmp(frame_class(dom, "now"), "f k-p m") && strstr(dom, "matched 95.92%"),
 		"search highlights 'now' and matches 95.92%%:\n%.3000s", dom);
-	cr_expect_eq(count(dom, "class=\"f m\""), 1, "only 'now' is highlighted");
+	/* the highlight is the class m, after the frame's kind */
+	cr_expect_eq(count(dom, " m\" data-n=\""), 1, "only 'now' is highlighted");
 	free(dom);
 	free(log);
 
