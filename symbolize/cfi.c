@@ -480,6 +480,14 @@ static bool plt_expr(const uint8_t *p, uint64_t len, uint64_t rip, int64_t *off)
 	return !c.bad && c.p == c.end && plt_cfa(atoms, nums, n, rip, off);
 }
 
+/* Register reg's rule, for one the unwinder looks at (the operand is read
+ * by the caller either way). */
+static void set_reg(struct cfa_state *st, uint64_t reg, enum reg_kind kind, int64_t off)
+{
+	if (reg < NREGS)
+		st->regs[reg] = (struct reg_rule){ kind, off };
+}
+
 /* Run the instructions in c up to the row of pc (loc: the row's start so
  * far); init holds the CIE's rules for DW_CFA_restore (NULL while running
  * the CIE's own).  -ENOTSUP for what is not handled. */
@@ -501,11 +509,7 @@ static int run(struct cursor *c, const struct cie *ci, uint64_t *loc, uint64_t p
 			break;
 		case 2: /* DW_CFA_offset */
 			reg = op & 0x3f;
-			if (reg < NREGS)
-				st->regs[reg] = (struct reg_rule){ R_OFFSET,
-					(int64_t)uleb(c) * ci->data_align };
-			else
-				uleb(c);
+			set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
 			continue;
 		case 3: /* DW_CFA_restore */
 			reg = op & 0x3f;
@@ -533,43 +537,23 @@ static int run(struct cursor *c, const struct cie *ci, uint64_t *loc, uint64_t p
 				break;
 			case DW_CFA_offset_extended:
 				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_OFFSET,
-						(int64_t)uleb(c) * ci->data_align };
-				else
-					uleb(c);
+				set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
 				break;
 			case DW_CFA_offset_extended_sf:
 				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_OFFSET,
-						sleb(c) * ci->data_align };
-				else
-					sleb(c);
+				set_reg(st, reg, R_OFFSET, sleb(c) * ci->data_align);
 				break;
 			case DW_CFA_GNU_negative_offset_extended:
 				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_OFFSET,
-						-((int64_t)uleb(c) * ci->data_align) };
-				else
-					uleb(c);
+				set_reg(st, reg, R_OFFSET, -((int64_t)uleb(c) * ci->data_align));
 				break;
 			case DW_CFA_val_offset:
 				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_VAL,
-						(int64_t)uleb(c) * ci->data_align };
-				else
-					uleb(c);
+				set_reg(st, reg, R_VAL, (int64_t)uleb(c) * ci->data_align);
 				break;
 			case DW_CFA_val_offset_sf:
 				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_VAL,
-						sleb(c) * ci->data_align };
-				else
-					sleb(c);
+				set_reg(st, reg, R_VAL, sleb(c) * ci->data_align);
 				break;
 			case DW_CFA_restore_extended:
 				reg = uleb(c);

@@ -1132,6 +1132,22 @@ Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout =
 	run_result_free(&r);
 }
 
+/* Record fixture path at 199 Hz until 600 samples, stop it, and give its
+ * folded stacks in *r. */
+static void folded_of(const char *path, struct run_result *r)
+{
+	const char *folded[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	pid_t fx = fx_start(path, NULL), t;
+
+	cr_assert_gt(fx, 0, "%s", path);
+	t = tracerd_start(fx, "-F", "199", NULL);
+	cr_expect(repo_until(samples_600));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(r, folded);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+}
+
 /* An LTO build (fx_lto): work_a and work_b are inlined into main across
  * compilation units, as gdb shows them; the two static churns (symbols
  * churn.constprop.0 and .1) are named churn, without the clone suffix,
@@ -1139,21 +1155,12 @@ Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout =
  * work_b's samples. */
 Test(record, lto_inline_chains_and_same_named_functions, .timeout = 120)
 {
-	const char *folded[] = { "tracerd", "report", repo, "-f", "folded", NULL };
 	const char *top[] = { "tracerd", "report", repo, NULL };
 	unsigned long long via_a = 0, via_b = 0, other = 0;
 	struct run_result r;
 	const char *row_a, *row_b;
-	pid_t fx, t;
 
-	fx = fx_start(FX("fx_lto"), NULL);
-	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "-F", "199", NULL);
-	cr_expect(repo_until(samples_600));
-	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	fx_stop(fx);
-	run_tracerd(&r, folded);
-	cr_assert_eq(r.status, 0, "%s", r.err);
+	folded_of(FX("fx_lto"), &r);
 	for (const char *line = r.out; *line;) {
 		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
 		const char *sp = memrchr(line, ' ', (size_t)(end - line));
@@ -1190,25 +1197,16 @@ Test(record, lto_inline_chains_and_same_named_functions, .timeout = 120)
  * and keeps its own samples: hot_a has two thirds of them. */
 Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
 {
-	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
 	unsigned long a_at = nm_addr(FX("libfx_hot_full.so"), "hot_a"),
 		      b_at = nm_addr(FX("libfx_hot_full.so"), "hot_b");
 	char want_a[64], want_b[64];
 	unsigned long long a = 0, b = 0, other = 0;
 	struct run_result r;
-	pid_t fx, t;
 
 	cr_assert(a_at && b_at && a_at != b_at, "no hot_a, hot_b in libfx_hot_full.so");
 	snprintf(want_a, sizeof(want_a), "libfx_hot.so+%#lx", a_at);
 	snprintf(want_b, sizeof(want_b), "libfx_hot.so+%#lx", b_at);
-	fx = fx_start(FX("fx_hot"), NULL);
-	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "-F", "199", NULL);
-	cr_expect(repo_until(samples_600));
-	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	fx_stop(fx);
-	run_tracerd(&r, argv);
-	cr_assert_eq(r.status, 0, "%s", r.err);
+	folded_of(FX("fx_hot"), &r);
 	for (const char *line = r.out; *line;) {
 		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
 		const char *sp = memrchr(line, ' ', (size_t)(end - line));
