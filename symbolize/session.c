@@ -887,11 +887,17 @@ static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct s
 	if (m && eh_ready(m)) {
 		int k = sym_eh_rule(&m->eh, pc - m->bias, rip - m->bias, r);
 
+		/* no FDE: complex, and libdw (which may look in .debug_frame
+		 * then) takes the stack */
 		if (k == 0 || k == -ENOENT)
-			return; /* no FDE: libdw finds none either */
+			return;
 	}
+	/* libdw's order: .eh_frame, and .debug_frame only where there is
+	 * none (Go binaries have .debug_frame alone) */
 	cfi = dwfl_module_eh_cfi(mod, &bias);
 	if (cfi)
+		sym_rule_libdw(cfi, pc - bias, rip - bias, r);
+	else if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)))
 		sym_rule_libdw(cfi, pc - bias, rip - bias, r);
 }
 

@@ -655,6 +655,34 @@ Test(unwind_fast, same_frames_and_ends_as_libdw, .timeout = 300)
 		fc.fast_whole, fc.whole);
 }
 
+/* A Go program: .debug_frame alone, read through libdw. */
+Test(unwind_fast, go_same_frames_and_ends_as_libdw, .timeout = 300)
+{
+	char bin[128], cmd[512], *out;
+	struct fast_cmp fc = { 0 };
+	int status;
+
+	out = shell_output("command -v go", &status);
+	free(out);
+	if (status != 0)
+		cr_skip_test("no Go toolchain (go) on this machine");
+	snprintf(bin, sizeof(bin), "%s/unwind-go-fixture", TD_BUILD_DIR);
+	snprintf(cmd, sizeof(cmd),
+		"cd %s/test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
+		"go build -o %s . 2>&1",
+		TD_SOURCE_DIR, bin);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "go build: %s", out);
+	free(out);
+	compare_fixture(bin, &fc);
+	unlink(bin);
+	cr_log_info("unwind_fast go: %u unwinds compared, %u fast; whole samples: %u of %u fast",
+		fc.compared, fc.fast, fc.fast_whole, fc.whole);
+	cr_expect_gt(fc.compared, 100u);
+	cr_expect_gt(2 * fc.fast_whole, fc.whole, "%u of %u whole samples unwound fast",
+		fc.fast_whole, fc.whole);
+}
+
 /* ELF names come from one table per binary, built on the first lookup and
  * kept by the cache for every later session of the same binary (and past
  * the session that built it). */
