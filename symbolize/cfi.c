@@ -315,10 +315,14 @@ static uint64_t pointer(struct cursor *c, uint8_t enc, uint64_t datarel, bool *o
 	return v;
 }
 
-static bool section(Elf *elf, size_t shstrndx, const char *want, const uint8_t **data,
-	size_t *len, uint64_t *vaddr)
+bool sym_elf_section(Elf *elf, const char *want, const uint8_t **data, size_t *len,
+	uint64_t *vaddr)
 {
 	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -342,7 +346,6 @@ static bool section(Elf *elf, size_t shstrndx, const char *want, const uint8_t *
 int sym_eh_init(Elf *elf, struct sym_eh *eh)
 {
 	struct cursor c;
-	size_t shstrndx;
 	uint8_t ptr_enc, count_enc;
 	bool ok = true;
 	GElf_Ehdr eh_mem;
@@ -350,10 +353,8 @@ int sym_eh_init(Elf *elf, struct sym_eh *eh)
 	*eh = (struct sym_eh){ 0 };
 	if (!gelf_getehdr(elf, &eh_mem) || eh_mem.e_machine != EM_X86_64 ||
 		eh_mem.e_ident[EI_CLASS] != ELFCLASS64 || eh_mem.e_ident[EI_DATA] != ELFDATA2LSB ||
-		elf_getshdrstrndx(elf, &shstrndx) != 0 ||
-		!section(elf, shstrndx, ".eh_frame", &eh->frame, &eh->frame_len,
-			&eh->frame_vaddr) ||
-		!section(elf, shstrndx, ".eh_frame_hdr", &eh->hdr, &eh->hdr_len, &eh->hdr_vaddr))
+		!sym_elf_section(elf, ".eh_frame", &eh->frame, &eh->frame_len, &eh->frame_vaddr) ||
+		!sym_elf_section(elf, ".eh_frame_hdr", &eh->hdr, &eh->hdr_len, &eh->hdr_vaddr))
 		return -ENOENT;
 	c = (struct cursor){ eh->hdr, eh->hdr + eh->hdr_len, eh->hdr_vaddr, false };
 	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc */

@@ -292,25 +292,27 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	return fd;
 }
 
-/* Open dir[/sub]/name if it has build-id bid and is not file itself. */
-static int try_debug(const char *dir, const char *sub, const char *name, const struct stat *file,
-	const unsigned char *bid, size_t blen, char **ret_name)
+/* Open dir[/sub]/name, else dir[/sub]/alt (if alt), the first with
+ * build-id bid that is not file itself. */
+static int try_debug(const char *dir, const char *sub, const char *name, const char *alt,
+	const struct stat *file, const unsigned char *bid, size_t blen, char **ret_name)
 {
-	char cand[PATH_MAX];
-	struct stat st;
-	int n = sub ? snprintf(cand, sizeof(cand), "%s/%s/%s", dir, sub, name) :
-		      snprintf(cand, sizeof(cand), "%s/%s", dir, name);
-	int fd;
+	int fd = -ENOENT;
 
-	if (n <= 0 || (size_t)n >= sizeof(cand))
-		return -ENAMETOOLONG;
-	if (stat(cand, &st) < 0)
-		return -errno;
-	if (file && st.st_dev == file->st_dev && st.st_ino == file->st_ino)
-		return -ENOENT; /* the module's own file */
-	fd = sym_open_by_build_id(cand, bid, blen);
-	if (fd >= 0)
-		*ret_name = strdup(cand);
+	for (const char *nm = name; nm && fd < 0; nm = nm == name ? alt : NULL) {
+		char cand[PATH_MAX];
+		struct stat st;
+		int n = sub ? snprintf(cand, sizeof(cand), "%s/%s/%s", dir, sub, nm) :
+			      snprintf(cand, sizeof(cand), "%s/%s", dir, nm);
+
+		if (n <= 0 || (size_t)n >= sizeof(cand) || stat(cand, &st) < 0)
+			continue;
+		if (file && st.st_dev == file->st_dev && st.st_ino == file->st_ino)
+			continue; /* the module's own file */
+		fd = sym_open_by_build_id(cand, bid, blen);
+		if (fd >= 0)
+			*ret_name = strdup(cand);
+	}
 	return fd;
 }
 
@@ -325,7 +327,7 @@ static int try_debug(const char *dir, const char *sub, const char *name, const s
 static int find_debuglink(const char *path, const unsigned char *bid, size_t blen,
 	const char *file, const char *debuglink, char **ret_name)
 {
-	const char *base = file ? strrchr(file, '/') : NULL;
+	const char *base = file ? strrchr(file, '/') : NULL, *alt;
 	char *dir, *paths, *p, *elem, *made = NULL;
 	struct stat fst;
 	bool have_fst;
@@ -342,29 +344,25 @@ static int find_debuglink(const char *path, const unsigned char *bid, size_t ble
 	dir = strndup(file, (size_t)(base - 1 - file));
 	paths = strdup(path);
 	have_fst = stat(file, &fst) == 0;
+	/* with a made-up debuglink, FILE's own name is tried after it (but
+	 * not in FILE's own directory, where it is FILE) */
+	alt = made ? base : NULL;
 	for (p = paths; dir && paths && fd < 0 && (elem = strsep(&p, ":"));) {
+		const struct stat *f = have_fst ? &fst : NULL;
+
 		if (elem[0] == '+' || elem[0] == '-')
 			elem++;
 		if (elem[0] == '\0') {
-			fd = try_debug(dir, NULL, debuglink, have_fst ? &fst : NULL, bid, blen,
-				ret_name);
+			fd = try_debug(dir, NULL, debuglink, NULL, f, bid, blen, ret_name);
 		} else if (elem[0] != '/') {
-			fd = try_debug(dir, elem, debuglink, have_fst ? &fst : NULL, bid, blen,
-				ret_name);
-			if (fd < 0 && made)
-				fd = try_debug(dir, elem, base, have_fst ? &fst : NULL, bid, blen,
-					ret_name);
+			fd = try_debug(dir, elem, debuglink, alt, f, bid, blen, ret_name);
 		} else {
 			/* dir less one leading component at a time */
 			for (const char *sub = dir; fd < 0 && sub && *sub;) {
 				sub = strchr(sub, '/');
 				if (!sub || !*++sub)
 					break;
-				fd = try_debug(elem, sub, debuglink, have_fst ? &fst : NULL, bid,
-					blen, ret_name);
-				if (fd < 0 && made)
-					fd = try_debug(elem, sub, base, have_fst ? &fst : NULL, bid,
-						blen, ret_name);
+				fd = try_debug(elem, sub, debuglink, alt, f, bid, blen, ret_name);
 			}
 		}
 	}
@@ -457,14 +455,39 @@ static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+/* The word at addr from the sample's window, or false. */
+static bool window_word(const struct td_sample *t, uint64_t addr, uint64_t *ret)
+{
+	if (addr < t->stack_addr || addr - t->stack_addr > t->stack_len ||
+		t->stack_len - (addr - t->stack_addr) < sizeof(*ret))
+		return false;
+	memcpy(ret, t->stack + (addr - t->stack_addr), sizeof(*ret));
+	return true;
+}
+
+/* A read outside the window that no live read served: the stack past the
+ * copy (window), or memory that is no stack (failed).  libdw's reads and
+ * the fast path's count them alike. */
+static void missed(const struct td_sample *t, uint64_t addr, struct sym_unwound *ret,
+	bool *window, bool *failed)
+{
+	ret->fault_addr = addr;
+	if (addr >= t->stack_addr + t->stack_len && (t->stack_end == 0 || addr < t->stack_end) &&
+		addr - t->stack_addr < (64u << 20))
+		*window = true;
+	else
+		*failed = true;
+}
+
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct sym_session *s = arg;
 	const struct td_sample *t = s->cur;
+	uint64_t v;
 
 	(void)dwfl;
-	if (addr >= t->stack_addr && addr - t->stack_addr + sizeof(*result) <= t->stack_len) {
-		memcpy(result, t->stack + (addr - t->stack_addr), sizeof(*result));
+	if (window_word(t, addr, &v)) {
+		*result = v;
 		return true;
 	}
 	if (s->opt.read_live &&
@@ -473,12 +496,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 		s->out->live_reads++;
 		return true;
 	}
-	s->out->fault_addr = addr;
-	if (addr >= t->stack_addr + t->stack_len && (t->stack_end == 0 || addr < t->stack_end) &&
-		addr - t->stack_addr < (64u << 20))
-		s->window_exhausted = true;
-	else
-		s->read_failed = true;
+	missed(t, addr, s->out, &s->window_exhausted, &s->read_failed);
 	return false;
 }
 
@@ -736,12 +754,6 @@ static bool is_entry_symbol(const char *name)
 	return false;
 }
 
-/* The raw name (with any @VERSION) of the ELF symbol holding addr, as
- * dwfl_module_addrinfo() gives it.  From the module's symbol table, built
- * on its first lookup and shared through the cache with every session
- * mapping the same binary: elfutils' own lookup reads every symbol of the
- * module on every call.  That lookup stays for a module denied a table
- * (over the tables' budget, out of memory). */
 /* A table of fewer symbols is built (under about 2 ms) as fast as a file
  * is found, mapped and checked: it is not kept on disk. */
 #define SYM_TABLE_STORE_MIN 2048
@@ -771,6 +783,12 @@ static const struct sym_table *table_of(struct sym_session *s, struct sym_module
 	return sym_cache_table_add(s->cache, m->key, t);
 }
 
+/* The raw name (with any @VERSION) of the ELF symbol holding addr, as
+ * dwfl_module_addrinfo() gives it.  From the module's symbol table, built
+ * on its first lookup and shared through the cache with every session
+ * mapping the same binary: elfutils' own lookup reads every symbol of the
+ * module on every call.  That lookup stays for a module denied a table
+ * (over the tables' budget, out of memory). */
 static const char *symbol_at(struct sym_session *s, struct sym_module *m, uint64_t addr)
 {
 	GElf_Off off;
@@ -917,29 +935,6 @@ static const struct sym_rule *rule_at(struct sym_session *s, uint64_t pc, bool a
 		r->key = hkey;
 	}
 	return r;
-}
-
-/* The word at addr from the sample's window, or false. */
-static bool window_word(const struct td_sample *t, uint64_t addr, uint64_t *ret)
-{
-	if (addr < t->stack_addr || addr - t->stack_addr > t->stack_len ||
-		t->stack_len - (addr - t->stack_addr) < sizeof(*ret))
-		return false;
-	memcpy(ret, t->stack + (addr - t->stack_addr), sizeof(*ret));
-	return true;
-}
-
-/* A read outside the window, as cb_memory_read counts it without live
- * reads: the stack past the copy, or memory that is no stack. */
-static void missed(const struct td_sample *t, uint64_t addr, struct sym_unwound *ret,
-	bool *window, bool *failed)
-{
-	ret->fault_addr = addr;
-	if (addr >= t->stack_addr + t->stack_len && (t->stack_end == 0 || addr < t->stack_end) &&
-		addr - t->stack_addr < (64u << 20))
-		*window = true;
-	else
-		*failed = true;
 }
 
 /* Unwind sample from the rules alone: true with ret filled, false when
@@ -1173,19 +1168,13 @@ static bool is_go(struct sym_module *m)
 	if (!m->go_tried) {
 		Dwarf_Addr bias;
 		Elf *elf = dwfl_module_getelf(m->mod, &bias);
-		size_t shstrndx;
-		Elf_Scn *scn = NULL;
+		const uint8_t *d;
+		uint64_t at;
+		size_t len;
 
 		m->go_tried = true;
-		if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0)
-			while (!m->go && (scn = elf_nextscn(elf, scn))) {
-				GElf_Shdr sh;
-				const char *n;
-
-				if (gelf_getshdr(scn, &sh) &&
-					(n = elf_strptr(elf, shstrndx, sh.sh_name)))
-					m->go = !strcmp(n, ".gopclntab") || !strcmp(n, ".go.buildinfo");
-			}
+		m->go = elf && (sym_elf_section(elf, ".gopclntab", &d, &len, &at) ||
+				       sym_elf_section(elf, ".go.buildinfo", &d, &len, &at));
 	}
 	return m->go;
 }
@@ -1266,15 +1255,13 @@ static const char *function_name(struct sym_session *s, struct sym_module *m, ui
 
 	if (name || !m->path)
 		return name;
-	if (eh_ready(m) && sym_eh_function(&m->eh, at, &at) < 0)
-		at = addr - m->bias;
+	if (eh_ready(m))
+		sym_eh_function(&m->eh, at, &at); /* at stays where no FDE holds it */
 	base = strrchr(m->path, '/');
 	snprintf(buf, sizeof(buf), "%s+%#llx", base ? base + 1 : m->path, (unsigned long long)at);
 	return sym_cache_intern0(s->cache, buf);
 }
 
-/* The inline chain of addr, innermost first, ending with the function that
- * physically holds it.  Returns the number of lines. */
 static int cmp_cu_range(const void *a, const void *b)
 {
 	const struct cu_range *x = a, *y = b;
@@ -1342,6 +1329,8 @@ static Dwarf_Die *cu_by_ranges(struct sym_module *m, uint64_t addr, Dwarf_Die *m
 	return NULL;
 }
 
+/* The inline chain of addr, innermost first, ending with the function that
+ * physically holds it.  Returns the number of lines. */
 static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t addr,
 	struct sym_line *out)
 {

@@ -86,6 +86,10 @@ struct sym_eh {
 	size_t frame_len, hdr_len;
 	uint64_t frame_vaddr, hdr_vaddr, count;
 };
+/* elf's section named want, with contents (its data, size and address),
+ * or false. */
+bool sym_elf_section(Elf *elf, const char *want, const uint8_t **data, size_t *len,
+	uint64_t *vaddr);
 /* 0 when elf's .eh_frame can be read so, -ENOENT / -ENOTSUP if not. */
 int sym_eh_init(Elf *elf, struct sym_eh *eh);
 /* The rule at pc (an ELF address) from .eh_frame: 0 (r set, maybe
