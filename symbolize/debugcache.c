@@ -181,6 +181,14 @@ static int count_compressed(Elf *elf, uint64_t size, uint64_t *ret_inflated)
 	return n;
 }
 
+/* Is fd a file of ours: regular, the effective user's, writable by nobody
+ * else?  Its stat in *st. */
+static bool file_ours(int fd, struct stat *st)
+{
+	return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
+	       !(st->st_mode & 022);
+}
+
 /* Is fd a valid entry for build-id bid: ours, whole, uncompressed? */
 static bool entry_valid(int fd, const unsigned char *bid, size_t len)
 {
@@ -192,8 +200,7 @@ static bool entry_valid(int fd, const unsigned char *bid, size_t len)
 	Elf *elf;
 	bool ok = false;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-		(st.st_mode & 022) || st.st_size <= 0 ||
+	if (!file_ours(fd, &st) || st.st_size <= 0 ||
 		(uint64_t)st.st_size > SYM_DEBUGCACHE_MAX_ENTRY)
 		return false;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -396,12 +403,25 @@ out:
 	free(e);
 }
 
+/* A new private file in dirfd to become entry name once whole: tmp gets
+ * its name, .tmp-NAME-PID-SEQ (evict deletes one a dead writer left).
+ * Returns its fd (read and write) or -errno. */
+static int tmp_create(int dirfd, const char *name, char tmp[SYM_ENTRY_NAME_MAX + 48])
+{
+	static unsigned seq;
+	int fd;
+
+	snprintf(tmp, SYM_ENTRY_NAME_MAX + 48, ".tmp-%s-%d-%u", name, (int)getpid(),
+		__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
 /* Make the entry name in dirfd from src_fd (an ELF with compressed
  * sections).  Returns an fd of the new entry, or -errno / -TD_E_*. */
 static int entry_create(int dirfd, const char *name, int src_fd, const unsigned char *bid,
 	size_t len)
 {
-	static unsigned seq;
 	char tmp[SYM_ENTRY_NAME_MAX + 48];
 	uint64_t inflated;
 	struct stat st;
@@ -422,11 +442,9 @@ static int entry_create(int dirfd, const char *name, int src_fd, const unsigned 
 		return -ENODATA; /* nothing to inflate: the original will do */
 	if (inflated > SYM_DEBUGCACHE_MAX_ENTRY)
 		return -TD_E_LIMIT;
-	snprintf(tmp, sizeof(tmp), ".tmp-%.*s-%d-%u", (int)(len * 2), name, (int)getpid(),
-		__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = tmp_create(dirfd, name, tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = copy_all(src_fd, fd);
 	if (r == 0)
 		r = inflate_in_place(fd);
@@ -607,11 +625,8 @@ int sym_debugcache_table(const char *dir, const unsigned char *bid, size_t len, 
 		return errno == ENOENT ? -ENOENT : -TD_E_CORRUPT;
 	/* ours as a .debug entry must be; a file of another build is
 	 * refused by its header, and then made anew */
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
-		(sb.st_mode & 022))
-		r = -TD_E_CORRUPT;
-	else
-		r = sym_table_map(fd, nsyms, first_global, ret_table);
+	r = file_ours(fd, &sb) ? sym_table_map(fd, nsyms, first_global, ret_table) :
+				 -TD_E_CORRUPT;
 	if (r == 0) {
 		entry_touch(fd);
 		st->tables_reused++;
@@ -624,16 +639,13 @@ void sym_debugcache_table_store(const char *dir, const unsigned char *bid, size_
 	uint64_t nsyms, uint64_t first_global, const struct sym_table *t,
 	struct sym_debug_stats *st)
 {
-	static unsigned seq;
 	char name[SYM_ENTRY_NAME_MAX], tmp[SYM_ENTRY_NAME_MAX + 48];
 	int dirfd = table_dir(dir, bid, len, nsyms, name, st), fd, r;
 
 	if (dirfd < 0)
 		return;
-	snprintf(tmp, sizeof(tmp), ".tmp-%s-%d-%u", name, (int)getpid(),
-		__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	r = fd < 0 ? -errno : sym_table_write(t, nsyms, first_global, fd);
+	fd = tmp_create(dirfd, name, tmp);
+	r = fd < 0 ? fd : sym_table_write(t, nsyms, first_global, fd);
 	if (r == 0)
 		r = td_renameat(dirfd, tmp, dirfd, name);
 	if (fd >= 0)
