@@ -233,6 +233,14 @@ out_free:
 	return e;
 }
 
+/* Hand what the writer said (the notices ring) to the caller's hook. */
+static void pass_notices(struct rec_shared *sh, const struct rec_hooks *hooks, void *arg)
+{
+	for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
+		if (hooks && hooks->notice)
+			hooks->notice(n, arg);
+}
+
 void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 {
 	struct rec_shared *sh = &r->sh;
@@ -265,18 +273,14 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 				break;
 			}
 		}
-		for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
-			if (hooks && hooks->notice)
-				hooks->notice(n, arg);
+		pass_notices(sh, hooks, arg);
 		if (hooks && hooks->tick && td_now_ns() - last >= 1000000000u) {
 			hooks->tick(r, arg);
 			last = td_now_ns();
 		}
 	}
 	/* what the writer said before it was done (the last exit) */
-	for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
-		if (hooks && hooks->notice)
-			hooks->notice(n, arg);
+	pass_notices(sh, hooks, arg);
 }
 
 int rec_attach(struct recorder *r, pid_t pid)
@@ -311,9 +315,7 @@ bool rec_poll(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 		if (hooks && hooks->notice)
 			hooks->notice(n, arg);
 	}
-	for (struct rec_notice *n; (n = ring_peek(&sh->notices)); ring_pop(&sh->notices))
-		if (hooks && hooks->notice)
-			hooks->notice(n, arg);
+	pass_notices(sh, hooks, arg);
 	return !atomic_load(&sh->writer_done);
 }
 
