@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "helpers.h"
 
+#include <criterion/criterion.h>
 #include <dirent.h>
 #include <grp.h>
 #include <errno.h>
@@ -602,4 +603,22 @@ unsigned long nm_addr(const char *file, const char *name)
 		a = strtoul(out, NULL, 16);
 	free(out);
 	return a;
+}
+
+void go_fixture_build(const char *bin)
+{
+	char cmd[1024], *out;
+	int status;
+
+	out = shell_output("command -v go", &status);
+	free(out);
+	if (status != 0)
+		cr_skip_test("no Go toolchain (go) on this machine");
+	snprintf(cmd, sizeof(cmd),
+		"cd %s/test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
+		"go build -o %s . 2>&1",
+		TD_SOURCE_DIR, bin);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "go build: %s", out);
+	free(out);
 }

@@ -67,6 +67,9 @@ uint64_t fx_counter(pid_t pid);
 /* Poll cond(arg) every few milliseconds until it holds (true) or
  * timeout_ms pass (false). */
 bool wait_for(bool (*cond)(void *arg), void *arg, int timeout_ms);
+/* Build test/fixtures/fx_go into bin; the test is skipped without a Go
+ * toolchain. */
+void go_fixture_build(const char *bin);
 /* The address nm gives the symbol name in file, 0 if none. */
 unsigned long nm_addr(const char *file, const char *name);
 /* Tids of pid (up to n). */

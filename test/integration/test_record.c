@@ -1238,21 +1238,9 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 	pid_t fx, t;
 	struct run_result r;
 	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
-	int status;
-	char *out;
 
-	out = shell_output("command -v go", &status);
-	free(out);
-	if (status != 0)
-		cr_skip_test("no Go toolchain (go) on this machine");
 	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
-	snprintf(cmd, sizeof(cmd),
-		"cd test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
-		"go build -o %s . 2>&1",
-		bin);
-	out = shell_output(cmd, &status);
-	cr_assert_eq(status, 0, "go build: %s", out);
-	free(out);
+	go_fixture_build(bin);
 	fx = fx_start(bin, NULL);
 	cr_assert_gt(fx, 0);
 	for (int m = 0; m < 2; m++) {

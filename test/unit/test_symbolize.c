@@ -658,22 +658,11 @@ Test(unwind_fast, same_frames_and_ends_as_libdw, .timeout = 300)
 /* A Go program: .debug_frame alone, read through libdw. */
 Test(unwind_fast, go_same_frames_and_ends_as_libdw, .timeout = 300)
 {
-	char bin[128], cmd[512], *out;
+	char bin[128];
 	struct fast_cmp fc = { 0 };
-	int status;
 
-	out = shell_output("command -v go", &status);
-	free(out);
-	if (status != 0)
-		cr_skip_test("no Go toolchain (go) on this machine");
 	snprintf(bin, sizeof(bin), "%s/unwind-go-fixture", TD_BUILD_DIR);
-	snprintf(cmd, sizeof(cmd),
-		"cd %s/test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
-		"go build -o %s . 2>&1",
-		TD_SOURCE_DIR, bin);
-	out = shell_output(cmd, &status);
-	cr_assert_eq(status, 0, "go build: %s", out);
-	free(out);
+	go_fixture_build(bin);
 	compare_fixture(bin, &fc);
 	unlink(bin);
 	cr_log_info("unwind_fast go: %u unwinds compared, %u fast; whole samples: %u of %u fast",
