@@ -274,6 +274,7 @@ int cmd_report(int argc, char **argv)
 		return TD_EXIT_USAGE;
 	}
 	f.time_order = !strcmp(format, "speedscope");
+	f.addresses = !strcmp(format, "pprof");
 	r = optind < argc ? rp_load((const char *const *)argv + optind,
 				    (unsigned)(argc - optind), &f, &p, &rep, &bad) :
 			    rp_load(def, 1, &f, &p, &rep, &bad);

@@ -6,8 +6,17 @@
  * profile.proto at build time, which Debian only ships inside Go source
  * packages.  Field numbers follow github.com/google/pprof proto/profile.proto.
  *
- * Mapping: one Location per physical frame (its inline chain as Lines,
- * innermost first), one Function per (name, file), one Mapping per module;
+ * Mapping: one Location per address of a physical frame (its inline chain
+ * as Lines, innermost first), one Function per (name, file), one Mapping
+ * per module.  The chunks keep each pc as its address in the module's ELF
+ * file, the same in every process whatever the load address: a Location's
+ * address is that, and every Mapping spans the whole address space from 0
+ * at file offset 0, the mapping pprof takes as already adjusted (its
+ * GetBase returns 0), so that go tool pprof -symbolize=local finds the
+ * right symbols in a binary given later (PPROF_BINARY_PATH: a debug build,
+ * a dbgsym package).  A module some of whose functions tracerd could only
+ * place (MODULE+0xSTART, or ??) is marked as not having functions, which
+ * is what makes pprof symbolize it again; the names stay where it cannot;
  * sample types samples/count and cpu/nanoseconds (count x the sampling
  * period); labels thread (name), tid and state.  Identical (stack, labels)
  * samples are aggregated; the real go tool pprof reads the result.
@@ -83,21 +92,36 @@ static int64_t pstr_lit(struct ptab *t, const char *s, int64_t *cache)
 	return *cache;
 }
 
-/* Mapping { id, filename (the full path), build_id (hex),
- * has_functions/filenames/line_numbers/inline_frames } */
-static void emit_mapping(struct td_buf *prof, struct ptab *st, uint64_t id, uint32_t module)
+/* Mapping { id, memory_start 0, memory_limit 2^64-1, file_offset 0,
+ * filename (the full path), build_id (hex),
+ * has_functions/filenames/line_numbers/inline_frames (unless placed) } */
+static void emit_mapping(struct td_buf *prof, struct ptab *st, uint64_t id, uint32_t module,
+	bool placed)
 {
 	const struct rp_module *m = rp_module_of(st->p, module);
 	struct td_buf mp = { 0 };
 
 	pb_uint(&mp, 1, id);
+	pb_uint(&mp, 3, UINT64_MAX);
 	pb_uint(&mp, 5, (uint64_t)pstr(st, m && m->path ? m->path : module));
 	if (m && m->build_id)
 		pb_uint(&mp, 6, (uint64_t)pstr(st, m->build_id));
-	for (unsigned field = 7; field <= 10; field++)
+	for (unsigned field = 7; field <= 10 && !placed; field++)
 		pb_uint(&mp, field, 1);
 	pb_msg(prof, 3, &mp);
 	td_buf_free(&mp);
+}
+
+/* Was frame f only placed, not named: "??", or its module's name followed
+ * by "+0x" (symbolize/ names a function no symbol names so)? */
+static bool frame_placed(const struct rp_profile *p, const struct rp_frame *f)
+{
+	const char *name = rp_str(p, f->func), *mod = rp_str(p, f->module);
+	size_t n = mod ? strlen(mod) : 0;
+
+	if (!name || !mod)
+		return false;
+	return !strcmp(name, "??") || (!strncmp(name, mod, n) && !strncmp(name + n, "+0x", 3));
 }
 
 /* The profile being written, with its tables from our ids to the
@@ -109,6 +133,7 @@ struct pw {
 	struct td_buf *prof;
 	struct ptab st;
 	struct td_map fn_ids, loc_ids, map_ids;
+	struct td_map placed; /* modules with a frame only placed -> 1 */
 	struct td_map addr_sid, fd_sid; /* object -> its text's index */
 	uint64_t next_fn, next_loc, next_map;
 	int64_t s_thread, s_tid; /* label keys of both kinds of sample */
@@ -119,42 +144,54 @@ static void pw_free(struct pw *w)
 	td_map_free(&w->fn_ids);
 	td_map_free(&w->loc_ids);
 	td_map_free(&w->map_ids);
+	td_map_free(&w->placed);
 	td_map_free(&w->addr_sid);
 	td_map_free(&w->fd_sid);
+}
+
+/* The Mapping id of module, written the first time (0: no memory). */
+static uint64_t mapping_id(struct pw *w, uint32_t module)
+{
+	uint64_t *mid = NULL, placed;
+
+	if (td_map_upsert(&w->map_ids, module, &mid) < 0)
+		return 0;
+	if (!*mid) {
+		*mid = w->next_map++;
+		emit_mapping(w->prof, &w->st, *mid, module, td_map_get(&w->placed, module, &placed));
+	}
+	return *mid;
 }
 
 /* The location ids of node's stack, leaf first, into locs, defining the
  * Locations, Functions and Mappings not yet written.  Walking a leaf to
  * the root, a physical frame is a run of inlined frames closed by the
  * function they were inlined into: that run is one Location, keyed by its
- * innermost node. */
+ * innermost and outermost frames (which hold its address, when the
+ * profile kept addresses), so that every stack through it shares it. */
 static int put_locations(struct pw *w, uint32_t node, struct td_buf *locs)
 {
 	const struct rp_profile *p = w->p;
 
 	for (uint32_t n = node; n;) {
-		uint32_t top = n, lkey_node = n;
+		uint32_t top = n;
 		uint64_t *lid;
 
 		while (top && p->frames[p->nodes[top].frame].inlined)
 			top = p->nodes[top].parent; /* up to the holding function */
 		if (!top)
 			top = n;
-		if (td_map_upsert(&w->loc_ids, lkey_node, &lid) < 0)
+		if (td_map_upsert(&w->loc_ids,
+			    (uint64_t)p->nodes[n].frame << 32 | p->nodes[top].frame, &lid) < 0)
 			return -ENOMEM;
 		if (!*lid) {
 			struct td_buf loc = { 0 };
 			const struct rp_frame *outer = &p->frames[p->nodes[top].frame];
-			uint64_t *mid = NULL;
 
-			td_map_upsert(&w->map_ids, outer->module, &mid); /* NULL: no memory */
-			if (mid && !*mid) {
-				*mid = w->next_map++;
-				emit_mapping(w->prof, &w->st, *mid, outer->module);
-			}
 			*lid = w->next_loc++;
 			pb_uint(&loc, 1, *lid);
-			pb_uint(&loc, 2, mid ? *mid : 0);
+			pb_uint(&loc, 2, outer->module ? mapping_id(w, outer->module) : 0);
+			pb_uint(&loc, 3, outer->addr);
 			/* lines innermost first: from n up to top */
 			for (uint32_t q = n;; q = p->nodes[q].parent) {
 				const struct rp_frame *f = &p->frames[p->nodes[q].frame];
@@ -395,6 +432,9 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 		pb_uint(&m, 2, (uint64_t)pstr_lit(st, types[i].unit, types[i].unit_sid));
 		pb_msg(&prof, 1, &m);
 	}
+	for (size_t i = 1; i < p->nframes; i++)
+		if (frame_placed(p, &p->frames[i]) && td_map_set(&w.placed, p->frames[i].module, 1) < 0)
+			prof.failed = true;
 	/* pprof takes the first mapping for the main binary: the module that
 	 * holds main, else the outermost frame of the heaviest path */
 	{
@@ -412,14 +452,8 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 				best = c;
 		if (!main_mod && best)
 			main_mod = p->frames[p->nodes[best].frame].module;
-		if (main_mod) {
-			uint64_t *mid;
-
-			if (td_map_upsert(&w.map_ids, main_mod, &mid) >= 0) {
-				*mid = w.next_map++;
-				emit_mapping(&prof, st, *mid, main_mod);
-			}
-		}
+		if (main_mod)
+			mapping_id(&w, main_mod);
 	}
 	/* Samples, one per (thread, state, stack); values count and time,
 	 * then no contention nor delay */

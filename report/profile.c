@@ -75,7 +75,8 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 static uint32_t frame_id(struct rp_profile *p, const struct rp_frame *f)
 {
 	uint64_t h = ((uint64_t)f->func << 32 | f->file) * 0x9e3779b97f4a7c15ull ^
-		((uint64_t)f->module << 33 | (uint64_t)f->line << 1 | f->inlined), id;
+		((uint64_t)f->module << 33 | (uint64_t)f->line << 1 | f->inlined) ^
+		rp_mix64(f->addr), id;
 	size_t cur = 0;
 
 	while (td_map_find_next(&p->frame_index, h, &cur, &id))
@@ -277,6 +278,7 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 	for (unsigned i = n; i-- > 0;) {
 		struct chunk_location l;
 		uint32_t module;
+		uint64_t addr;
 
 		if (!chunk_reader_location(r, locs[i], &l)) {
 			struct rp_frame fr = { .func = intern(p, "[unknown]") };
@@ -285,15 +287,16 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			continue;
 		}
 		module = module_of_mapping(L, r, l.mapping_id);
+		addr = L->f->addresses ? l.addr : 0;
 		if (!l.nlines) {
-			struct rp_frame fr = { .func = intern(p, "??"), .module = module };
+			struct rp_frame fr = { .func = intern(p, "??"), .module = module, .addr = addr };
 
 			node = node_id(p, node, frame_id(p, &fr));
 			continue;
 		}
 		for (unsigned k = l.nlines; k-- > 0;) {
 			struct rp_frame fr = { .module = module, .line = l.lines[k].line,
-				.inlined = k + 1 < l.nlines };
+				.inlined = k + 1 < l.nlines, .addr = addr };
 
 			function_of(L, r, l.lines[k].function_id, &fr);
 			node = node_id(p, node, frame_id(p, &fr));

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 struct rp_frame {
+	uint64_t addr; /* the pc's address in its module's ELF file (its
+			  location's); 0 unless the filter asked for addresses */
 	uint32_t func, file, module; /* string ids; 0: unknown */
 	uint32_t line;
 	uint32_t start_line; /* the function's; 0: unknown */

@@ -30,6 +30,8 @@ struct rp_filter {
 	int state;		 /* -1: any, else enum tcf_state */
 	bool time_order;	 /* keep every sample's time and stack, in
 				    order (speedscope's time-order view) */
+	bool addresses;		 /* frames keep their address: one node per
+				    pc, not per line (pprof's Locations) */
 };
 
 struct rp_load_report {

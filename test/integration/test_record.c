@@ -1192,6 +1192,72 @@ Test(record, lto_inline_chains_and_same_named_functions, .timeout = 120)
 	run_result_free(&r);
 }
 
+/* The function addr2line finds at addr in the ELF file path ("" if none). */
+static void addr2line_fn(const char *path, unsigned long addr, char *fn, size_t len)
+{
+	char cmd[512], *out;
+
+	snprintf(cmd, sizeof(cmd), "addr2line -f -e %s %#lx", path, addr);
+	out = shell_output(cmd, NULL);
+	snprintf(fn, len, "%.*s", (int)strcspn(out, "\n"), out);
+	free(out);
+}
+
+/* The pprof of fx_hot's recording (in repo), as go tool pprof reads it:
+ * every Location carries the pc's address in its ELF file, so that a
+ * binary given later names it: addr2line on the unstripped library finds
+ * hot_a and hot_b at the addresses of the frames tracerd could only place
+ * (want_a, want_b), and main's in fx_hot.  The stripped library's Mapping
+ * does not claim functions (pprof then symbolizes it again); fx_hot's
+ * does. */
+static void pprof_keeps_real_addresses(const char *want_a, const char *want_b)
+{
+	char cmd[768], fn[128], name[128], *raw;
+	const char *at;
+	unsigned seen_a = 0, seen_b = 0, seen_main = 0;
+
+	if (system("command -v go >/dev/null 2>&1") != 0) {
+		cr_log_warn("go is not on PATH (apt-get install golang-go): pprof's addresses "
+			    "not checked");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		"%s report %s -f pprof -o %s.pb.gz && HOME=/tmp PPROF_BINARY_PATH=/nonexistent "
+		"go tool pprof -symbolize=none -raw %s.pb.gz 2>&1; rm -f %s.pb.gz",
+		TRACERD, repo, repo, repo, repo);
+	raw = shell_output(cmd, NULL);
+	at = strstr(raw, "\nLocations\n");
+	cr_assert(at, "%s", raw);
+	for (const char *line = at + 11; *line && strncmp(line, "Mappings", 8);) {
+		unsigned long addr;
+		unsigned id, mapping;
+
+		if (sscanf(line, "%u: %lx M=%u %127s", &id, &addr, &mapping, name) == 4) {
+			if (!strcmp(name, want_a) || !strcmp(name, want_b)) {
+				addr2line_fn(FX("libfx_hot_full.so"), addr, fn, sizeof(fn));
+				cr_expect_str_eq(fn, !strcmp(name, want_a) ? "hot_a" : "hot_b",
+					"%s at %#lx", name, addr);
+				*(!strcmp(name, want_a) ? &seen_a : &seen_b) += 1;
+			} else if (!strcmp(name, "main")) {
+				addr2line_fn(FX("fx_hot"), addr, fn, sizeof(fn));
+				cr_expect_str_eq(fn, "main", "main at %#lx", addr);
+				seen_main++;
+			}
+		}
+		line = strchrnul(line, '\n');
+		line += *line == '\n';
+	}
+	cr_expect(seen_a && seen_b && seen_main, "Locations of %s, %s and main:\n%s", want_a,
+		want_b, raw);
+	at = strstr(raw, "/libfx_hot.so ");
+	cr_expect(at && !memmem(at, strcspn(at, "\n"), "[FN]", 4),
+		"libfx_hot.so's Mapping claims functions:\n%s", raw);
+	at = strstr(raw, "/fx_hot ");
+	cr_expect(at && memmem(at, strcspn(at, "\n"), "[FN]", 4),
+		"fx_hot's Mapping should claim functions:\n%s", raw);
+	free(raw);
+}
+
 /* A stripped library's static functions have no name anywhere: each is
  * placed by where it starts (its FDE in .eh_frame), named MODULE+0xSTART,
  * and keeps its own samples: hot_a has two thirds of them. */
@@ -1230,6 +1296,7 @@ Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
 	cr_expect(a * 100 > (a + b) * 58 && a * 100 < (a + b) * 75,
 		"hot_a %llu of %llu samples, want two thirds", a, a + b);
 	run_result_free(&r);
+	pprof_keeps_real_addresses(want_a, want_b);
 }
 
 Test(record, go_stacks_reach_their_entry, .timeout = 300)
