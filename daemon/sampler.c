@@ -1062,8 +1062,11 @@ void *sampler_main(void *arg)
 
 		if (read(tfd, &junk, sizeof(junk)) < 0)
 			junk = 0;
-		if (s->perf)
+		if (s->perf) {
 			perf_drain(s);
+			/* new periods on our timer alone (ptrace/perf.c) */
+			pt_perf_rearm(s->perf);
+		}
 		if (stopping(sh) || (!targets_live(&s->targets) && !s->cfg->follow))
 			break;
 		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)

@@ -244,6 +244,11 @@ int pt_perf_fd(const struct pt_perf *p);
  * of samples. */
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 	struct pt_perf_stats *ret_stats);
+/* A new random period for every event that fired since the last call.
+ * The kernel restarts the period at it: call it on a timer of the
+ * caller's, never on a target's event (what runs next would be sampled
+ * late).  One ioctl per such event. */
+void pt_perf_rearm(struct pt_perf *p);
 
 
 /* ---------------------------------------- blocked threads, never stopped

@@ -1148,6 +1148,74 @@ static void folded_of(const char *path, struct run_result *r)
 	cr_assert_eq(r->status, 0, "%s", r->err);
 }
 
+static bool handler_counted(void *path)
+{
+	double h, t;
+
+	return sscanf(slurp(path), "%lf %lf", &h, &t) == 2;
+}
+
+/* fx_handler's own count: CPU time in its handler and in all, so far (the
+ * first once its handler has run); false if it never says. */
+static bool handler_clock(const char *path, double *ret_handler, double *ret_total)
+{
+	return wait_for(handler_counted, (void *)path, TEST_PATIENCE_MS) &&
+		sscanf(slurp(path), "%lf %lf", ret_handler, ret_total) == 2;
+}
+
+/* cpu mode against the program's own clock: fx_handler spends about a
+ * tenth of its CPU time in a SIGPROF handler, and counts it; the share of
+ * samples in on_prof over the recording must be the share of CPU time its
+ * count says, within 3 points, and those stacks go through the signal
+ * frame (__restore_rt) to _start.  Giving the kernel's events new periods
+ * at the drain a target's signal stop triggered restarted them just
+ * before the handler ran: it got 0.1% of the samples. */
+Test(record, cpu_share_of_a_signal_handler_is_its_own_clocks, .timeout = 180)
+{
+	const char *folded[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	char clock[160];
+	double h0, t0, h1, t1, truth, share;
+	unsigned long long in = 0, all = 0, whole = 0;
+	struct run_result r;
+	pid_t fx, t;
+	bool ok;
+
+	snprintf(clock, sizeof(clock), "%s.handler", repo);
+	fx = fx_start(FX("fx_handler"), clock);
+	cr_assert_gt(fx, 0);
+	if (!handler_clock(clock, &h0, &t0)) {
+		fx_stop(fx);
+		cr_assert_fail("%s: no count from fx_handler: '%s'", clock, slurp(clock));
+	}
+	t = tracerd_start(fx, "-F", "499", NULL);
+	cr_expect(repo_until(samples_2000));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	ok = handler_clock(clock, &h1, &t1);
+	fx_stop(fx);
+	unlink(clock);
+	cr_assert(ok, "no count from fx_handler");
+	run_tracerd(&r, folded);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *line = r.out; *line;) {
+		const char *nl = strchrnul(line, '\n'), *sp = memrchr(line, ' ', (size_t)(nl - line));
+		unsigned long long n = sp ? strtoull(sp + 1, NULL, 10) : 0;
+
+		all += n;
+		if (memmem(line, (size_t)(nl - line), ";__restore_rt;on_prof", 21)) {
+			in += n;
+			whole += !strncmp(line, "_start;", 7) ? n : 0;
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	truth = 100 * (h1 - h0) / (t1 - t0);
+	share = all ? 100.0 * (double)in / (double)all : 0;
+	cr_expect(all >= 1000 && share > truth - 3 && share < truth + 3,
+		"on_prof has %.1f%% of %llu samples; its own clock says %.1f%%:\n%.1500s", share,
+		all, truth, r.out);
+	cr_expect_eq(whole, in, "every stack in the handler reaches _start:\n%.1500s", r.out);
+	run_result_free(&r);
+}
+
 /* An LTO build (fx_lto): work_a and work_b are inlined into main across
  * compilation units, as gdb shows them; the two static churns (symbols
  * churn.constprop.0 and .1) are named churn, without the clone suffix,

@@ -159,6 +159,7 @@ Test(perf, samples_at_the_rate_asked, .timeout = 120)
 
 		poll(&pfd, 1, 100); /* as the sampler: woken by a sample */
 		pt_perf_drain(p, &ops, c, &st);
+		pt_perf_rearm(p); /* new periods, restarted: the weights make up */
 		used = cpu_ns(pid) - start;
 	}
 	pt_perf_remove(p, pid);
