@@ -268,7 +268,8 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 		return;
 	}
 	printf("  -- %s", sym_end_name(th->end));
-	if (th->end == SYM_END_WINDOW || th->end == SYM_END_READ_FAILED)
+	if (th->end == SYM_END_WINDOW || th->end == SYM_END_READ_FAILED ||
+		th->end == SYM_END_OTHER_STACK)
 		printf(" at 0x%" PRIx64, th->fault_addr);
 	if (verbose && th->detail[0])
 		printf(" (%s)", th->detail);

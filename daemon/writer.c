@@ -77,7 +77,7 @@ struct writer {
 	struct session sess[REC_MAX_PIDS * 4];
 	struct sym_debug_stats debug_gone; /* of the sessions freed */
 	struct td_map threads, locs;
-	uint32_t end_loc[SYM_END_NO_REGS + 1];
+	uint32_t end_loc[SYM_END_COUNT];
 	uint32_t preempted_loc; /* preempted_location() */
 	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
 	struct sym_unwound u;

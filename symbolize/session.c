@@ -30,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 struct sym_vma {
@@ -62,6 +64,14 @@ struct sym_module {
 	struct cu_range *cur;
 	size_t ncur;
 	struct sym_eh eh;
+	/* its code, for sigreturn_code: the executable sections (the first
+	 * few), looked up once */
+	struct {
+		uint64_t addr, size;
+		const uint8_t *data;
+	} code[4];
+	uint8_t ncode;
+	bool code_tried;
 	bool debug_found; /* find_debuginfo gave its debuginfo: a later call
 			   * looks for a dwz alternate file */
 };
@@ -85,12 +95,20 @@ struct sym_session {
 	struct sym_vma *vmas;
 	unsigned nvmas;
 	char *names; /* NUL-separated paths of vmas */
-	/* the sample being unwound */
+	/* the sample being unwound: its window, and the registers the unwind
+	 * starts from (the sample's, or a signal frame's) */
 	const struct td_sample *cur;
+	const struct user_regs_struct *cur_regs;
+	bool cur_partial; /* only rip and rsp known (TD_SAMPLE_NOSTOP) */
 	struct sym_unwound *out;
 	struct sym_rule *rules; /* SYM_RULES of them, NULL until the first use */
 	unsigned max_frames;
 	bool window_exhausted, read_failed, frame_limit;
+	/* libdw's unwind stopped at a return into a signal restorer (its last
+	 * frame) whose sp, the kernel's ucontext, is sig_sp */
+	bool sig_frame;
+	uint64_t sig_sp;
+
 	bool no_debuginfod; /* DEBUGINFOD_URLS names no server */
 };
 
@@ -115,6 +133,8 @@ const char *sym_end_name(enum sym_end end)
 		return "frame limit reached";
 	case SYM_END_NO_REGS:
 		return "no registers captured";
+	case SYM_END_OTHER_STACK:
+		return "interrupted stack not copied";
 	}
 	return "unknown";
 }
@@ -503,7 +523,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct sym_session *s = arg;
-	const struct user_regs_struct *r = &s->cur->regs;
+	const struct user_regs_struct *r = s->cur_regs;
 	/* DWARF register order on x86_64 (psABI): rax rdx rcx rbx rsi rdi rbp
 	 * rsp r8..r15, then the return address column (rip). */
 	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp,
@@ -511,7 +531,7 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 
 	/* A thread copied while blocked: only rsp and rip are known; the
 	 * others stay undefined rather than wrongly zero. */
-	if (s->cur->flags & TD_SAMPLE_NOSTOP)
+	if (s->cur_partial)
 		return dwfl_thread_state_registers(thread, 7, 1, &regs[7]) &&
 			dwfl_thread_state_registers(thread, 16, 1, &regs[16]);
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
@@ -706,6 +726,112 @@ void sym_session_debug_stats(const struct sym_session *s, struct sym_debug_stats
 	*ret = s->dstats;
 }
 
+/* ---- signal frames
+ *
+ * A signal handler returns into its sa_restorer, which calls
+ * rt_sigreturn; the kernel's signal frame, a ucontext, lies at the
+ * restorer's sp, and the interrupted code's registers in it.  glibc's
+ * __restore_rt carries CFI that says so; Go's runtime.sigreturn (the
+ * restorer of every Go program: it handles its signals on their own
+ * stack) has none, and libdw stopped there.  A restorer is known by its
+ * code, as gdb and libgcc know it: mov $15, %rax; syscall.  It is looked
+ * for only at a return address whose frame the session's rules cannot
+ * unwind simply (no CFI, or CFI that is not simple): glibc's too, whose
+ * CFI reads the same ucontext. */
+
+#define DW_RSP 7
+#define DW_RBP 6
+
+static const struct sym_rule *rule_at(struct sym_session *s, uint64_t pc, bool act);
+static Dwfl_Module *addr_module(struct sym_session *s, uint64_t pc);
+
+/* Does the code at pc, in module m's file, say rt_sigreturn? */
+static bool sigreturn_code(struct sym_module *m, uint64_t pc)
+{
+	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	uint64_t v = pc - m->bias;
+
+	if (!m->code_tried) {
+		Dwarf_Addr bias;
+		Elf *elf = dwfl_module_getelf(m->mod, &bias);
+		Elf_Scn *scn = NULL;
+
+		m->code_tried = true;
+		while (elf && bias == m->bias && m->ncode < TD_ARRAY_SIZE(m->code) &&
+			(scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+				!(sh.sh_flags & SHF_EXECINSTR) || !(d = elf_getdata(scn, NULL)) ||
+				!d->d_buf)
+				continue;
+			m->code[m->ncode].addr = sh.sh_addr;
+			m->code[m->ncode].size = TD_MIN(sh.sh_size, (uint64_t)d->d_size);
+			m->code[m->ncode++].data = d->d_buf;
+		}
+	}
+	for (unsigned i = 0; i < m->ncode; i++)
+		if (v >= m->code[i].addr && v - m->code[i].addr < m->code[i].size)
+			return m->code[i].size - (v - m->code[i].addr) >= sizeof(code) &&
+				!memcmp(m->code[i].data + (v - m->code[i].addr), code, sizeof(code));
+	return false;
+}
+
+/* Is rip in a signal restorer, its sp still the ucontext's address: a
+ * return address at its entry, or (act) a pc of its own, at either
+ * instruction or just past the system call?  Whatever its CFI says: Go's
+ * runtime.sigreturn has an FDE, of an ordinary frame. */
+static bool sigreturn_in(struct sym_module *m, uint64_t rip, bool act)
+{
+	return sigreturn_code(m, rip) ||
+		(act && ((rip >= 7 && sigreturn_code(m, rip - 7)) ||
+				(rip >= 9 && sigreturn_code(m, rip - 9))));
+}
+
+/* The registers the kernel saved in the ucontext at uc (a restorer's sp),
+ * from the window: false if it is not all there (*ret_addr: the first
+ * word missing). */
+static bool ucontext_regs(const struct td_sample *t, uint64_t uc, struct user_regs_struct *r,
+	uint64_t *ret_addr)
+{
+	static const struct {
+		int greg;
+		size_t at;
+	} map[] = {
+		{ REG_R8, offsetof(struct user_regs_struct, r8) },
+		{ REG_R9, offsetof(struct user_regs_struct, r9) },
+		{ REG_R10, offsetof(struct user_regs_struct, r10) },
+		{ REG_R11, offsetof(struct user_regs_struct, r11) },
+		{ REG_R12, offsetof(struct user_regs_struct, r12) },
+		{ REG_R13, offsetof(struct user_regs_struct, r13) },
+		{ REG_R14, offsetof(struct user_regs_struct, r14) },
+		{ REG_R15, offsetof(struct user_regs_struct, r15) },
+		{ REG_RDI, offsetof(struct user_regs_struct, rdi) },
+		{ REG_RSI, offsetof(struct user_regs_struct, rsi) },
+		{ REG_RBP, offsetof(struct user_regs_struct, rbp) },
+		{ REG_RBX, offsetof(struct user_regs_struct, rbx) },
+		{ REG_RDX, offsetof(struct user_regs_struct, rdx) },
+		{ REG_RAX, offsetof(struct user_regs_struct, rax) },
+		{ REG_RCX, offsetof(struct user_regs_struct, rcx) },
+		{ REG_RSP, offsetof(struct user_regs_struct, rsp) },
+		{ REG_RIP, offsetof(struct user_regs_struct, rip) },
+	};
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < TD_ARRAY_SIZE(map); i++) {
+		uint64_t a = uc + offsetof(ucontext_t, uc_mcontext.gregs) +
+			(uint64_t)map[i].greg * sizeof(greg_t), v;
+
+		if (!window_word(t, a, &v)) {
+			*ret_addr = a;
+			return false;
+		}
+		memcpy((char *)r + map[i].at, &v, sizeof(v));
+	}
+	return true;
+}
+
 static int cb_frame(Dwfl_Frame *state, void *arg)
 {
 	struct sym_session *s = arg;
@@ -722,6 +848,23 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	u->pc[u->n] = pc;
 	u->activation[u->n] = isact;
 	u->n++;
+	/* A return into a signal restorer (or a sample in it): the frame it
+	 * returns to is the interrupted one, whose registers the kernel
+	 * saved at the restorer's sp; sym_session_unwind reads them.  libdw
+	 * would follow the restorer's CFI at pc - 1, an ordinary frame's or
+	 * none, and then guess from rbp.  (An activation past the first
+	 * frame follows a signal frame libdw read from CFI: nothing to do.) */
+	if ((isact ? u->n == 1 : u->n > 1) && rule_at(s, pc, isact) &&
+		rule_at(s, pc, isact)->kind == SYM_RULE_SIGRETURN) {
+		Dwarf_Word sp;
+
+		if (dwfl_frame_reg(state, DW_RSP, &sp) == 0) {
+			u->activation[u->n - 1] = true; /* its pc is its own */
+			s->sig_frame = true;
+			s->sig_sp = sp;
+			return DWARF_CB_ABORT;
+		}
+	}
 	return DWARF_CB_OK;
 }
 
@@ -870,8 +1013,6 @@ static void end_at_entry(struct sym_session *s, struct sym_unwound *ret)
  * slots so that this path marks it the same. */
 
 #define SYM_RULES 8192 /* per session, direct-mapped by pc: 256 KiB, touched as used */
-#define DW_RSP 7
-#define DW_RBP 6
 
 /* Whether m's .eh_frame can be read by cfi.c (looked at once). */
 static bool eh_ready(struct sym_module *m)
@@ -902,6 +1043,10 @@ static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct s
 		return;
 	if (dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
 		m = *ud;
+	if (m && sigreturn_in(m, rip, rip == pc)) {
+		r->kind = SYM_RULE_SIGRETURN;
+		return;
+	}
 	if (m && eh_ready(m)) {
 		int k = sym_eh_rule(&m->eh, pc - m->bias, rip - m->bias, r);
 
@@ -945,8 +1090,8 @@ static const struct sym_rule *rule_at(struct sym_session *s, uint64_t pc, bool a
  * failed" for memory that is no stack), even where the stack went on. */
 static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct sym_unwound *ret)
 {
-	uint64_t pc = t->regs.rip, sp = t->regs.rsp, bp = t->regs.rbp;
-	bool bp_known = !(t->flags & TD_SAMPLE_NOSTOP), window = false, failed = false;
+	uint64_t pc = s->cur_regs->rip, sp = s->cur_regs->rsp, bp = s->cur_regs->rbp;
+	bool bp_known = !s->cur_partial, window = false, failed = false;
 
 	for (unsigned n = 0;; n++) {
 		const struct sym_rule *r;
@@ -960,7 +1105,8 @@ static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct
 		ret->pc[n] = pc;
 		ret->activation[n] = n == 0;
 		r = rule_at(s, pc, n == 0);
-		if (!r || r->kind == SYM_RULE_COMPLEX || (r->cfa_reg == DW_RBP && !bp_known))
+		if (!r || r->kind == SYM_RULE_COMPLEX || r->kind == SYM_RULE_SIGRETURN ||
+			(r->cfa_reg == DW_RBP && !bp_known))
 			return false;
 		cfa = (r->cfa_reg == DW_RSP ? sp : bp) + (uint64_t)(int64_t)r->cfa_off;
 		/* every slot libdw reads for this frame, in its order */
@@ -1002,31 +1148,29 @@ static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct
 	}
 }
 
-int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
+/* Unwind from the registers s->cur_regs, with sample's window, into ret
+ * (its frames from 0, its end); s->sig_frame says whether it stopped at a
+ * signal restorer. */
+static void unwind_regs(struct sym_session *s, const struct td_sample *sample,
 	struct sym_unwound *ret)
 {
 	int r;
 
-	sym_cache_begin(s->cache);
 	ret->n = 0;
-	ret->live_reads = 0;
 	ret->fault_addr = 0;
 	ret->detail[0] = '\0';
-	if (sample->regs.rip == 0 && sample->regs.rsp == 0) {
-		ret->end = SYM_END_NO_REGS;
-		return 0;
-	}
+	s->cur = sample;
+	s->out = ret;
+	s->sig_frame = false;
 	ret->fast = !s->opt.no_fast_unwind && fast_unwind(s, sample, ret);
 	if (ret->fast)
 		goto out;
 	ret->n = 0;
-	s->cur = sample;
-	s->out = ret;
 	s->window_exhausted = s->read_failed = s->frame_limit = false;
 	r = dwfl_getthread_frames(s->dwfl, sample->tid, cb_frame, s);
-	s->cur = NULL;
-	s->out = NULL;
-	if (r == 0 && !s->window_exhausted && !s->read_failed) {
+	if (s->sig_frame) {
+		ret->end = SYM_END_NO_CFI; /* unless the signal frame is read */
+	} else if (r == 0 && !s->window_exhausted && !s->read_failed) {
 		ret->end = SYM_END_OUTERMOST;
 	} else if (r == 0) {
 		/* libdw takes a return address it could not read for "no
@@ -1038,7 +1182,7 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 		/* The frame we could not get past: its pc says why first (no
 		 * module means no CFI; the frame-pointer fallback's failed
 		 * read after it is a consequence, not the cause). */
-		uint64_t last = ret->n ? ret->pc[ret->n - 1] : sample->regs.rip;
+		uint64_t last = ret->n ? ret->pc[ret->n - 1] : s->cur_regs->rip;
 
 		if (ret->n && !ret->activation[ret->n - 1])
 			last--;
@@ -1053,6 +1197,83 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 		snprintf(ret->detail, sizeof(ret->detail), "%s", dwfl_errmsg(-1));
 	}
 out:
+	s->cur = NULL;
+	s->out = NULL;
+}
+
+/* Past the signal restorer that ended ret: the interrupted frame and its
+ * callers, unwound from the registers in the ucontext at s->sig_sp, added
+ * to ret.  The interrupted code's stack may be another one (Go handles
+ * signals on a stack of their own) that the window does not hold: the
+ * stack then ends there, "window exhausted", as any stack past its copy.
+ * false: ret is final. */
+static bool through_signal_frame(struct sym_session *s, const struct td_sample *sample,
+	struct sym_unwound *ret)
+{
+	struct user_regs_struct regs;
+	struct sym_unwound *more;
+	unsigned max = s->max_frames;
+
+	if (!ucontext_regs(sample, s->sig_sp, &regs, &ret->fault_addr)) {
+		uint64_t a = ret->fault_addr;
+		bool window = false, failed = false;
+
+		missed(sample, a, ret, &window, &failed);
+		ret->end = window ? SYM_END_WINDOW : SYM_END_READ_FAILED;
+		return false;
+	}
+	if (ret->n >= max) {
+		ret->end = SYM_END_FRAME_LIMIT;
+		return false;
+	}
+	more = malloc(sizeof(*more));
+	if (!more)
+		return false; /* ret ends at the restorer, "no unwind info" */
+	s->cur_regs = &regs;
+	s->cur_partial = false;
+	s->max_frames = max - ret->n;
+	unwind_regs(s, sample, more);
+	s->max_frames = max;
+	memcpy(&ret->pc[ret->n], more->pc, more->n * sizeof(more->pc[0]));
+	memcpy(&ret->activation[ret->n], more->activation, more->n * sizeof(more->activation[0]));
+	ret->n += more->n;
+	ret->end = more->end;
+	/* a window that the interrupted frame's sp is not in: growing it
+	 * would not help */
+	if ((more->end == SYM_END_WINDOW || more->end == SYM_END_READ_FAILED) &&
+		(regs.rsp < sample->stack_addr ||
+			regs.rsp - sample->stack_addr >=
+				(sample->stack_end > sample->stack_addr ?
+						sample->stack_end - sample->stack_addr :
+						sample->stack_len)))
+		ret->end = SYM_END_OTHER_STACK;
+	ret->fault_addr = more->fault_addr;
+	ret->fast = false;
+	memcpy(ret->detail, more->detail, sizeof(ret->detail));
+	free(more);
+	return s->sig_frame;
+}
+
+int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
+	struct sym_unwound *ret)
+{
+	sym_cache_begin(s->cache);
+	ret->n = 0;
+	ret->live_reads = 0;
+	ret->fault_addr = 0;
+	ret->detail[0] = '\0';
+	ret->fast = false;
+	if (sample->regs.rip == 0 && sample->regs.rsp == 0) {
+		ret->end = SYM_END_NO_REGS;
+		return 0;
+	}
+	s->cur_regs = &sample->regs;
+	s->cur_partial = sample->flags & TD_SAMPLE_NOSTOP;
+	unwind_regs(s, sample, ret);
+	/* a handler interrupted by another signal: a few levels */
+	for (unsigned k = 0; k < 4 && s->sig_frame && through_signal_frame(s, sample, ret); k++)
+		;
+	s->cur_regs = NULL;
 	if (ret->end != SYM_END_OUTERMOST && ret->n)
 		end_at_entry(s, ret);
 	if (ret->n == 0 && ret->end == SYM_END_OUTERMOST)

@@ -67,7 +67,8 @@ int sym_table_map(int fd, uint64_t nsyms, uint64_t first_global, struct sym_tabl
  * reads the slot of every register saved, in register order: slot[] holds
  * their CFA offsets so, rbp's and the return address's among them. */
 #define SYM_RULE_SLOTS 8
-enum { SYM_RULE_EMPTY, SYM_RULE_SIMPLE, SYM_RULE_OUTERMOST, SYM_RULE_COMPLEX };
+enum { SYM_RULE_EMPTY, SYM_RULE_SIMPLE, SYM_RULE_OUTERMOST, SYM_RULE_COMPLEX,
+	SYM_RULE_SIGRETURN /* session.c: a signal restorer, whatever its CFI */ };
 enum { SYM_BP_SAME, SYM_BP_SAVED, SYM_BP_UNDEFINED };
 struct sym_rule {
 	uint64_t key; /* the caller's */

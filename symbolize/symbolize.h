@@ -33,7 +33,10 @@ enum sym_end {
 	SYM_END_READ_FAILED, /* a memory read failed */
 	SYM_END_FRAME_LIMIT, /* SYM_MAX_FRAMES or the caller's limit */
 	SYM_END_NO_REGS,     /* the sample holds no usable registers */
+	SYM_END_OTHER_STACK, /* past a signal frame: the interrupted code's
+				stack is another one, not in the window */
 };
+#define SYM_END_COUNT (SYM_END_OTHER_STACK + 1)
 const char *sym_end_name(enum sym_end end);
 
 /* Physical frames of one stack, innermost first. */

@@ -849,6 +849,11 @@ static bool samples_2000(const struct found *f)
 	return f->samples >= 2000;
 }
 
+static bool samples_5000(const struct found *f)
+{
+	return f->samples >= 5000;
+}
+
 Test(record, an_overloaded_sampler_degrades_evenly)
 {
 	static const char *const names[] = { "crowd0", "crowd1", "crowd2", "crowd3" };
@@ -1367,6 +1372,91 @@ Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
 	pprof_keeps_real_addresses(want_a, want_b);
 }
 
+/* A folded Go stack (len bytes at line) starts at its root: where a Go
+ * thread's stack begins.  Known exception: a vDSO call made from
+ * runtime.nanotime1 or walltime runs on the g0 stack and its Go caller is
+ * on another stack (Go's own traceback finds it through m.vdsoSP, which
+ * is not read).  A stack inside Go's signal handler goes on through the
+ * kernel's signal frame (runtime.sigreturn, the restorer, returned to by
+ * runtime.sigtramp or running) into the interrupted function, named; past it, the
+ * interrupted code's stack is another one than the handler's, which the
+ * sample did not copy: such a stack is cut there, and says so.  Counts
+ * the stacks inside the handler into *ret_handler. */
+static void go_stack_checked(const char *line, size_t len, const char *mode,
+	unsigned *ret_handler)
+{
+	static const char *const roots[] = { "runtime.goexit", "runtime.mstart", "runtime.clone",
+		"runtime.rt0_go", "runtime.mcall", "runtime.morestack", "_start",
+		"runtime.nanotime1", "runtime.walltime", "runtime.gogo",
+		/* it switches to the g0 stack too: its caller is on the other */
+		"runtime.systemstack",
+		/* wall mode: time waiting for a CPU whose place no stack saw:
+		 * no stack at all, not a cut one */
+		"[runnable: preempted where no sample saw it]" };
+	static const char cut[] = "[stack cut: interrupted stack not copied];";
+	/* the restorer: returned to by runtime.sigtramp, or the sample's pc */
+	static const char tramp[] = ";runtime.sigreturn";
+	const char *in = memmem(line, len, tramp, strlen(tramp));
+	bool ok = false;
+
+	if (in && in + strlen(tramp) < line + len && in[strlen(tramp)] != ';' &&
+		in[strlen(tramp)] != ' ')
+		in = NULL; /* a longer name */
+
+	if (in && ret_handler)
+		(*ret_handler)++;
+	if (in && !strncmp(line, cut, strlen(cut))) {
+		/* cut [;...]: the interrupted function, whole, then the restorer */
+		const char *fn = line + strlen(cut);
+		size_t n = (size_t)(in - fn);
+
+		cr_expect(n && !memchr(fn, ';', n) && !memmem(fn, n, "+0x", 3) &&
+				!memmem(fn, n, "[unknown]", 9) && !memmem(fn, n, "??", 2),
+			"%s mode: the interrupted function is not named: %.*s", mode, (int)len, line);
+		return;
+	}
+	for (size_t k = 0; k < TD_ARRAY_SIZE(roots); k++)
+		ok |= !strncmp(line, roots[k], strlen(roots[k]));
+	cr_expect(ok && !memmem(line, len, "[stack cut", 10),
+		"%s mode: a Go stack did not reach its entry: %.*s", mode, (int)len, line);
+}
+
+/* Inside Go's signal handler (fx_go's signals: a goroutine sends itself
+ * SIGUSR1 without pause): the stacks go through runtime.sigtramp and the
+ * kernel's signal frame into the interrupted function.  Before, libdw
+ * stopped at the restorer, which has no CFI. */
+Test(record, go_signal_handlers_unwound_into_the_interrupted_code, .timeout = 300)
+{
+	char bin[128];
+	pid_t fx, t;
+	struct run_result r;
+	unsigned handler = 0;
+	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+
+	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
+	go_fixture_build(bin);
+	fx = fx_start(bin, "signals");
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, "-F", "999", NULL);
+	cr_expect(repo_until(samples_5000));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	unlink(bin);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *line = r.out; *line;) {
+		const char *nl = strchrnul(line, '\n'), *sp = memrchr(line, ' ', (size_t)(nl - line));
+		unsigned before = handler;
+
+		go_stack_checked(line, (size_t)(sp ? sp - line : nl - line), "cpu", &handler);
+		if (handler > before && sp)
+			handler += (unsigned)strtoul(sp + 1, NULL, 10) - 1;
+		line = *nl ? nl + 1 : nl;
+	}
+	cr_expect_geq(handler, 10, "%u samples in the signal handler:\n%.2000s", handler, r.out);
+	run_result_free(&r);
+}
+
 Test(record, go_stacks_reach_their_entry, .timeout = 300)
 {
 	char bin[128], cmd[512];
@@ -1387,41 +1477,11 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 		run_tracerd(&r, argv);
 		cr_expect_eq(r.status, 0, "%s", r.err);
 		cr_expect(strstr(r.out, "runtime.goexit"), "%.400s", r.out);
-		/* folded stacks start at their root: each must be where a Go
-		 * thread's stack begins.  Known exception: a vDSO call made
-		 * from runtime.nanotime1 or walltime runs on the g0 stack and
-		 * its Go caller is on another stack (Go's own traceback finds
-		 * it through m.vdsoSP, which we do not read). */
 		for (const char *line = r.out; *line;) {
-			static const char *const roots[] = { "runtime.goexit", "runtime.mstart",
-				"runtime.clone", "runtime.rt0_go", "runtime.mcall",
-				"runtime.morestack", "_start", "runtime.nanotime1",
-				"runtime.walltime", "runtime.gogo",
-				/* wall mode: time waiting for a CPU whose place no
-				 * stack saw: no stack at all, not a cut one */
-				"[runnable: preempted where no sample saw it]" };
-			/* Known exception (issue 16): inside Go's signal handler
-			 * (async preemption), the frame below runtime.sigtramp is
-			 * the kernel's signal frame, entered through a return
-			 * trampoline that has no CFI: the stack stops there, cut,
-			 * and says so.  Rare (a sample in a handler). */
-			static const char cut[] = "[stack cut: no unwind info for pc in module];";
-			const char *nl = strchr(line, '\n');
-			/* the frame between has no symbol: placed as
-			 * MODULE+0xSTART, or [unknown] outside any module */
-			const char *tramp = !strncmp(line, cut, strlen(cut)) ?
-						    strchr(line + strlen(cut), ';') :
-						    NULL;
-			bool ok = false, in_handler = tramp && (!nl || tramp < nl) &&
-						      !strncmp(tramp + 1, "runtime.sigtramp", 16);
+			const char *nl = strchrnul(line, '\n');
 
-			for (size_t k = 0; k < TD_ARRAY_SIZE(roots); k++)
-				ok |= !strncmp(line, roots[k], strlen(roots[k]));
-			cr_expect(in_handler || (ok && !memmem(line, nl ? (size_t)(nl - line) : strlen(line),
-								"[stack cut", 10)),
-				"%s mode: a Go stack did not reach its entry: %.*s", m ? "wall" : "cpu",
-				(int)(nl ? nl - line : (long)strlen(line)), line);
-			line = nl ? nl + 1 : line + strlen(line);
+			go_stack_checked(line, (size_t)(nl - line), m ? "wall" : "cpu", NULL);
+			line = *nl ? nl + 1 : nl;
 		}
 		run_result_free(&r);
 	}
