@@ -108,7 +108,6 @@ struct sym_session {
 	 * frame) whose sp, the kernel's ucontext, is sig_sp */
 	bool sig_frame;
 	uint64_t sig_sp;
-
 	bool no_debuginfod; /* DEBUGINFOD_URLS names no server */
 };
 
@@ -734,16 +733,14 @@ void sym_session_debug_stats(const struct sym_session *s, struct sym_debug_stats
  * __restore_rt carries CFI that says so; Go's runtime.sigreturn (the
  * restorer of every Go program: it handles its signals on their own
  * stack) has none, and libdw stopped there.  A restorer is known by its
- * code, as gdb and libgcc know it: mov $15, %rax; syscall.  It is looked
- * for only at a return address whose frame the session's rules cannot
- * unwind simply (no CFI, or CFI that is not simple): glibc's too, whose
- * CFI reads the same ucontext. */
+ * code, as gdb and libgcc know it: mov $15, %rax; syscall (rule_make
+ * says where it looks).  glibc's restorer is a signal frame in its CFI:
+ * libdw goes through it, and the frame after it is an activation. */
 
 #define DW_RSP 7
 #define DW_RBP 6
 
 static const struct sym_rule *rule_at(struct sym_session *s, uint64_t pc, bool act);
-static Dwfl_Module *addr_module(struct sym_session *s, uint64_t pc);
 
 /* Does the code at pc, in module m's file, say rt_sigreturn? */
 static bool sigreturn_code(struct sym_module *m, uint64_t pc)
@@ -1027,26 +1024,16 @@ static bool eh_ready(struct sym_module *m)
 	return m->eh_ok;
 }
 
-/* The rule for pc (already less one for a return address), as libdw's
- * unwinder would apply it first: from the module's .eh_frame, found with
- * .eh_frame_hdr (cfi.c), else as libdw works it out. */
-static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct sym_rule *r)
+/* The rule for pc (already less one for a return address) in mod (m: its
+ * session's, or NULL), as libdw's unwinder would apply it first: from the
+ * module's .eh_frame, found with .eh_frame_hdr (cfi.c), else as libdw
+ * works it out. */
+static void rule_cfi(Dwfl_Module *mod, struct sym_module *m, uint64_t pc, uint64_t rip,
+	struct sym_rule *r)
 {
-	Dwfl_Module *mod = addr_module(s, pc);
-	struct sym_module *m = NULL;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
-	void **ud;
 
-	*r = (struct sym_rule){ .kind = SYM_RULE_COMPLEX };
-	if (!mod)
-		return;
-	if (dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
-		m = *ud;
-	if (m && sigreturn_in(m, rip, rip == pc)) {
-		r->kind = SYM_RULE_SIGRETURN;
-		return;
-	}
 	if (m && eh_ready(m)) {
 		int k = sym_eh_rule(&m->eh, pc - m->bias, rip - m->bias, r);
 
@@ -1062,6 +1049,29 @@ static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct s
 		sym_rule_libdw(cfi, pc - bias, rip - bias, r);
 	else if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)))
 		sym_rule_libdw(cfi, pc - bias, rip - bias, r);
+}
+
+static bool is_go(struct sym_module *m);
+
+/* The rule for pc (already less one for a return address; rip the
+ * frame's own pc): its CFI's, or a signal restorer's.  The restorer's
+ * code is looked at where the CFI is not simple, and in Go binaries
+ * (runtime.sigreturn, as a sample's own pc, has an ordinary frame's FDE),
+ * not everywhere: it faults in a page of code per pc. */
+static void rule_make(struct sym_session *s, uint64_t pc, uint64_t rip, struct sym_rule *r)
+{
+	Dwfl_Module *mod = addr_module(s, pc);
+	struct sym_module *m = NULL;
+	void **ud;
+
+	*r = (struct sym_rule){ .kind = SYM_RULE_COMPLEX };
+	if (!mod)
+		return;
+	if (dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
+		m = *ud;
+	rule_cfi(mod, m, pc, rip, r);
+	if (m && (r->kind == SYM_RULE_COMPLEX || is_go(m)) && sigreturn_in(m, rip, rip == pc))
+		r->kind = SYM_RULE_SIGRETURN;
 }
 
 /* The rule of the frame at pc: its own pc in the innermost frame (act),
