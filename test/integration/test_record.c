@@ -66,6 +66,19 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* The recording in repo as pprof, as go tool pprof -raw prints it (its
+ * names alone: no binary is looked for); free it. */
+static char *pprof_raw(void)
+{
+	char cmd[768];
+
+	snprintf(cmd, sizeof(cmd),
+		"%s report %s -f pprof -o %s.pb.gz && HOME=/tmp PPROF_BINARY_PATH=/nonexistent "
+		"go tool pprof -symbolize=none -raw %s.pb.gz 2>&1; rm -f %s.pb.gz",
+		TRACERD, repo, repo, repo, repo);
+	return shell_output(cmd, NULL);
+}
+
 /* tracerd record in the background; stderr to errfile. Waits until it
  * traces pid. */
 static pid_t tracerd_start(pid_t pid, const char *a1, const char *a2, const char *a3)
@@ -725,14 +738,9 @@ Test(record, crash_captured_before_the_process_dies)
 	}
 	/* and in pprof, as go tool pprof reads it: "crash_leaf FILE:LINE s=START" */
 	if (system("command -v go >/dev/null 2>&1") == 0) {
-		char cmd[512], want[64], *raw;
+		char want[64], *raw = pprof_raw();
 		const char *hit;
 
-		snprintf(cmd, sizeof(cmd),
-			"%s report %s -f pprof -o %s.pb.gz && HOME=/tmp go tool pprof -raw %s.pb.gz "
-			"2>&1; rm -f %s.pb.gz",
-			TRACERD, repo, repo, repo, repo);
-		raw = shell_output(cmd, NULL);
 		hit = strstr(raw, " crash_leaf test/fixtures/fx_crash.c:");
 		snprintf(want, sizeof(want), " s=%d\n",
 			source_line("test/fixtures/fx_crash.c", "int crash_leaf(double end)"));
@@ -1285,7 +1293,7 @@ static void addr2line_fn(const char *path, unsigned long addr, char *fn, size_t 
  * does. */
 static void pprof_keeps_real_addresses(const char *want_a, const char *want_b)
 {
-	char cmd[768], fn[128], name[128], *raw;
+	char fn[128], name[128], *raw;
 	const char *at;
 	unsigned seen_a = 0, seen_b = 0, seen_main = 0;
 
@@ -1294,11 +1302,7 @@ static void pprof_keeps_real_addresses(const char *want_a, const char *want_b)
 			    "not checked");
 		return;
 	}
-	snprintf(cmd, sizeof(cmd),
-		"%s report %s -f pprof -o %s.pb.gz && HOME=/tmp PPROF_BINARY_PATH=/nonexistent "
-		"go tool pprof -symbolize=none -raw %s.pb.gz 2>&1; rm -f %s.pb.gz",
-		TRACERD, repo, repo, repo, repo);
-	raw = shell_output(cmd, NULL);
+	raw = pprof_raw();
 	at = strstr(raw, "\nLocations\n");
 	cr_assert(at, "%s", raw);
 	for (const char *line = at + 11; *line && strncmp(line, "Mappings", 8);) {
