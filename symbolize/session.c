@@ -1433,34 +1433,62 @@ static const char *elf_name(struct sym_session *s, struct sym_module *m, uint64_
 
 #define SYM_MAX_NEST_SCOPES 64
 
+/* The scopes holding pc under parent, outermost first, from path[depth]
+ * on: the functions, inlined calls and blocks whose ranges hold it, found
+ * through the DIEs that hold code without ranges of their own
+ * (namespaces, classes, a dwz partial unit imported); returns the new
+ * depth. */
+static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int depth, int hops)
+{
+	Dwarf_Die child;
+
+	if (hops > 8 || dwarf_child(parent, &child) != 0)
+		return depth;
+	do {
+		int tag = dwarf_tag(&child), d;
+		Dwarf_Attribute a;
+		Dwarf_Die unit;
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+			if (dwarf_haspc(&child, pc) <= 0)
+				break;
+			path[depth] = child;
+			return depth + 1 < SYM_MAX_NEST_SCOPES ?
+				       find_scopes(&child, pc, path, depth + 1, hops) :
+				       depth + 1;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if ((d = find_scopes(&child, pc, path, depth, hops + 1)) > depth)
+				return d;
+			break;
+		case DW_TAG_imported_unit:
+			if (dwarf_attr(&child, DW_AT_import, &a) && dwarf_formref_die(&a, &unit) &&
+				(d = find_scopes(&unit, pc, path, depth, hops + 1)) > depth)
+				return d;
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return depth;
+}
+
 /* The scopes holding pc (a CU-relative address) in cu, innermost first,
- * found by walking its DIEs: the functions, inlined calls and blocks whose
- * ranges hold it, as dwarf_getscopes_die() gives them.  For what
- * dwarf_getscopes() of elfutils 0.188 finds nothing in: an LTO build's
+ * found by walking its DIEs, as dwarf_getscopes_die() gives them; the
+ * count (0: none) with *ret malloc'ed.  dwarf_getscopes() of elfutils
+ * 0.188 leaks 32 bytes each time it finds nothing (Go's assembly
+ * functions, any code without a DIE), and finds nothing in an LTO build's
  * <artificial> CU, whose concrete functions point across CUs to their
- * abstract origins.  Returns the count (0: none) with *ret malloc'ed. */
+ * abstract origins: this looks first. */
 static int walk_scopes(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **ret)
 {
-	Dwarf_Die path[SYM_MAX_NEST_SCOPES], cur = *cu, child;
-	int depth = 0;
+	Dwarf_Die path[SYM_MAX_NEST_SCOPES];
+	int depth = find_scopes(cu, pc, path, 0, 0);
 
-	while (depth < SYM_MAX_NEST_SCOPES && dwarf_child(&cur, &child) == 0) {
-		bool found = false;
-
-		do {
-			int tag = dwarf_tag(&child);
-
-			if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-				    tag == DW_TAG_lexical_block) &&
-				dwarf_haspc(&child, pc) > 0) {
-				path[depth++] = child;
-				cur = child;
-				found = true;
-			}
-		} while (!found && dwarf_siblingof(&child, &child) == 0);
-		if (!found)
-			break;
-	}
 	*ret = NULL;
 	if (depth == 0)
 		return 0;
@@ -1593,10 +1621,10 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 	if (cu) {
 		Dwarf_Die *inner = NULL, *scopes = NULL;
 		const char *cu_name = dwarf_diename(cu);
-		/* an LTO partition: dwarf_getscopes() finds nothing there, and
-		 * leaks 32 bytes saying so (elfutils 0.188) */
+		/* the scopes by walk_scopes; then, but for an LTO partition
+		 * (where it finds nothing), as dwarf_getscopes() gives them */
 		bool lto = cu_name && !strcmp(cu_name, "<artificial>");
-		int ns = lto ? 0 : dwarf_getscopes(cu, addr - bias, &inner);
+		int ns = walk_scopes(cu, addr - bias, &scopes);
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
 		bool cxx = is_cxx(cu);
@@ -1605,10 +1633,11 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		 * an inlined instance; the concrete containers (the caller the
 		 * code was inlined into) come from the innermost DIE's own
 		 * chain, as eu-addr2line -i does. */
-		if (ns > 0)
+		if (ns > 0 && !lto && dwarf_getscopes(cu, addr - bias, &inner) > 0) {
+			free(scopes);
+			scopes = NULL;
 			ns = dwarf_getscopes_die(&inner[0], &scopes);
-		else if (ns == 0)
-			ns = walk_scopes(cu, addr - bias, &scopes);
+		}
 		if (ns > 0)
 			dwarf_getsrcfiles(cu, &files, &nfiles);
 		free(inner);
