@@ -12,9 +12,9 @@
  * file, the same in every process whatever the load address: a Location's
  * address is that, and every Mapping spans the whole address space from 0
  * at file offset 0, the mapping pprof takes as already adjusted (its
- * GetBase returns 0), so that go tool pprof -symbolize=local finds the
- * right symbols in a binary given later (PPROF_BINARY_PATH: a debug build,
- * a dbgsym package).  A module some of whose functions tracerd could only
+ * GetBase returns 0), so that pprof (github.com/google/pprof; the one
+ * Go ships reads no build-ids) finds the right symbols in a binary given
+ * later by build-id (PPROF_BINARY_PATH: a debug build, a dbgsym package).  A module some of whose functions tracerd could only
  * place (MODULE+0xSTART, or ??) is marked as not having functions, which
  * is what makes pprof symbolize it again; the names stay where it cannot;
  * sample types samples/count and cpu/nanoseconds (count x the sampling
@@ -125,8 +125,8 @@ static bool frame_placed(const struct rp_profile *p, const struct rp_frame *f)
 }
 
 /* The profile being written, with its tables from our ids to the
- * profile's: Functions by (name, file), Locations by innermost node,
- * Mappings by module, objects' texts by object.
+ * profile's: Functions by (name, file), Locations by their innermost and
+ * outermost frames, Mappings by module, objects' texts by object.
  * owns: the maps; borrows: prof (in st) and the profile. */
 struct pw {
 	const struct rp_profile *p;

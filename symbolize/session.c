@@ -851,11 +851,11 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	 * would follow the restorer's CFI at pc - 1, an ordinary frame's or
 	 * none, and then guess from rbp.  (An activation past the first
 	 * frame follows a signal frame libdw read from CFI: nothing to do.) */
-	if ((isact ? u->n == 1 : u->n > 1) && rule_at(s, pc, isact) &&
-		rule_at(s, pc, isact)->kind == SYM_RULE_SIGRETURN) {
+	if (isact ? u->n == 1 : u->n > 1) {
+		const struct sym_rule *r = rule_at(s, pc, isact);
 		Dwarf_Word sp;
 
-		if (dwfl_frame_reg(state, DW_RSP, &sp) == 0) {
+		if (r && r->kind == SYM_RULE_SIGRETURN && dwfl_frame_reg(state, DW_RSP, &sp) == 0) {
 			u->activation[u->n - 1] = true; /* its pc is its own */
 			s->sig_frame = true;
 			s->sig_sp = sp;
@@ -1215,17 +1215,20 @@ out:
  * callers, unwound from the registers in the ucontext at s->sig_sp, added
  * to ret.  The interrupted code's stack may be another one (Go handles
  * signals on a stack of their own) that the window does not hold: the
- * stack then ends there, "window exhausted", as any stack past its copy.
- * false: ret is final. */
+ * stack then ends there, "interrupted stack not copied", which a larger
+ * window would not mend.  false: ret is final. */
 static bool through_signal_frame(struct sym_session *s, const struct td_sample *sample,
 	struct sym_unwound *ret)
 {
 	struct user_regs_struct regs;
 	struct sym_unwound *more;
 	unsigned max = s->max_frames;
+	/* the sample's stack as far as known: its mapping, else the copy */
+	uint64_t a, span = sample->stack_end > sample->stack_addr ?
+				   sample->stack_end - sample->stack_addr :
+				   sample->stack_len;
 
-	if (!ucontext_regs(sample, s->sig_sp, &regs, &ret->fault_addr)) {
-		uint64_t a = ret->fault_addr;
+	if (!ucontext_regs(sample, s->sig_sp, &regs, &a)) {
 		bool window = false, failed = false;
 
 		missed(sample, a, ret, &window, &failed);
@@ -1248,14 +1251,8 @@ static bool through_signal_frame(struct sym_session *s, const struct td_sample *
 	memcpy(&ret->activation[ret->n], more->activation, more->n * sizeof(more->activation[0]));
 	ret->n += more->n;
 	ret->end = more->end;
-	/* a window that the interrupted frame's sp is not in: growing it
-	 * would not help */
 	if ((more->end == SYM_END_WINDOW || more->end == SYM_END_READ_FAILED) &&
-		(regs.rsp < sample->stack_addr ||
-			regs.rsp - sample->stack_addr >=
-				(sample->stack_end > sample->stack_addr ?
-						sample->stack_end - sample->stack_addr :
-						sample->stack_len)))
+		(regs.rsp < sample->stack_addr || regs.rsp - sample->stack_addr >= span))
 		ret->end = SYM_END_OTHER_STACK;
 	ret->fault_addr = more->fault_addr;
 	ret->fast = false;
