@@ -39,6 +39,8 @@ enum rec_event_kind {
 	REC_EV_PROCESS_EXIT,
 	REC_EV_CRASH,	   /* followed by the stacks of the process's threads */
 	REC_EV_CRASH_DONE, /* every stack of the crash is in the samples ring */
+	REC_EV_EXITING,	   /* a process's leader is held at its exit until the
+			    * writer has come this far (exit_acked) */
 	REC_EV_REPEAT,	   /* a sample without stack bytes (TD_SAMPLE_REPEAT,
 			    * flags in status): the thread's last stack again.
 			    * Here, not in the samples ring, because its slots
@@ -51,7 +53,8 @@ struct rec_event {
 	pid_t pid, tid, old_tid;
 	int signo, status;
 	uint64_t addr, time_ns;
-	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash (the handshake) */
+	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash; EXITING: which
+			    * hold (the handshakes) */
 	uint64_t start_time; /* PROCESS_EXIT: its start (struct td_proc_id) */
 	uint32_t futex[TD_FUTEX_WORDS]; /* REPEAT with TD_SAMPLE_FUTEX */
 };
@@ -59,6 +62,7 @@ struct rec_event {
 #define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */
 #define REC_GROW_SLOTS 1024  /* window-grow requests: tid % REC_GROW_SLOTS */
 #define REC_MAX_THREADS 16384 /* threads sampled, all targets together */
+#define REC_READ_SLOTS 256   /* maps_read: pid % REC_READ_SLOTS */
 
 /* Everything the threads share.  rec_open fills the first group before
  * any thread starts; after that, each field below has one writing thread,
@@ -109,6 +113,23 @@ struct rec_shared {
 	 * writes them, syncs the chunk and stores the id here.  Written by the
 	 * writer, read by the sampler. */
 	_Atomic uint32_t crash_acked;
+
+	/* The exit hold.  Samples are unwound against the process's
+	 * mappings, which the writer reads when it first needs them; a
+	 * process that exits before that leaves its samples without a
+	 * stack (a short command, or the last moments of a long one).  So
+	 * the sampler holds a sampled process's leader at its exit stop
+	 * (its mappings intact until it goes on), publishes REC_EV_EXITING
+	 * with an id after every sample taken before it, and lets it go
+	 * when the writer stores that id here, or after 1 s.  Written by
+	 * the writer, read by the sampler. */
+	_Atomic uint32_t exit_acked;
+	/* No hold is needed when the writer read the mappings of the
+	 * process's current image already: it stores pid << 32 | the
+	 * process's exec count since attach here, at pid % REC_READ_SLOTS,
+	 * when it builds a session (0 once the process is gone).  Written
+	 * by the writer, read by the sampler. */
+	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
 	/* Window growth, writer -> sampler: the writer stores the tid whose
 	 * stack ended at the window's edge in grow[tid % REC_GROW_SLOTS]; the
@@ -177,6 +198,8 @@ void writer_free(struct writer *w);
 struct target {
 	struct td_proc_id id;
 	bool live; /* attached, its exit not seen yet */
+	bool sampled;	/* a sample of its current image was published */
+	uint32_t image; /* execs since attach (rec_shared.maps_read) */
 };
 
 #define TARGETS_PENDING 8192
@@ -221,6 +244,8 @@ bool targets_note(struct targets *ts, const struct pt_event *ev);
 void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg);
 /* Targets attached whose exit has not been seen. */
 unsigned targets_live(const struct targets *ts);
+/* The live target of PID pid, or NULL. */
+struct target *targets_find(struct targets *ts, pid_t pid);
 
 /* ---- the service's follower table (follow.c), owned by its loop */
 #define FOLLOW_MAX 65536

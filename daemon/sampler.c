@@ -32,7 +32,7 @@
  * fds.  Writes in struct rec_shared: the samples and events rings
  * (producer), attach_*, targets, capture, perf_err, the sampler's
  * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
- * io_err, crash_acked, writer_done, grow[].
+ * io_err, crash_acked, exit_acked, maps_read[], writer_done, grow[].
  *
  * Choice in cpu mode with ptrace capture: a sample stands for a period
  * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
@@ -80,6 +80,8 @@ enum { ST_NEW, ST_SETTLE };
 #define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
 #define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
+#define S_EXIT_HOLD_NS 1000000000u /* a leader held at its exit for the writer, at most */
+#define S_MAX_EXITS 16		   /* leaders held at once */
 
 struct sthread {
 	pid_t tid, pid;
@@ -108,6 +110,7 @@ struct sthread {
 	uint32_t ins;	      /* perf switches: times scheduled in, as drained */
 	uint32_t ins_looked;  /* ins at its last look through /proc */
 	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
+	bool leaving;	      /* held at its exit stop: sampled no more */
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
@@ -133,6 +136,14 @@ struct sampler {
 	uint64_t rng;
 	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
 	uint32_t crash_id; /* of the last crash */
+	/* leaders held at their exit stop for the writer (exit_holds) */
+	struct exit_hold {
+		pid_t tid;
+		uint32_t id;	   /* of its REC_EV_EXITING; 0: not yet published */
+		uint64_t deadline; /* let go then, acknowledged or not */
+	} exits[S_MAX_EXITS];
+	unsigned nexits;
+	uint32_t exit_id; /* of the last REC_EV_EXITING */
 };
 
 static struct sthread *lookup(const struct sampler *s, pid_t tid)
@@ -303,6 +314,16 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 	return smp;
 }
 
+/* A sample of pid's current image is on its way to the writer: its
+ * leader's exit may have to wait for the writer (on_hold_exit). */
+static void mark_sampled(struct sampler *s, pid_t pid)
+{
+	struct target *tg = targets_find(&s->targets, pid);
+
+	if (tg)
+		tg->sampled = true;
+}
+
 static void slot_put(void *arg, struct td_sample *smp)
 {
 	struct sampler *s = arg;
@@ -311,6 +332,7 @@ static void slot_put(void *arg, struct td_sample *smp)
 	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH)) {
 		/* taken by the kernel (nothing was stopped), or at a death:
 		 * not a sample of the profile, and no sampling stop */
+		mark_sampled(s, smp->pid);
 		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		if (smp->flags & TD_SAMPLE_PERF)
 			atomic_fetch_add_explicit(&sh->samples_taken,
@@ -328,6 +350,7 @@ static void slot_put(void *arg, struct td_sample *smp)
 		struct sthread *st = lookup(s, smp->tid);
 		uint32_t weight = 1;
 
+		mark_sampled(s, smp->pid);
 		if (st) {
 			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
 			if (st->take) {
@@ -346,16 +369,17 @@ static void slot_put(void *arg, struct td_sample *smp)
 	}
 }
 
-static void push_event(struct sampler *s, const struct rec_event *e)
+static bool push_event(struct sampler *s, const struct rec_event *e)
 {
 	struct rec_event *slot = ring_reserve(&s->sh->events);
 
 	if (!slot) {
 		atomic_fetch_add(&s->sh->lost_events, 1);
-		return;
+		return false;
 	}
 	*slot = *e;
 	ring_publish(&s->sh->events);
+	return true;
 }
 
 /* ---- the target set's view of the thread table (targets.c) */
@@ -453,8 +477,32 @@ static void on_switch(void *arg, pid_t tid, bool in)
 		st->ins++;
 }
 
+static bool stopping(struct rec_shared *sh);
+
+/* A thread at its exit stop.  The leader of a process whose samples the
+ * writer may still have to unwind (sampled since its last exec, and no
+ * session of that image published in maps_read) is held there, its
+ * mappings intact, until the writer has come to its exit (exit_holds).
+ * Any other exit goes on at once. */
+static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
+{
+	struct sampler *s = arg;
+	struct target *tg = targets_find(&s->targets, pid);
+	struct sthread *st = lookup(s, tid);
+
+	if (tid != pid || !tg || !tg->sampled || s->nexits == S_MAX_EXITS || stopping(s->sh))
+		return false;
+	if (atomic_load_explicit(&s->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
+		    memory_order_acquire) == ((uint64_t)(uint32_t)pid << 32 | tg->image))
+		return false; /* the writer has its mappings */
+	s->exits[s->nexits++] = (struct exit_hold){ .tid = tid };
+	if (st)
+		st->leaving = true;
+	return true;
+}
+
 static const struct pt_round_ops round_ops = { slot_get, slot_put, on_event, on_hold,
-	on_switch };
+	on_switch, on_hold_exit };
 
 /* After a round: the thread changes it saw. */
 static void apply_pending(struct sampler *s)
@@ -489,8 +537,8 @@ static unsigned choose(struct sampler *s)
 		int r;
 
 		st->take = 0;
-		if (st->perf)
-			continue; /* the kernel samples it */
+		if (st->perf || st->leaving)
+			continue; /* the kernel samples it, or it is held at its exit */
 		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 
 		maybe_grow(s, st);
@@ -548,6 +596,7 @@ static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t
 	}
 	ring_publish(&s->sh->events);
 	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+	mark_sampled(s, st->pid);
 }
 
 /* Add ns to a thread's credit of time not yet sampled (at most a second
@@ -660,6 +709,8 @@ static unsigned wall_tick(struct sampler *s)
 		bool same_place, unseen;
 		int r;
 
+		if (st->leaving)
+			continue; /* held at its exit: its time is over */
 		maybe_grow(s, st);
 		/* Not scheduled in since a look found it blocked: still in
 		 * that wait, without a look (two reads of /proc a thread a
@@ -741,6 +792,7 @@ static unsigned wall_tick(struct sampler *s)
 		st->have_last = true;
 		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		mark_sampled(s, st->pid);
 		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}
 	s->switches_lost = false;
@@ -825,6 +877,45 @@ static void perf_drain(struct sampler *s)
 	atomic_fetch_add_explicit(&s->sh->lost_kernel, st.lost, memory_order_relaxed);
 }
 
+/* The leaders held at their exit (on_hold_exit): a new one gets its
+ * REC_EV_EXITING, after what the kernel sampled before its exit; each is
+ * let go once the writer acknowledges it (every sample before it
+ * unwound), at its deadline, or when recording ends.  Never waits. */
+static void exit_holds(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	uint64_t now = td_now_ns();
+	bool drained = false;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->nexits; i++) {
+		struct exit_hold *h = &s->exits[i];
+		uint32_t acked;
+
+		if (!h->id) {
+			struct rec_event e = { .kind = REC_EV_EXITING, .pid = h->tid, .tid = h->tid };
+
+			if (s->perf && !drained) {
+				perf_drain(s);
+				drained = true;
+			}
+			e.crash_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
+			e.time_ns = td_now_ns();
+			h->id = e.crash_id;
+			h->deadline = push_event(s, &e) ? now + S_EXIT_HOLD_NS : now;
+			s->wake_writer = true;
+		}
+		acked = atomic_load(&sh->exit_acked);
+		if ((int32_t)(acked - h->id) >= 0 || now >= h->deadline ||
+			atomic_load(&sh->writer_done) || stopping(sh)) {
+			pt_tracer_release_exit(s->t, h->tid); /* -ESRCH: killed meanwhile */
+			continue;
+		}
+		s->exits[k++] = *h;
+	}
+	s->nexits = k;
+}
+
 /* Does the program catch signo itself (a JVM's SIGSEGV)?  Then it is no
  * crash. */
 static bool signal_caught(pid_t pid, pid_t tid, int signo)
@@ -886,6 +977,8 @@ static void handle_crash(struct sampler *s)
 			pt_tracer_poll(s->t, &round_ops, s);
 			apply_pending(s);
 		}
+		if (s->nexits)
+			exit_holds(s);
 	}
 	pt_tracer_release(s->t, tid);
 }
@@ -937,7 +1030,7 @@ void *sampler_main(void *arg)
 {
 	struct rec_shared *sh = arg;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true, .trace_exit = sh->cfg->follow };
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
 	struct sampler *s = calloc(1, sizeof(*s));
 	struct itimerspec its = { 0 };
 	uint64_t start, next, round_at, woke_writer = 0;
@@ -1051,6 +1144,8 @@ void *sampler_main(void *arg)
 			}
 			if (pfd[3].revents & POLLIN)
 				perf_drain(s);
+			if (s->nexits)
+				exit_holds(s);
 			if (s->wake_writer) {
 				rec_wake(sh->writer_wake);
 				s->wake_writer = false;
@@ -1089,6 +1184,8 @@ void *sampler_main(void *arg)
 			}
 			apply_pending(s);
 			handle_crash(s);
+			if (s->nexits)
+				exit_holds(s);
 			if (s->perf) {
 				apply_resizes(s);
 				round_at += next_period(s);

@@ -14,6 +14,7 @@
  *   THREAD_EXIT      queued remove
  *   EXEC             queued remove of the thread that called execve when
  *                    it was not the leader (it carries the leader's tid now)
+ *   EXEC             also: a new image, not yet sampled (the exit hold)
  *   PROCESS_EXIT     the target is no longer live (its threads' exits came
  *                    before it)
  * Events come while a thread of a round may be stopped, so targets_note
@@ -61,6 +62,8 @@ int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 		if (td_proc_id_read(pids[i], &tg->id) < 0)
 			tg->id = (struct td_proc_id){ .pid = pids[i] };
 		tg->live = true;
+		tg->sampled = false;
+		tg->image = 0;
 		ts->live++;
 		ret_ids[i] = tg->id;
 		r = pt_tracer_threads(ts->tracer, pids[i], ts->scratch, REC_MAX_THREADS);
@@ -88,10 +91,18 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 	case PT_EVENT_THREAD_EXIT:
 		queue(ts, false, ev->tid, ev->pid);
 		break;
-	case PT_EVENT_EXEC:
+	case PT_EVENT_EXEC: {
+		struct target *tg = targets_find(ts, ev->pid);
+
 		if (ev->old_tid != ev->tid)
 			queue(ts, false, ev->old_tid, ev->pid);
+		if (tg) {
+			/* a new image: its mappings are still to be read */
+			tg->image++;
+			tg->sampled = false;
+		}
 		break;
+	}
 	case PT_EVENT_PROCESS_EXIT:
 		/* ptrace/ attaches one live process per PID at most: this
 		 * PID's live target is the one that exited */
@@ -138,4 +149,12 @@ void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg)
 unsigned targets_live(const struct targets *ts)
 {
 	return ts->live;
+}
+
+struct target *targets_find(struct targets *ts, pid_t pid)
+{
+	for (unsigned i = 0; i < ts->nprocs; i++)
+		if (ts->procs[i].live && ts->procs[i].id.pid == pid)
+			return &ts->procs[i];
+	return NULL;
 }

@@ -79,6 +79,10 @@ struct writer {
 	struct td_map threads, locs;
 	uint32_t end_loc[SYM_END_COUNT];
 	uint32_t preempted_loc; /* preempted_location() */
+	uint32_t nomaps_loc;	/* nomaps_stack() */
+	/* each process's exec count since it was attached (pid -> count),
+	 * for rec_shared.maps_read: which image a session read */
+	struct td_map images;
 	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
 	struct sym_unwound u;
 	struct sym_frame frames[SYM_MAX_FRAMES];
@@ -179,6 +183,7 @@ static void new_chunk_caches(struct writer *w)
 	td_map_clear(&w->locs);
 	memset(w->end_loc, 0, sizeof(w->end_loc));
 	w->preempted_loc = 0;
+	w->nomaps_loc = 0;
 }
 
 static void chunk_meta(struct writer *w)
@@ -290,6 +295,17 @@ static void publish(struct writer *w, uint64_t now)
 	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
 }
 
+/* Tell the sampler that pid's current image has a session: its exit
+ * need not be held (rec_shared.maps_read). */
+static void maps_read(struct writer *w, pid_t pid)
+{
+	uint64_t execs = 0;
+
+	td_map_get(&w->images, (uint64_t)(uint32_t)pid, &execs);
+	atomic_store_explicit(&w->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
+		(uint64_t)(uint32_t)pid << 32 | (uint32_t)execs, memory_order_release);
+}
+
 static struct session *session_for(struct writer *w, pid_t pid, bool create)
 {
 	struct session *free_slot = NULL;
@@ -306,11 +322,21 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir,
 			.cache_dir = w->cfg->cache_dir };
 
+		unsigned modules = 0, elf, dwarf;
+
 		if (sym_session_new(pid, &o, w->cache, &free_slot->s) < 0)
 			return NULL;
+		sym_session_modules(free_slot->s, &modules, &elf, &dwarf);
+		if (!modules) {
+			/* a zombie's maps are empty: nothing to unwind with */
+			sym_session_free(free_slot->s);
+			free_slot->s = NULL;
+			return NULL;
+		}
 	}
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
+	maps_read(w, pid);
 	return free_slot;
 }
 
@@ -530,18 +556,30 @@ static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound 
 /* Time a thread waited for a CPU after it ran, when no perf sample since
  * says where it was preempted (its last stack is from before it ran):
  * a frame that says so, rather than a stack it had left. */
+/* A stack of one frame that says why there is no other: text, its
+ * location cached in *loc for the chunk. */
+static uint32_t note_stack(struct writer *w, uint32_t *loc, const char *text)
+{
+	if (!*loc) {
+		struct chunk_line line = { chunk_writer_function(w->cw, text, NULL, NULL, 0), 0, 0 };
+
+		*loc = chunk_writer_location(w->cw, 0, 0, &line, 1);
+	}
+	return chunk_writer_stack(w->cw, loc, 1);
+}
+
 static uint32_t preempted_location(struct writer *w)
 {
-	struct chunk_line line;
+	return note_stack(w, &w->preempted_loc, "[runnable: preempted where no sample saw it]");
+}
 
-	if (!w->preempted_loc) {
-		line = (struct chunk_line){ chunk_writer_function(w->cw,
-						    "[runnable: preempted where no sample saw it]",
-						    NULL, NULL, 0),
-			0, 0 };
-		w->preempted_loc = chunk_writer_location(w->cw, 0, 0, &line, 1);
-	}
-	return chunk_writer_stack(w->cw, &w->preempted_loc, 1);
+/* A sample of a process whose mappings could not be read (it was gone
+ * before the writer came to it: the exit hold timed out, or an exec
+ * replaced them): placed, and counted as not unwound, not dropped. */
+static uint32_t nomaps_stack(struct writer *w)
+{
+	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+	return note_stack(w, &w->nomaps_loc, "[not unwound: its process's maps were not read]");
 }
 
 /* The chunk's stack for the unwound frames in w->u. */
@@ -633,7 +671,7 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	struct session *se = session_for(w, s->pid, true);
 
 	if (!se)
-		return 0;
+		return nomaps_stack(w);
 	if (s->flags & TD_SAMPLE_REPEAT) {
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);
@@ -1117,6 +1155,13 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 
 static void do_event(struct writer *w, const struct rec_event *e)
 {
+	if (e->kind == REC_EV_EXITING) {
+		/* every sample taken before the exit is unwound, its maps
+		 * read while it was held: let it go */
+		atomic_store(&w->sh->exit_acked, e->crash_id);
+		rec_wake(w->sh->sampler_wake);
+		return;
+	}
 	if (!current_chunk(w))
 		return;
 	switch (e->kind) {
@@ -1133,13 +1178,18 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		td_map_remove(&w->owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
-	case REC_EV_EXEC:
+	case REC_EV_EXEC: {
+		uint64_t *execs;
+
+		if (td_map_upsert(&w->images, (uint64_t)(uint32_t)e->pid, &execs) >= 0)
+			++*execs;
 		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->threads); /* names change with the image */
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
 			0, thread_id(w, e->pid, e->tid), 0);
 		break;
+	}
 	case REC_EV_CRASH:
 		w->crash = w->last_crash = *e;
 		break;
@@ -1176,6 +1226,14 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
 		session_drop(w, e->pid);
+		/* its PID may name the next target, at image 0 again */
+		td_map_remove(&w->images, (uint64_t)(uint32_t)e->pid);
+		{
+			_Atomic uint64_t *slot = &w->sh->maps_read[(uint32_t)e->pid % REC_READ_SLOTS];
+
+			if (atomic_load(slot) >> 32 == (uint32_t)e->pid)
+				atomic_store(slot, 0);
+		}
 		if (w->cfg->follow) {
 			process_died(w, e);
 		} else {
@@ -1381,6 +1439,7 @@ void writer_free(struct writer *w)
 		sym_session_free(w->sess[i].s);
 	sym_cache_free(w->cache);
 	td_map_free(&w->threads);
+	td_map_free(&w->images);
 	td_map_free(&w->locs);
 	td_map_free(&w->last);
 	td_map_free(&w->ep_idx);

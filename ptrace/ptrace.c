@@ -16,6 +16,8 @@
  *                                    (PTRACE_CONT, or PTRACE_LISTEN when the
  *                                     stop is a job-control group-stop)
  *   any      --dispatch(signal-delivery-stop)--> PTRACE_CONT(sig): RUNNING
+ *   any      --dispatch(EVENT_EXIT), ops->hold_exit()--> held_exit
+ *   held_exit --pt_tracer_release_exit(): PTRACE_CONT--> (its exit follows)
  *   any      --detach(): INTERRUPT, dispatch(): PTRACE_DETACH--> (removed)
  *   any      --dispatch(WIFEXITED/WIFSIGNALED)--> (removed)
  *
@@ -59,6 +61,7 @@ struct pt_thread {
 	uint16_t backoff;  /* rounds to leave it out, after misses */
 	bool detach_want;  /* interrupted for a detach */
 	bool group_stopped;
+	bool held_exit;	   /* held at its exit stop (ops->hold_exit) */
 	int held_sig;	  /* held in a signal-delivery-stop with this signal */
 	uint64_t held_addr;
 	uint64_t interrupt_ns;
@@ -757,11 +760,25 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 			if (smp)
 				smp->signo = WTERMSIG((int)msg);
 		}
-		ptrace(PTRACE_CONT, tid, 0, 0);
 		if (smp) {
+			/* handed on before the hold is decided: a death's
+			 * stack is a sample the writer must unwind too */
 			smp->stopped_ns = td_now_ns() - stop_start;
 			t->stats->captured++;
 			t->ops->slot_put(t->arg, smp);
+		}
+		if (!th->detach_want && t->ops && t->ops->hold_exit &&
+			t->ops->hold_exit(t->arg, th->pid, tid)) {
+			/* stays at its exit until pt_tracer_release_exit; an
+			 * interrupt of ours it owes will never stop it */
+			th->held_exit = true;
+			if (th->want) {
+				th->want = false;
+				t->pending--;
+				t->stats->gone++;
+			}
+		} else {
+			ptrace(PTRACE_CONT, tid, 0, 0);
 		}
 		return;
 	}
@@ -820,6 +837,10 @@ static void refill(struct pt_tracer *t)
 		}
 		if (th->want || th->detach_want)
 			continue;
+		if (th->held_exit) {
+			t->stats->gone++; /* leaving: nothing left to sample */
+			continue;
+		}
 		if (th->held_sig) {
 			/* already stopped: copy it as it is, keep holding it */
 			struct td_sample *smp;
@@ -1039,7 +1060,8 @@ int pt_tracer_poll(struct pt_tracer *t, const struct pt_round_ops *ops, void *ar
  * thread exits, the kernel detaches its tracees without waking those that
  * sleep (__ptrace_unlink kicks only a stopped tracee and clears a pending
  * interrupt trap), so no blocked call returns EINTR.  A held thread goes on
- * with its signal; a thread in a job-control stop stays stopped. */
+ * with its signal, or to its exit; a thread in a job-control stop stays
+ * stopped. */
 static void pt_tracer_let_go(struct pt_tracer *t)
 {
 	round_begin(t, NULL, NULL, 0, NULL);
@@ -1051,6 +1073,10 @@ static void pt_tracer_let_go(struct pt_tracer *t)
 			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
 			th->held_sig = 0;
 			t->nheld--;
+		}
+		if (th->tid && th->held_exit) {
+			ptrace(PTRACE_DETACH, th->tid, 0, 0);
+			th->held_exit = false;
 		}
 	}
 	round_end(t);
@@ -1076,6 +1102,13 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms)
 			ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)th->held_sig);
 			th->held_sig = 0;
 			t->nheld--;
+			thread_remove(t, th);
+			continue;
+		}
+		if (th->held_exit) {
+			/* stopped at its exit: detached, it goes on to it */
+			ptrace(PTRACE_DETACH, th->tid, 0, 0);
+			th->held_exit = false;
 			thread_remove(t, th);
 			continue;
 		}
@@ -1129,4 +1162,14 @@ int pt_tracer_release(struct pt_tracer *t, pid_t tid)
 	th->held_sig = 0;
 	t->nheld--;
 	return ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) < 0 ? -errno : 0;
+}
+
+int pt_tracer_release_exit(struct pt_tracer *t, pid_t tid)
+{
+	struct pt_thread *th = thread_find(t, tid);
+
+	if (!th || !th->held_exit)
+		return -ESRCH;
+	th->held_exit = false;
+	return ptrace(PTRACE_CONT, tid, 0, 0) < 0 ? -errno : 0;
 }

@@ -51,10 +51,11 @@ struct pt_event {
 	uint64_t addr; /* SIGNAL: si_addr for faults */
 };
 
-/* Callbacks of a sampling round (and of pt_tracer_poll).  slot_get, event
- * and hold may run while their thread is stopped, slot_put just after it
- * is resumed; all of them while other threads of the round may be
- * stopped.  None may allocate, lock, log or block. */
+/* Callbacks of a sampling round (and of pt_tracer_poll).  slot_get, event,
+ * hold and hold_exit may run while their thread is stopped, slot_put just
+ * after it is resumed (a held thread's and a death's while it is still
+ * stopped); all of them while other threads of the round may be stopped.
+ * None may allocate, lock, log or block. */
 struct pt_round_ops {
 	/* A buffer for tid's sample and its stack capacity, or NULL to skip
 	 * it (ring full: count the drop). */
@@ -70,6 +71,11 @@ struct pt_round_ops {
 	/* perf capture with switches: tid was scheduled onto a CPU (in) or
 	 * off it (!in).  May be NULL. */
 	void (*switched)(void *arg, pid_t tid, bool in);
+	/* At tid's exit stop (trace_exit), after any death capture: return
+	 * true to keep it in that stop, its memory and mappings intact (the
+	 * kernel frees them after it), until pt_tracer_release_exit.  Rounds
+	 * leave a held thread out (counted gone).  May be NULL. */
+	bool (*hold_exit)(void *arg, pid_t pid, pid_t tid);
 };
 
 struct pt_config {
@@ -95,8 +101,8 @@ struct pt_config {
 	/* PTRACE_O_TRACEEXIT: a thread leaving because its process dies of
 	 * a signal (SIGKILL too: the kernel still stops a tracee at its exit
 	 * then, registers and memory intact) is copied at that stop, flagged
-	 * TD_SAMPLE_DEATH, and resumed at once; any other exit is resumed
-	 * at once.  Costs one stop per thread exit. */
+	 * TD_SAMPLE_DEATH; then it is resumed at once, unless
+	 * ops->hold_exit keeps it.  Costs one stop per thread exit. */
 	bool trace_exit;
 };
 
@@ -161,6 +167,10 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
 /* Let a held thread go on with its signal (the target then dies as it
  * would have).  Returns 0 or -errno. */
 int pt_tracer_release(struct pt_tracer *t, pid_t tid);
+
+/* Let a thread held at its exit stop (ops->hold_exit) exit.  Returns 0,
+ * or -ESRCH if tid is not held there. */
+int pt_tracer_release_exit(struct pt_tracer *t, pid_t tid);
 
 /* Handle every pending ptrace event without blocking.  Returns the count
  * of wait statuses handled, or -errno from waitpid. */

@@ -158,6 +158,7 @@ struct found {
 	uint64_t reach_main, cut, renames;
 	uint64_t whole_after, cut_after; /* after the first stack that reached main */
 	uint64_t started_twice; /* THREAD_START events for a tid already started */
+	uint64_t unwound; /* stacks with a frame of the program, not a note of none */
 	char renamed_to[32];
 	bool exec_seen;
 	int crash_signo;
@@ -213,7 +214,7 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 		/* does the stack reach main, or was it cut? */
 		uint32_t locs[2048];
 		unsigned n = chunk_reader_stack(r, s->stack_id, locs, 2048);
-		bool main_seen = false, cut = false;
+		bool main_seen = false, cut = false, placed = false;
 
 		for (unsigned i = 0; i < n && i < 2048; i++) {
 			struct chunk_location l;
@@ -224,7 +225,9 @@ static int f_sample(void *arg, struct chunk_reader *r, const struct chunk_sample
 				continue;
 			main_seen |= !strcmp(fn.name, "main");
 			cut |= !strncmp(fn.name, "[stack cut", 10);
+			placed |= strncmp(fn.name, "[not unwound", 12) != 0;
 		}
+		f->unwound += placed;
 		if (f->reach_main) {
 			f->whole_after += main_seen;
 			f->cut_after += cut;
@@ -1093,11 +1096,13 @@ Test(record, event_loop_agrees_with_its_own_clock, .timeout = 240)
  * runtime.mstart (the runtime marks none of them in its CFI, and what lies
  * above mcall on g0 is not its caller).  Skipped without a Go toolchain. */
 /* record -- CMD: the command starts under the recorder (its exec is in the
- * recording), tracerd waits for it and exits with its status. */
+ * recording), tracerd waits for it and exits with its status.  Its samples
+ * are as many as its CPU time by its own count (times) says, each with its
+ * stack: a process that exits before the writer read its mappings is held
+ * at its exit until it has (the shell's second image lives ~20 ms). */
 Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout = 180)
 {
-	static const char loop[] = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; ";
-	char work7[256], cmd[256];
+	char work7[512], cmd[256], times[128];
 	const char *run7[] = { "tracerd", "record", "-q", "-r", repo, "--", "sh", "-c", work7,
 		NULL };
 	const char *term[] = { "tracerd", "record", "-q", "-r", repo, "--", "sh", "-c",
@@ -1110,15 +1115,35 @@ Test(record, runs_a_command_from_its_start_and_exits_with_its_status, .timeout =
 		NULL };
 	struct run_result r;
 	struct found f;
+	double cpu, expect;
 
-	snprintf(work7, sizeof(work7), "%sexit 7", loop);
+	snprintf(times, sizeof(times), "%s.times", repo);
+	snprintf(work7, sizeof(work7),
+		"i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; "
+		"exec sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; "
+		"times > %s; exit 7'",
+		times);
 	run_tracerd(&r, run7);
 	cr_expect_eq(r.status, 7, "%s", r.err);
 	run_result_free(&r);
 	f = scan_repo();
 	cr_expect_gt(f.exec, 0, "the command's exec is not in the recording");
-	cr_expect_gt(f.samples, 5, "%llu samples", (unsigned long long)f.samples);
+	/* times: the shell's user and system time (an exec keeps them) */
+	{
+		unsigned um, sm;
+		double u, sy;
+
+		cr_assert_eq(sscanf(slurp(times), "%um%lfs %um%lfs", &um, &u, &sm, &sy), 4, "%s",
+			slurp(times));
+		cpu = um * 60 + u + sm * 60 + sy;
+	}
+	expect = cpu * 99;
+	cr_expect(f.samples >= expect / 2 && f.samples <= expect * 2 + 2,
+		"%llu samples for %.2f s of CPU at 99 Hz", (unsigned long long)f.samples, cpu);
+	cr_expect_eq(f.unwound, f.samples, "%llu of %llu samples without a stack",
+		(unsigned long long)(f.samples - f.unwound), (unsigned long long)f.samples);
 	cr_expect_eq(verify_status(), 0);
+	unlink(times);
 
 	/* ended by a signal: 128 + its number, as a shell says */
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);

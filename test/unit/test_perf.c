@@ -54,7 +54,7 @@ static void put(void *arg, struct td_sample *s)
 		c->other += w;
 }
 
-static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
+static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL, NULL };
 
 Test(perf, samples_land_where_the_thread_runs, .timeout = 60)
 {
@@ -208,7 +208,7 @@ Test(perf, only_threads_that_run_are_sampled, .timeout = 60)
 {
 	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 4096,
 		.max_threads = 64, .seed = 1 };
-	struct pt_round_ops ops2 = { get2, put2, NULL, NULL, NULL };
+	struct pt_round_ops ops2 = { get2, put2, NULL, NULL, NULL, NULL };
 	struct pt_perf *p = NULL;
 	struct per_tid *c = calloc(1, sizeof(*c));
 	pid_t pid = fx_start(TD_FIXTURE_DIR "/fx_threads", NULL);
@@ -287,7 +287,7 @@ Test(perf, switches_say_who_was_scheduled, .timeout = 60)
 {
 	struct pt_perf_config cfg = { .period_ns = 1000000, .stack_bytes = 4096,
 		.max_threads = 128, .switches = true };
-	struct pt_round_ops ops3 = { get2, put_none, NULL, NULL, switched };
+	struct pt_round_ops ops3 = { get2, put_none, NULL, NULL, switched, NULL };
 	struct pt_perf *p = NULL;
 	struct per_tid *c = calloc(1, sizeof(*c));
 	pid_t pids[2] = { fx_start(TD_FIXTURE_DIR "/fx_threads", NULL),

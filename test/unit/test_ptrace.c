@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -23,6 +24,8 @@ struct slots {
 	unsigned n, used, put;
 	struct pt_event events[256];
 	unsigned nevents;
+	pid_t hold_exit_of; /* on_hold_exit keeps this process's leader */
+	pid_t held_exit;    /* the thread it kept */
 };
 
 static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window)
@@ -50,7 +53,20 @@ static void on_event(void *arg, const struct pt_event *ev)
 		s->events[s->nevents++] = *ev;
 }
 
-static const struct pt_round_ops ops = { slot_get, slot_put, on_event, NULL, NULL };
+static const struct pt_round_ops ops = { slot_get, slot_put, on_event, NULL, NULL, NULL };
+
+static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
+{
+	struct slots *s = arg;
+
+	if (pid != s->hold_exit_of || tid != pid)
+		return false;
+	s->held_exit = tid;
+	return true;
+}
+
+static const struct pt_round_ops hold_ops = { slot_get, slot_put, on_event, NULL, NULL,
+	on_hold_exit };
 
 static struct slots *slots_new(unsigned n)
 {
@@ -485,4 +501,104 @@ Test(ptrace, sigchld_mask_left_as_found)
 	pt_tracer_free(t);
 	pthread_sigmask(SIG_SETMASK, NULL, &cur);
 	cr_expect(sigismember(&cur, SIGCHLD), "still blocked: it was blocked before");
+}
+
+/* Poll the tracer until it holds a thread at its exit stop. */
+static bool exit_held(struct pt_tracer *t, struct slots *s)
+{
+	for (int i = 0; i < 2000 && !s->held_exit; i++) {
+		pt_tracer_poll(t, &hold_ops, s);
+		if (!s->held_exit)
+			usleep(5000);
+	}
+	return s->held_exit != 0;
+}
+
+static bool process_exit_told(const struct slots *s, pid_t pid)
+{
+	for (unsigned k = 0; k < s->nevents; k++)
+		if (s->events[k].kind == PT_EVENT_PROCESS_EXIT && s->events[k].pid == pid)
+			return true;
+	return false;
+}
+
+/* The lines of /proc/PID/maps, -1 if unreadable. */
+static int maps_lines(pid_t pid)
+{
+	char path[64], line[512];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
+/* A thread held at its exit stop keeps its process's mappings readable
+ * (the kernel frees them after that stop), is left out of rounds, and
+ * exits as it would have once released. */
+Test(ptrace, exit_held_until_released, .timeout = 30)
+{
+	struct pt_config cfg = { .max_threads = 8, .trace_exit = true };
+	struct slots *s = slots_new(8);
+	struct pt_round_stats st;
+	struct pt_tracer *t;
+	pid_t a = sleeper(0);
+	int status = -1;
+
+	cr_assert_gt(a, 0);
+	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+	cr_assert_eq(pt_tracer_attach(t, a), 1);
+	s->hold_exit_of = a;
+	kill(a, SIGTERM);
+	cr_assert(exit_held(t, s), "no exit stop was offered to hold_exit");
+	cr_expect_eq(s->held_exit, a);
+	pt_tracer_poll(t, &hold_ops, s);
+	cr_expect_not(process_exit_told(s, a), "a held thread exited");
+	cr_expect_eq(task_state(a, a), 't', "not in its exit stop: %c", task_state(a, a));
+	cr_expect_gt(maps_lines(a), 0, "its mappings are gone while it is held");
+	cr_expect_eq(pt_tracer_sample(t, &a, 1, &hold_ops, s, 200, 0, &st), 0);
+	cr_expect_eq(st.captured, 0);
+	cr_expect_eq(st.gone, 1, "a thread held at its exit is sampled no more");
+	cr_expect_eq(pt_tracer_release_exit(t, a), 0);
+	cr_expect_eq(pt_tracer_release_exit(t, a), -ESRCH, "released twice");
+	s->hold_exit_of = 0;
+	cr_expect(exit_seen(t, s, a), "released, it did not exit");
+	for (unsigned k = 0; k < s->nevents; k++)
+		if (s->events[k].kind == PT_EVENT_PROCESS_EXIT && s->events[k].pid == a)
+			status = s->events[k].status;
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+	pt_tracer_free(t);
+	slots_free(s);
+}
+
+/* A tracer freed (either way) with a thread held at its exit lets it go
+ * on to its exit: nothing is left stopped. */
+Test(ptrace, exit_held_let_go_by_free, .timeout = 30)
+{
+	for (int by_exit = 0; by_exit < 2; by_exit++) {
+		struct pt_config cfg = { .max_threads = 8, .trace_exit = true,
+			.detach_by_exit = by_exit };
+		struct slots *s = slots_new(8);
+		struct pt_tracer *t;
+		pid_t a = sleeper(0);
+		int status = -1;
+
+		cr_assert_gt(a, 0);
+		cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+		cr_assert_eq(pt_tracer_attach(t, a), 1);
+		s->hold_exit_of = a;
+		kill(a, SIGTERM);
+		cr_assert(exit_held(t, s), "no exit stop was offered to hold_exit");
+		pt_tracer_free(t);
+		cr_expect_eq(waitpid(a, &status, 0), a);
+		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+			"detach_by_exit %d: status %#x", by_exit, status);
+		slots_free(s);
+	}
 }

@@ -156,7 +156,7 @@ static bool counting(void *arg)
 
 static void setup(void)
 {
-	static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
+	static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL, NULL };
 	struct pt_config cfg = { .max_threads = 8 };
 	struct sym_options opt = { 0 };
 	struct pt_round_stats st;
@@ -437,7 +437,7 @@ static bool maps_mention(const char *what)
 
 Test(debuglink, found_beside_the_binary_without_loading_libdebuginfod, .timeout = 60)
 {
-	static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL };
+	static const struct pt_round_ops ops = { get, put, NULL, NULL, NULL, NULL };
 	struct pt_config cfg = { .max_threads = 8 };
 	struct sym_options opt = { 0 };
 	struct sym_frame f[8];
@@ -611,7 +611,7 @@ static void compare_sample(pid_t pid, struct td_sample *one, struct fast_cmp *fc
 
 static void compare_fixture(const char *path, struct fast_cmp *fc)
 {
-	static const struct pt_round_ops ops = { fc_get, put, NULL, NULL, NULL };
+	static const struct pt_round_ops ops = { fc_get, put, NULL, NULL, NULL, NULL };
 	struct pt_config cfg = { .max_threads = FAST_MAX_THREADS };
 	pid_t pid = fx_start(path, NULL), tids[FAST_MAX_THREADS];
 
