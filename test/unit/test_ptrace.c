@@ -503,15 +503,25 @@ Test(ptrace, sigchld_mask_left_as_found)
 	cr_expect(sigismember(&cur, SIGCHLD), "still blocked: it was blocked before");
 }
 
-/* Poll the tracer until it holds a thread at its exit stop. */
-static bool exit_held(struct pt_tracer *t, struct slots *s)
+/* A sleeper traced by a new tracer of cfg (*ret_tracer), sent SIGTERM,
+ * and held at its exit stop: its pid. */
+static pid_t held_sleeper(const struct pt_config *cfg, struct slots *s,
+	struct pt_tracer **ret_tracer)
 {
+	pid_t a = sleeper(0);
+
+	cr_assert_gt(a, 0);
+	cr_assert_eq(pt_tracer_new(cfg, ret_tracer), 0);
+	cr_assert_eq(pt_tracer_attach(*ret_tracer, a), 1);
+	s->hold_exit_of = a;
+	kill(a, SIGTERM);
 	for (int i = 0; i < 2000 && !s->held_exit; i++) {
-		pt_tracer_poll(t, &hold_ops, s);
+		pt_tracer_poll(*ret_tracer, &hold_ops, s);
 		if (!s->held_exit)
 			usleep(5000);
 	}
-	return s->held_exit != 0;
+	cr_assert_eq(s->held_exit, a, "no exit stop of %d was offered to hold_exit", (int)a);
+	return a;
 }
 
 static bool process_exit_told(const struct slots *s, pid_t pid)
@@ -548,16 +558,9 @@ Test(ptrace, exit_held_until_released, .timeout = 30)
 	struct slots *s = slots_new(8);
 	struct pt_round_stats st;
 	struct pt_tracer *t;
-	pid_t a = sleeper(0);
+	pid_t a = held_sleeper(&cfg, s, &t);
 	int status = -1;
 
-	cr_assert_gt(a, 0);
-	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
-	cr_assert_eq(pt_tracer_attach(t, a), 1);
-	s->hold_exit_of = a;
-	kill(a, SIGTERM);
-	cr_assert(exit_held(t, s), "no exit stop was offered to hold_exit");
-	cr_expect_eq(s->held_exit, a);
 	pt_tracer_poll(t, &hold_ops, s);
 	cr_expect_not(process_exit_told(s, a), "a held thread exited");
 	cr_expect_eq(task_state(a, a), 't', "not in its exit stop: %c", task_state(a, a));
@@ -586,15 +589,9 @@ Test(ptrace, exit_held_let_go_by_free, .timeout = 30)
 			.detach_by_exit = by_exit };
 		struct slots *s = slots_new(8);
 		struct pt_tracer *t;
-		pid_t a = sleeper(0);
+		pid_t a = held_sleeper(&cfg, s, &t);
 		int status = -1;
 
-		cr_assert_gt(a, 0);
-		cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
-		cr_assert_eq(pt_tracer_attach(t, a), 1);
-		s->hold_exit_of = a;
-		kill(a, SIGTERM);
-		cr_assert(exit_held(t, s), "no exit stop was offered to hold_exit");
 		pt_tracer_free(t);
 		cr_expect_eq(waitpid(a, &status, 0), a);
 		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
