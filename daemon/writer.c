@@ -306,6 +306,27 @@ static void maps_read(struct writer *w, pid_t pid)
 		(uint64_t)(uint32_t)pid << 32 | (uint32_t)execs, memory_order_release);
 }
 
+/* A session of pid's current mappings: 0, or -errno / -TD_E_* (-ESRCH
+ * for a process without mappings: a zombie's are empty). */
+static int session_build(struct writer *w, pid_t pid, struct sym_session **ret_session)
+{
+	struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir,
+		.cache_dir = w->cfg->cache_dir };
+	unsigned modules = 0, elf, dwarf;
+	int r = sym_session_new(pid, &o, w->cache, ret_session);
+
+	if (r < 0)
+		return r;
+	sym_session_modules(*ret_session, &modules, &elf, &dwarf);
+	if (!modules) {
+		sym_session_free(*ret_session);
+		*ret_session = NULL;
+		return -ESRCH;
+	}
+	maps_read(w, pid);
+	return 0;
+}
+
 static struct session *session_for(struct writer *w, pid_t pid, bool create)
 {
 	struct session *free_slot = NULL;
@@ -316,27 +337,10 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 		if (!w->sess[i].s && !free_slot)
 			free_slot = &w->sess[i];
 	}
-	if (!create || !free_slot)
+	if (!create || !free_slot || session_build(w, pid, &free_slot->s) < 0)
 		return NULL;
-	{
-		struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir,
-			.cache_dir = w->cfg->cache_dir };
-
-		unsigned modules = 0, elf, dwarf;
-
-		if (sym_session_new(pid, &o, w->cache, &free_slot->s) < 0)
-			return NULL;
-		sym_session_modules(free_slot->s, &modules, &elf, &dwarf);
-		if (!modules) {
-			/* a zombie's maps are empty: nothing to unwind with */
-			sym_session_free(free_slot->s);
-			free_slot->s = NULL;
-			return NULL;
-		}
-	}
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
-	maps_read(w, pid);
 	return free_slot;
 }
 
@@ -381,6 +385,24 @@ static void session_drop(struct writer *w, pid_t pid)
 		s->pid = 0;
 	}
 	td_map_clear(&w->locs); /* addresses mean something else now */
+}
+
+/* The process's mappings changed (dlopen): read them anew.  The old
+ * session stays when that fails (the process is gone): its modules still
+ * name what they named.  Once a second at most.  Returns whether it read
+ * them. */
+static bool session_renew(struct writer *w, struct session *se)
+{
+	struct sym_session *fresh;
+
+	se->built_ns = td_now_ns();
+	if (session_build(w, se->pid, &fresh) < 0)
+		return false;
+	debug_stats_add(&w->debug_gone, se->s);
+	sym_session_free(se->s);
+	se->s = fresh;
+	td_map_clear(&w->locs); /* the cached locations were of the old session */
+	return true;
 }
 
 /* Thread t (chunk id id) is named name since now: a rename. */
@@ -692,14 +714,10 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		return stack_of_unwound(w, se->s, s->pid);
 	}
 	sym_session_unwind(se->s, s, &w->u);
-	if (innermost_unmapped(se->s, &w->u) && td_now_ns() - se->built_ns > 1000000000u) {
-		/* the maps changed (dlopen): see them anew, then retry */
-		session_drop(w, s->pid);
-		se = session_for(w, s->pid, true);
-		if (!se)
-			return 0;
+	/* the maps changed (dlopen): see them anew, then retry */
+	if (innermost_unmapped(se->s, &w->u) && td_now_ns() - se->built_ns > 1000000000u &&
+		session_renew(w, se))
 		sym_session_unwind(se->s, s, &w->u);
-	}
 	if (w->u.end == SYM_END_WINDOW)
 		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
