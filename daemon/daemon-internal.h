@@ -56,6 +56,7 @@ struct rec_event {
 	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash; EXITING: which
 			    * hold (the handshakes) */
 	uint64_t start_time; /* PROCESS_EXIT: its start (struct td_proc_id) */
+	uint32_t image;	     /* THREAD_NEW, EXEC: its process's image (struct target) */
 	uint32_t futex[TD_FUTEX_WORDS]; /* REPEAT with TD_SAMPLE_FUTEX */
 };
 
@@ -121,14 +122,14 @@ struct rec_shared {
 	 * the sampler holds a sampled process's leader at its exit stop
 	 * (its mappings intact until it goes on), publishes REC_EV_EXITING
 	 * with an id after every sample taken before it, and lets it go
-	 * when the writer stores that id here, or after 1 s.  Written by
+	 * when the writer stores that id here, or after 2 s.  Written by
 	 * the writer, read by the sampler. */
 	_Atomic uint32_t exit_acked;
 	/* No hold is needed when the writer read the mappings of the
-	 * process's current image already: it stores pid << 32 | the
-	 * process's exec count since attach here, at pid % REC_READ_SLOTS,
-	 * when it builds a session (0 once the process is gone).  Written
-	 * by the writer, read by the sampler. */
+	 * process's current image already: it stores pid << 32 | the image's
+	 * number (struct target, told with REC_EV_THREAD_NEW and EXEC) here,
+	 * at pid % REC_READ_SLOTS, when it builds a session (0 once the
+	 * process is gone).  Written by the writer, read by the sampler. */
 	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
 	/* Window growth, writer -> sampler: the writer stores the tid whose
@@ -199,7 +200,9 @@ struct target {
 	struct td_proc_id id;
 	bool live; /* attached, its exit not seen yet */
 	bool sampled;	/* a sample of its current image was published */
-	uint32_t image; /* execs since attach (rec_shared.maps_read) */
+	/* its image's number, never 0 and never reused by this target set:
+	 * a new one at attach and at each exec (rec_shared.maps_read) */
+	uint32_t image;
 };
 
 #define TARGETS_PENDING 8192
@@ -217,6 +220,7 @@ struct targets {
 	} pend[TARGETS_PENDING];
 	unsigned npend;
 	bool resync;			 /* pend overflowed: ask the tracer */
+	uint32_t images;		 /* the last image number given */
 	pid_t scratch[REC_MAX_THREADS]; /* tids, while attaching or resyncing */
 };
 

@@ -80,7 +80,7 @@ enum { ST_NEW, ST_SETTLE };
 #define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
 #define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
-#define S_EXIT_HOLD_NS 1000000000u /* a leader held at its exit for the writer, at most */
+#define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
 #define S_MAX_EXITS 16		   /* leaders held at once */
 
 struct sthread {
@@ -395,7 +395,9 @@ static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 		/* there before we attached: no clone event told the writer */
 		struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = pid, .tid = tid,
 			.time_ns = td_now_ns() };
+		struct target *tg = targets_find(&s->targets, pid);
 
+		e.image = tg ? tg->image : 0;
 		push_event(s, &e);
 		/* a process just attached: the writer takes its baselines (its
 		 * cgroup's OOM kills) now, before anything can happen to it */
@@ -421,12 +423,20 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct sampler *s = arg;
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
+	struct target *tg;
 
 	if (targets_note(&s->targets, ev)) {
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
 		for (unsigned i = 0; i < s->targets.nprocs; i++)
 			if (s->targets.procs[i].id.pid == ev->pid)
 				e.start_time = s->targets.procs[i].id.start_time;
+	}
+	tg = targets_find(&s->targets, ev->pid);
+	e.image = tg ? tg->image : 0;
+	if (ev->kind == PT_EVENT_EXEC && lookup(s, ev->tid)) {
+		/* the leader's tid, held at its exit during the exec
+		 * (de_thread), names the thread that exec'ed now */
+		lookup(s, ev->tid)->leaving = false;
 	}
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
@@ -490,7 +500,10 @@ static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
 	struct target *tg = targets_find(&s->targets, pid);
 	struct sthread *st = lookup(s, tid);
 
-	if (tid != pid || !tg || !tg->sampled || s->nexits == S_MAX_EXITS || stopping(s->sh))
+	/* with perf capture, what the kernel sampled is not drained yet:
+	 * exit_holds decides after the drain */
+	if (tid != pid || !tg || !(tg->sampled || s->perf) || s->nexits == S_MAX_EXITS ||
+		stopping(s->sh))
 		return false;
 	if (atomic_load_explicit(&s->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
 		    memory_order_acquire) == ((uint64_t)(uint32_t)pid << 32 | tg->image))
@@ -894,6 +907,7 @@ static void exit_holds(struct sampler *s)
 
 		if (!h->id) {
 			struct rec_event e = { .kind = REC_EV_EXITING, .pid = h->tid, .tid = h->tid };
+			struct target *tg;
 
 			if (s->perf && !drained) {
 				perf_drain(s);
@@ -902,13 +916,23 @@ static void exit_holds(struct sampler *s)
 			e.crash_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
 			e.time_ns = td_now_ns();
 			h->id = e.crash_id;
-			h->deadline = push_event(s, &e) ? now + S_EXIT_HOLD_NS : now;
-			s->wake_writer = true;
+			tg = targets_find(&s->targets, h->tid);
+			/* never sampled, after all: nothing to wait for */
+			if (tg && tg->sampled && push_event(s, &e)) {
+				h->deadline = now + S_EXIT_HOLD_NS;
+				s->wake_writer = true;
+			} else {
+				h->deadline = now;
+			}
 		}
 		acked = atomic_load(&sh->exit_acked);
 		if ((int32_t)(acked - h->id) >= 0 || now >= h->deadline ||
 			atomic_load(&sh->writer_done) || stopping(sh)) {
+			struct sthread *st = lookup(s, h->tid);
+
 			pt_tracer_release_exit(s->t, h->tid); /* -ESRCH: killed meanwhile */
+			if (st)
+				st->leaving = false; /* it exits, or goes on as an exec's */
 			continue;
 		}
 		s->exits[k++] = *h;
@@ -979,6 +1003,10 @@ static void handle_crash(struct sampler *s)
 		}
 		if (s->nexits)
 			exit_holds(s);
+		if (s->wake_writer) {
+			rec_wake(sh->writer_wake);
+			s->wake_writer = false;
+		}
 	}
 	pt_tracer_release(s->t, tid);
 }

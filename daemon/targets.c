@@ -32,7 +32,16 @@ void targets_init(struct targets *ts, struct pt_tracer *tracer)
 {
 	ts->tracer = tracer;
 	ts->nprocs = ts->live = ts->npend = 0;
+	ts->images = 0;
 	ts->resync = false;
+}
+
+/* A number for a new image of a target: its exec or its attach. */
+static uint32_t targets_new_image(struct targets *ts)
+{
+	if (!++ts->images)
+		ts->images = 1;
+	return ts->images;
 }
 
 int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
@@ -63,7 +72,7 @@ int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 			tg->id = (struct td_proc_id){ .pid = pids[i] };
 		tg->live = true;
 		tg->sampled = false;
-		tg->image = 0;
+		tg->image = targets_new_image(ts);
 		ts->live++;
 		ret_ids[i] = tg->id;
 		r = pt_tracer_threads(ts->tracer, pids[i], ts->scratch, REC_MAX_THREADS);
@@ -98,7 +107,7 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 			queue(ts, false, ev->old_tid, ev->pid);
 		if (tg) {
 			/* a new image: its mappings are still to be read */
-			tg->image++;
+			tg->image = targets_new_image(ts);
 			tg->sampled = false;
 		}
 		break;

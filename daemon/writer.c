@@ -80,8 +80,8 @@ struct writer {
 	uint32_t end_loc[SYM_END_COUNT];
 	uint32_t preempted_loc; /* preempted_location() */
 	uint32_t nomaps_loc;	/* nomaps_stack() */
-	/* each process's exec count since it was attached (pid -> count),
-	 * for rec_shared.maps_read: which image a session read */
+	/* each process's image number (pid -> struct target's image), as
+	 * THREAD_NEW and EXEC tell it, for rec_shared.maps_read */
 	struct td_map images;
 	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
 	struct sym_unwound u;
@@ -299,11 +299,12 @@ static void publish(struct writer *w, uint64_t now)
  * need not be held (rec_shared.maps_read). */
 static void maps_read(struct writer *w, pid_t pid)
 {
-	uint64_t execs = 0;
+	uint64_t image = 0;
 
-	td_map_get(&w->images, (uint64_t)(uint32_t)pid, &execs);
+	if (!td_map_get(&w->images, (uint64_t)(uint32_t)pid, &image))
+		return; /* not told which: the sampler holds its exit, to be safe */
 	atomic_store_explicit(&w->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
-		(uint64_t)(uint32_t)pid << 32 | (uint32_t)execs, memory_order_release);
+		(uint64_t)(uint32_t)pid << 32 | (uint32_t)image, memory_order_release);
 }
 
 /* A session of pid's current mappings: 0, or -errno / -TD_E_* (-ESRCH
@@ -1180,6 +1181,8 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		rec_wake(w->sh->sampler_wake);
 		return;
 	}
+	if ((e->kind == REC_EV_THREAD_NEW || e->kind == REC_EV_EXEC) && e->image)
+		td_map_set(&w->images, (uint64_t)(uint32_t)e->pid, e->image);
 	if (!current_chunk(w))
 		return;
 	switch (e->kind) {
@@ -1196,18 +1199,13 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		td_map_remove(&w->owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
-	case REC_EV_EXEC: {
-		uint64_t *execs;
-
-		if (td_map_upsert(&w->images, (uint64_t)(uint32_t)e->pid, &execs) >= 0)
-			++*execs;
+	case REC_EV_EXEC:
 		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->threads); /* names change with the image */
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
 			0, thread_id(w, e->pid, e->tid), 0);
 		break;
-	}
 	case REC_EV_CRASH:
 		w->crash = w->last_crash = *e;
 		break;
@@ -1244,7 +1242,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
 		session_drop(w, e->pid);
-		/* its PID may name the next target, at image 0 again */
+		/* its PID may name the next target */
 		td_map_remove(&w->images, (uint64_t)(uint32_t)e->pid);
 		{
 			_Atomic uint64_t *slot = &w->sh->maps_read[(uint32_t)e->pid % REC_READ_SLOTS];

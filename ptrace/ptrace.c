@@ -750,6 +750,13 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		struct td_sample *smp = NULL;
 		uint64_t stop_start = td_now_ns();
 
+		if (th->held_sig) {
+			/* killed while held in a signal stop (another thread's
+			 * exit): that stop is over, its signal moot */
+			th->held_sig = 0;
+			t->nheld--;
+		}
+
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && WIFSIGNALED((int)msg) &&
 			t->ops && t->ops->slot_get) {
 			if (!th->want) {
