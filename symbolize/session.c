@@ -1474,6 +1474,25 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
 	return depth;
 }
 
+/* dwarf_getscopes() of elfutils 0.188 looks for the abstract origin of
+ * the outermost inlined instance holding pc in cu alone; when it is in
+ * another unit (Go inlines across packages, LTO across files), or cannot
+ * be read, it finds nothing and leaks the answer it had allocated.  scopes:
+ * walk_scopes()'s, innermost first. */
+static bool origin_elsewhere(Dwarf_Die *cu, Dwarf_Die *scopes, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		Dwarf_Attribute a;
+		Dwarf_Die origin;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		return !dwarf_attr(&scopes[i], DW_AT_abstract_origin, &a) ||
+		       !dwarf_formref_die(&a, &origin) || origin.cu != cu->cu;
+	}
+	return false;
+}
+
 /* The scopes holding pc (a CU-relative address) in cu, innermost first,
  * found by walking its DIEs, as dwarf_getscopes_die() gives them; the
  * count (0: none) with *ret malloc'ed.  dwarf_getscopes() of elfutils
@@ -1630,7 +1649,8 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		 * an inlined instance; the concrete containers (the caller the
 		 * code was inlined into) come from the innermost DIE's own
 		 * chain, as eu-addr2line -i does. */
-		if (ns > 0 && !lto && dwarf_getscopes(cu, addr - bias, &inner) > 0) {
+		if (ns > 0 && !lto && !origin_elsewhere(cu, scopes, ns) &&
+			dwarf_getscopes(cu, addr - bias, &inner) > 0) {
 			free(scopes);
 			scopes = NULL;
 			ns = dwarf_getscopes_die(&inner[0], &scopes);

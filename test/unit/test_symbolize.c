@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "../../ptrace/ptrace.h"
 #include "../../symbolize/symbolize-internal.h"
@@ -1461,4 +1465,86 @@ Test(symcache, failed_write_or_rename_leaves_nothing)
 	}
 	symbolize_libc(cdir, &after);
 	cr_expect_eq(after.st.created, 1, "made by the next run");
+}
+
+/* Up to max low pcs of inlined instances under die whose abstract origin
+ * lies in another unit than cu. */
+static unsigned cross_unit_inlines(Dwarf_Die *cu, Dwarf_Die *die, uint64_t *pcs, unsigned n,
+	unsigned max, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 16 || dwarf_child(die, &child) != 0)
+		return n;
+	do {
+		Dwarf_Attribute a;
+		Dwarf_Die origin;
+		Dwarf_Addr lo;
+
+		if (n == max)
+			return n;
+		if (dwarf_tag(&child) == DW_TAG_inlined_subroutine &&
+			dwarf_attr(&child, DW_AT_abstract_origin, &a) &&
+			dwarf_formref_die(&a, &origin) && origin.cu != cu->cu &&
+			dwarf_lowpc(&child, &lo) == 0)
+			pcs[n++] = lo;
+		n = cross_unit_inlines(cu, &child, pcs, n, max, depth + 1);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+/* Go inlines across packages: the inlined function's DWARF is in another
+ * unit than the call's.  Each such instance is named as inlined, and
+ * (checked under LeakSanitizer) asking libdw about it leaks nothing:
+ * dwarf_getscopes() of elfutils 0.188 does, there. */
+Test(inline_chain, go_origins_in_other_units, .timeout = 300)
+{
+	char bin[128];
+	uint64_t pcs[64], off = 0, next;
+	unsigned npcs = 0, inlined = 0;
+	size_t hsize;
+	struct sym_options opt = { 0 };
+	struct sym_frame f[8];
+	struct sym_session *sess;
+	struct sym_cache *c;
+	Dwarf *dw;
+	pid_t pid;
+	int fd;
+
+	snprintf(bin, sizeof(bin), "%s/inline-go-fixture", TD_BUILD_DIR);
+	go_fixture_build(bin);
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	dw = dwarf_begin(fd, DWARF_C_READ);
+	cr_assert_not_null(dw, "%s: %s", bin, dwarf_errmsg(-1));
+	while (npcs < TD_ARRAY_SIZE(pcs) &&
+		dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		if (dwarf_offdie(dw, off + hsize, &cu))
+			npcs = cross_unit_inlines(&cu, &cu, pcs, npcs, TD_ARRAY_SIZE(pcs), 0);
+		off = next;
+	}
+	dwarf_end(dw);
+	close(fd);
+	cr_assert_gt(npcs, 0, "no inlining across units in the Go fixture");
+	pid = fx_start(bin, NULL);
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(sym_cache_new(&c), 0);
+	cr_assert_eq(sym_session_new(pid, &opt, c, &sess), 0);
+	for (unsigned i = 0; i < npcs; i++) {
+		/* a non-PIE Go binary: its addresses are its load addresses */
+		int n = sym_session_symbolize(sess, pcs[i], true, true, f, 8);
+
+		inlined += n >= 2 && f[0].inlined && f[0].function && f[1].function;
+	}
+	cr_expect_eq(inlined, npcs, "%u of %u inlined instances named with their caller",
+		inlined, npcs);
+	sym_session_free(sess);
+	sym_cache_free(c);
+	fx_stop(pid);
+	unlink(bin);
+#ifdef __SANITIZE_ADDRESS__
+	cr_expect_eq(__lsan_do_recoverable_leak_check(), 0, "leaked: LeakSanitizer's report above");
+#endif
 }
