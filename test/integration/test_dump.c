@@ -662,25 +662,39 @@ Test(dump_errors, zombie, .timeout = 30)
 	waitpid(child, NULL, 0);
 }
 
-Test(dump_errors, process_exits_during_dump, .timeout = 30)
+/* fx_eintr exits when the dump's interrupt makes its epoll_wait return
+ * EINTR, which is after its thread is detached: on a loaded machine the
+ * dump may be over first.  A run where it was (exit 0, no message) did not
+ * set the scene: another fixture is tried, up to 5; a dump that never
+ * notices the exit fails every time. */
+Test(dump_errors, process_exits_during_dump, .timeout = 120)
 {
-	pid_t pid = fx_start(FX("fx_eintr"), NULL);
-	struct run_result r;
+	struct run_result r = { 0 };
 	char p[32], hdr[64];
 	const char *argv[] = { "tracerd", "dump", "--pid", p, NULL };
+	pid_t pid = 0;
 	int st;
 
-	cr_assert_gt(pid, 0);
-	wait_parked(pid, NULL, TEST_PATIENCE_MS);
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	run_tracerd(&r, argv);
+	for (int attempt = 0; attempt < 5; attempt++) {
+		if (attempt)
+			run_result_free(&r);
+		pid = fx_start(FX("fx_eintr"), NULL);
+		cr_assert_gt(pid, 0);
+		wait_parked(pid, NULL, TEST_PATIENCE_MS);
+		snprintf(p, sizeof(p), "%d", (int)pid);
+		run_tracerd(&r, argv);
+		waitpid(pid, &st, 0);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3,
+			"the fixture exited through its EINTR path");
+		if (r.status != 0)
+			break;
+		cr_log_warn("attempt %d: the dump was over before the fixture exited", attempt + 1);
+	}
 	cr_expect_eq(r.status, 4, "exit %d: %s", r.status, r.err);
 	cr_expect(strstr(r.err, "exited during the dump; the stacks above were captured"), "%s",
 		r.err);
 	snprintf(hdr, sizeof(hdr), "thread %d (fx_eintr)", (int)pid);
 	cr_expect(strstr(r.out, hdr), "what was captured is printed:\n%s", r.out);
-	waitpid(pid, &st, 0);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "the fixture exited through its EINTR path");
 	run_result_free(&r);
 }
 
