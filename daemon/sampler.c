@@ -424,6 +424,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
 	struct target *tg;
+	struct sthread *st;
 
 	if (targets_note(&s->targets, ev)) {
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
@@ -433,11 +434,10 @@ static void on_event(void *arg, const struct pt_event *ev)
 	}
 	tg = targets_find(&s->targets, ev->pid);
 	e.image = tg ? tg->image : 0;
-	if (ev->kind == PT_EVENT_EXEC && lookup(s, ev->tid)) {
+	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid)))
 		/* the leader's tid, held at its exit during the exec
 		 * (de_thread), names the thread that exec'ed now */
-		lookup(s, ev->tid)->leaving = false;
-	}
+		st->leaving = false;
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
 		e.kind = REC_EV_THREAD_NEW;

@@ -13,8 +13,9 @@
  *   THREAD_NEW       (clone, or a first stop of an unknown tid) queued add
  *   THREAD_EXIT      queued remove
  *   EXEC             queued remove of the thread that called execve when
- *                    it was not the leader (it carries the leader's tid now)
- *   EXEC             also: a new image, not yet sampled (the exit hold)
+ *                    it was not the leader (it carries the leader's tid
+ *                    now); a new image number, not yet sampled (the exit
+ *                    hold)
  *   PROCESS_EXIT     the target is no longer live (its threads' exits came
  *                    before it)
  * Events come while a thread of a round may be stopped, so targets_note
@@ -112,17 +113,18 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 		}
 		break;
 	}
-	case PT_EVENT_PROCESS_EXIT:
+	case PT_EVENT_PROCESS_EXIT: {
 		/* ptrace/ attaches one live process per PID at most: this
 		 * PID's live target is the one that exited */
-		for (unsigned i = 0; i < ts->nprocs; i++) {
-			if (ts->procs[i].live && ts->procs[i].id.pid == ev->pid) {
-				ts->procs[i].live = false;
-				ts->live--;
-				return true;
-			}
+		struct target *tg = targets_find(ts, ev->pid);
+
+		if (tg) {
+			tg->live = false;
+			ts->live--;
+			return true;
 		}
 		break;
+	}
 	default:
 		break; /* signals and group-stops change no membership */
 	}

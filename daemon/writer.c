@@ -307,6 +307,16 @@ static void maps_read(struct writer *w, pid_t pid)
 		(uint64_t)(uint32_t)pid << 32 | (uint32_t)image, memory_order_release);
 }
 
+/* pid's process is gone: its PID may name the next target. */
+static void maps_forget(struct writer *w, pid_t pid)
+{
+	_Atomic uint64_t *slot = &w->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS];
+
+	td_map_remove(&w->images, (uint64_t)(uint32_t)pid);
+	if (atomic_load(slot) >> 32 == (uint32_t)pid)
+		atomic_store(slot, 0);
+}
+
 /* A session of pid's current mappings: 0, or -errno / -TD_E_* (-ESRCH
  * for a process without mappings: a zombie's are empty). */
 static int session_build(struct writer *w, pid_t pid, struct sym_session **ret_session)
@@ -576,9 +586,6 @@ static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound 
 	       !f.module;
 }
 
-/* Time a thread waited for a CPU after it ran, when no perf sample since
- * says where it was preempted (its last stack is from before it ran):
- * a frame that says so, rather than a stack it had left. */
 /* A stack of one frame that says why there is no other: text, its
  * location cached in *loc for the chunk. */
 static uint32_t note_stack(struct writer *w, uint32_t *loc, const char *text)
@@ -591,14 +598,17 @@ static uint32_t note_stack(struct writer *w, uint32_t *loc, const char *text)
 	return chunk_writer_stack(w->cw, loc, 1);
 }
 
+/* Time a thread waited for a CPU after it ran, when no perf sample since
+ * says where it was preempted (its last stack is from before it ran):
+ * a frame that says so, rather than a stack it had left. */
 static uint32_t preempted_location(struct writer *w)
 {
 	return note_stack(w, &w->preempted_loc, "[runnable: preempted where no sample saw it]");
 }
 
 /* A sample of a process whose mappings could not be read (it was gone
- * before the writer came to it: the exit hold timed out, or an exec
- * replaced them): placed, and counted as not unwound, not dropped. */
+ * before the writer came to it: its exit hold timed out): placed, and
+ * counted as not unwound, not dropped. */
 static uint32_t nomaps_stack(struct writer *w)
 {
 	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
@@ -1242,14 +1252,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1,
 			WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0, 0, 0, 0);
 		session_drop(w, e->pid);
-		/* its PID may name the next target */
-		td_map_remove(&w->images, (uint64_t)(uint32_t)e->pid);
-		{
-			_Atomic uint64_t *slot = &w->sh->maps_read[(uint32_t)e->pid % REC_READ_SLOTS];
-
-			if (atomic_load(slot) >> 32 == (uint32_t)e->pid)
-				atomic_store(slot, 0);
-		}
+		maps_forget(w, e->pid);
 		if (w->cfg->follow) {
 			process_died(w, e);
 		} else {
