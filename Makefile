@@ -45,7 +45,7 @@ PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
-TD_LIBS = $(PKG_LIBS) -liberty -lz
+TD_LIBS = $(PKG_LIBS) -liberty -lz -ldeflate
 
 LIB_SRCS := common/td.c common/fault.c common/buf.c common/map.c \
 	chunkfmt/format.c chunkfmt/writer.c chunkfmt/reader.c chunkfmt/dir.c \

@@ -65,6 +65,11 @@ ssize_t td_write_all(int fd, const void *buf, size_t len)
 	return (ssize_t)len;
 }
 
+int td_fault_io(unsigned op)
+{
+	return hit(op) ? -ENOSPC : 0;
+}
+
 int td_fdatasync(int fd)
 {
 	if (hit(TD_FAULT_FSYNC))

@@ -107,6 +107,9 @@ enum td_fault_op {
 void td_fault_arm(unsigned ops, long countdown);
 bool td_fault_fired(void);
 ssize_t td_write_all(int fd, const void *buf, size_t len); /* len or -errno */
+/* After I/O a library did (libelf writing a file): -ENOSPC if the
+ * injector fails this op, else 0. */
+int td_fault_io(unsigned op);
 /* The index of the q-quantile (0 < q <= 1) of n > 0 sorted values, by
  * nearest rank: the smallest value with at least q * n values at or below
  * it.  A higher q never gives a lower index. */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
 #endif
@@ -1235,15 +1236,14 @@ static int compressed_sections(const char *path)
 
 /* The reference (no cache), and the entry's path; skips without
  * libc6-dbg's compressed debuginfo. */
-static void reference(struct libc_sym *ref, char *entry, size_t len)
+static void reference_of(struct libc_sym *ref, char *entry, size_t len, char orig[512])
 {
-	char orig[512];
 	const char *bid;
 
 	symbolize_libc(NULL, ref);
 	bid = ref->build_id;
 	cr_assert(bid[0], "libc has no build-id");
-	snprintf(orig, sizeof(orig), "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
+	snprintf(orig, 512, "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
 	/* a skipped test's .fini does not run: the directory goes first */
 	if (access(orig, R_OK) != 0) {
 		cache_teardown();
@@ -1256,6 +1256,13 @@ static void reference(struct libc_sym *ref, char *entry, size_t len)
 	}
 	cr_assert(ref->f[0].file[0] && ref->f[0].line > 0, "libc's DWARF was not used");
 	snprintf(entry, len, "%s/%s.debug", cdir, bid);
+}
+
+static void reference(struct libc_sym *ref, char *entry, size_t len)
+{
+	char orig[512];
+
+	reference_of(ref, entry, len, orig);
 }
 
 /* The names in cdir but . and .., space-separated; their count. */
@@ -1306,6 +1313,92 @@ Test(symcache, made_once_then_reused)
 	cr_expect_eq(st2.st_mtim.tv_sec, st1.st_mtim.tv_sec);
 	cr_expect_eq(st2.st_mtim.tv_nsec, st1.st_mtim.tv_nsec);
 	cr_expect_eq(dir_names(names, sizeof(names)), 1, "%s", names);
+}
+
+/* Section i of the entry against the original's: the same header but for
+ * compression, and the same bytes once inflated (by zlib here: the cache
+ * inflates with libdeflate), except location lists, left out. */
+static void expect_section_inflated(Elf *orig, Elf *entry, size_t i, size_t shstrndx)
+{
+	Elf_Scn *a = elf_getscn(orig, i), *b = elf_getscn(entry, i);
+	GElf_Shdr sa, sb;
+	Elf_Data *da, *db;
+	const char *name;
+
+	cr_assert(a && b && gelf_getshdr(a, &sa) && gelf_getshdr(b, &sb));
+	name = elf_strptr(orig, shstrndx, sa.sh_name);
+	cr_assert_not_null(name);
+	cr_expect_eq(sa.sh_name, sb.sh_name, "section %zu", i);
+	cr_expect_eq(sa.sh_addr, sb.sh_addr, "%s", name);
+	cr_expect_eq(sa.sh_link, sb.sh_link, "%s", name);
+	cr_expect_eq(sa.sh_info, sb.sh_info, "%s", name);
+	cr_expect_eq(sa.sh_entsize, sb.sh_entsize, "%s", name);
+	cr_expect_eq(sb.sh_flags, sa.sh_flags & ~(GElf_Xword)SHF_COMPRESSED, "%s", name);
+	if (!strcmp(name, ".debug_loclists") || !strcmp(name, ".debug_loc")) {
+		cr_expect_eq(sb.sh_type, SHT_NOBITS, "%s left out", name);
+		cr_expect_eq(sb.sh_size, 0, "%s left out", name);
+		return;
+	}
+	cr_expect_eq(sa.sh_type, sb.sh_type, "%s", name);
+	if (sa.sh_type == SHT_NOBITS) {
+		cr_expect_eq(sa.sh_size, sb.sh_size, "%s", name);
+		return;
+	}
+	da = elf_rawdata(a, NULL);
+	db = elf_rawdata(b, NULL);
+	cr_assert(da && db, "%s", name);
+	if (sa.sh_flags & SHF_COMPRESSED) {
+		GElf_Chdr ch;
+		unsigned char *want;
+		uLongf n;
+
+		cr_assert(gelf_getchdr(a, &ch), "%s", name);
+		cr_expect_eq(sb.sh_addralign, ch.ch_addralign, "%s", name);
+		cr_assert_eq(sb.sh_size, ch.ch_size, "%s", name);
+		n = (uLongf)ch.ch_size;
+		want = malloc(ch.ch_size + 1);
+		cr_assert_not_null(want);
+		cr_assert_eq(uncompress(want, &n, (const unsigned char *)da->d_buf + sizeof(Elf64_Chdr),
+				     da->d_size - sizeof(Elf64_Chdr)),
+			Z_OK, "%s", name);
+		cr_assert_eq(n, ch.ch_size, "%s", name);
+		cr_expect(!memcmp(want, db->d_buf, ch.ch_size), "%s inflated differs", name);
+		free(want);
+		return;
+	}
+	cr_expect_eq(sa.sh_addralign, sb.sh_addralign, "%s", name);
+	cr_assert_eq(da->d_size, db->d_size, "%s", name);
+	cr_expect(!memcmp(da->d_buf, db->d_buf, da->d_size), "%s differs", name);
+}
+
+/* The entry is the original, section by section, inflated. */
+Test(symcache, entry_holds_the_original_inflated)
+{
+	struct libc_sym ref, first;
+	char entry[600], orig[512];
+	int fa, fb;
+	Elf *a, *b;
+	size_t na, nb, shstrndx;
+
+	reference_of(&ref, entry, sizeof(entry), orig);
+	symbolize_libc(cdir, &first);
+	cr_assert_eq(first.st.created, 1, "%s", td_strerror(first.st.err));
+	fa = open(orig, O_RDONLY | O_CLOEXEC);
+	fb = open(entry, O_RDONLY | O_CLOEXEC);
+	cr_assert(fa >= 0 && fb >= 0);
+	a = elf_begin(fa, ELF_C_READ_MMAP, NULL);
+	b = elf_begin(fb, ELF_C_READ_MMAP, NULL);
+	cr_assert(a && b && gelf_getclass(a) == ELFCLASS64);
+	cr_assert_eq(elf_getshdrnum(a, &na), 0);
+	cr_assert_eq(elf_getshdrnum(b, &nb), 0);
+	cr_assert_eq(na, nb, "%zu sections, %zu in the entry", na, nb);
+	cr_assert_eq(elf_getshdrstrndx(a, &shstrndx), 0);
+	for (size_t i = 1; i < na; i++)
+		expect_section_inflated(a, b, i, shstrndx);
+	elf_end(a);
+	elf_end(b);
+	close(fa);
+	close(fb);
 }
 
 /* An entry that must not be trusted is replaced, and the answers stay. */
