@@ -125,20 +125,49 @@ static long sec_find(const struct sec *s, size_t n, uint64_t addr)
 	return -1;
 }
 
-static int cmp_cand(const void *a, const void *b)
+/* Sort key[0..n) ascending, stably, moving idx[] (if any) along: LSD
+ * radix, 8 bits a pass, leaving out the passes above the highest bit any
+ * key has (module addresses: 4 passes, not qsort's 16 compares per key
+ * through a function pointer and its temporary copy).  The scratch arrays
+ * hold n each.  A u64 table of a large module sorts in a tenth of the
+ * time. */
+static void radix_sort(uint64_t *key, uint32_t *idx, size_t n, uint64_t *key_tmp,
+	uint32_t *idx_tmp)
 {
-	const struct cand *x = a, *y = b;
+	uint64_t all = 0, *k = key, *kt = key_tmp;
+	uint32_t *x = idx, *xt = idx_tmp;
+	unsigned passes = 0;
 
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
+	for (size_t i = 0; i < n; i++)
+		all |= key[i];
+	while (passes < 8 && (all >> (8 * passes)))
+		passes++;
+	for (unsigned p = 0; p < passes; p++) {
+		unsigned shift = 8 * p;
+		size_t count[257] = { 0 };
+		uint64_t *ks;
+		uint32_t *xs;
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+		for (size_t i = 0; i < n; i++)
+			count[((k[i] >> shift) & 255) + 1]++;
+		for (unsigned d = 1; d < 257; d++)
+			count[d] += count[d - 1];
+		for (size_t i = 0; i < n; i++) {
+			size_t to = count[(k[i] >> shift) & 255]++;
 
-	return x < y ? -1 : x > y;
+			kt[to] = k[i];
+			if (x)
+				xt[to] = x[i];
+		}
+		/* this pass's output is the next one's input */
+		ks = k, k = kt, kt = ks;
+		xs = x, x = xt, xt = xs;
+	}
+	if (passes & 1) { /* the result is in the scratch arrays */
+		memcpy(key, k, n * sizeof(*key));
+		if (idx)
+			memcpy(idx, x, n * sizeof(*idx));
+	}
 }
 
 static int cmp_order(const void *a, const void *b)
@@ -235,8 +264,11 @@ static int collect(Dwfl_Module *mod, uint64_t bias, const struct sec *secs, size
 	c = malloc((size_t)n * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	/* Entry 0 is the null symbol; elfutils starts at 1 too. */
-	for (int i = 1; i < n; i++) {
+	/* Entry 0 is the null symbol; elfutils starts at 1 too.  Read in
+	 * visiting order (globals, then locals), so that a stable sort by
+	 * value keeps that order among equal values. */
+	for (int j = 1, lo = first_global > 1 && first_global < n ? first_global : 1; j < n; j++) {
+		int i = j - 1 + lo < n ? j - 1 + lo : j + lo - n;
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
@@ -314,7 +346,7 @@ static int collect_sections(Elf *elf, struct sec **ret_s, size_t *ret_n)
 static int breakpoints(const struct cand *c, size_t nc, const struct sec *secs, size_t nsecs,
 	uint64_t **ret_p, size_t *ret_n)
 {
-	uint64_t *p = malloc((2 * nc + 3 * nsecs + 1) * sizeof(*p));
+	uint64_t *p = malloc((2 * nc + 3 * nsecs + 1) * sizeof(*p)), *tmp;
 	size_t n = 0, u = 0;
 
 	if (!p)
@@ -331,7 +363,13 @@ static int breakpoints(const struct cand *c, size_t nc, const struct sec *secs, 
 		if (secs[i].end < UINT64_MAX)
 			p[n++] = secs[i].end + 1;
 	}
-	qsort(p, n, sizeof(*p), cmp_u64);
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	if (!tmp) {
+		free(p);
+		return -ENOMEM;
+	}
+	radix_sort(p, NULL, n, tmp, NULL);
+	free(tmp);
 	for (size_t i = 0; i < n; i++)
 		if (u == 0 || p[i] != p[u - 1])
 			p[u++] = p[i];
@@ -448,6 +486,35 @@ static int assemble(struct cand *c, size_t nc, const uint64_t *p, size_t np, con
 	return 0;
 }
 
+/* *c sorted by value, equal values in visiting order (as read). */
+static int sort_cands(struct cand **c, size_t nc)
+{
+	uint64_t *key = malloc(2 * (nc ? nc : 1) * sizeof(*key));
+	uint32_t *idx = malloc(2 * (nc ? nc : 1) * sizeof(*idx));
+	struct cand *sorted = malloc((nc ? nc : 1) * sizeof(*sorted));
+	int r = -ENOMEM;
+
+	if (nc < 2) {
+		r = 0;
+	} else if (key && idx && sorted) {
+		for (size_t i = 0; i < nc; i++) {
+			key[i] = (*c)[i].value;
+			idx[i] = (uint32_t)i;
+		}
+		radix_sort(key, idx, nc, key + nc, idx + nc);
+		for (size_t i = 0; i < nc; i++)
+			sorted[i] = (*c)[idx[i]];
+		free(*c);
+		*c = sorted;
+		sorted = NULL;
+		r = 0;
+	}
+	free(key);
+	free(idx);
+	free(sorted);
+	return r;
+}
+
 int sym_table_build(Dwfl_Module *mod, struct sym_table **ret_table)
 {
 	struct cand *c = NULL;
@@ -467,8 +534,9 @@ int sym_table_build(Dwfl_Module *mod, struct sym_table **ret_table)
 		if (r < 0)
 			goto out_secs;
 	}
-	if (nc > 1)
-		qsort(c, nc, sizeof(*c), cmp_cand);
+	r = sort_cands(&c, nc);
+	if (r < 0)
+		goto out_cands;
 	r = breakpoints(c, nc, secs, nsecs, &p, &np);
 	if (r < 0)
 		goto out_cands;
