@@ -35,6 +35,8 @@
 #define REPO "/tmp/tracerd-bench-cost-repo"
 #define PERF_DATA "/tmp/tracerd-bench-cost.perf.data"
 #define TOOL_ERR "/tmp/tracerd-bench-cost.err"
+/* cold rounds: tracerd's debuginfo cache, emptied before each */
+#define COLD_CACHE "/tmp/tracerd-bench-cost-cache"
 
 enum tool { T_ALONE, T_TRACERD, T_PERF, T_N };
 static const char *const tool_names[T_N] = { "alone", "tracerd", "perf --call-graph dwarf" };
@@ -47,6 +49,7 @@ struct cell {
 };
 
 static const char *tracerd;
+static bool cold; /* tracerd with an empty debuginfo cache, and no perf */
 
 static double now_s(void)
 {
@@ -146,7 +149,8 @@ static pid_t start_held(char *const argv[], int go[2])
 static pid_t start_tool(enum tool t, pid_t target, int hz)
 {
 	char pidbuf[16], hzbuf[16];
-	const char *tr[] = { tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-q", NULL };
+	const char *tr[] = { tracerd, "--pid", pidbuf, "-F", hzbuf, "-r", REPO, "-q",
+		cold ? "--cache-dir" : NULL, COLD_CACHE, NULL };
 	const char *pf[] = { "perf", "record", "-F", hzbuf, "--call-graph", "dwarf", "-o",
 		PERF_DATA, "-p", pidbuf, NULL };
 
@@ -164,7 +168,7 @@ static double run(enum tool t, char *const argv[], int hz, struct cell *c, int k
 	double t0, t1;
 	struct rusage ru;
 
-	if (system("rm -rf " REPO " " PERF_DATA) != 0)
+	if (system("rm -rf " REPO " " PERF_DATA " " COLD_CACHE) != 0)
 		exit(1);
 	if (t != T_ALONE) {
 		p = start_tool(t, f, hz);
@@ -262,13 +266,28 @@ static void measure(const char *name, char *const argv[], int hz, int rounds)
 		for (int j = 0; j < T_N; j++) {
 			enum tool t = (enum tool)((j + k) % T_N);
 
-			e[t] = run(t, argv, hz, &cells[t], k);
+			if (!(cold && t == T_PERF))
+				e[t] = run(t, argv, hz, &cells[t], k);
 		}
 		for (int t = 0; t < T_N; t++)
-			cells[t].slow[cells[t].n++] = e[t] / e[T_ALONE];
+			if (!(cold && t == T_PERF))
+				cells[t].slow[cells[t].n++] = e[t] / e[T_ALONE];
 	}
 	for (int t = 0; t < T_N; t++)
-		row(name, hz, (enum tool)t, &cells[t]);
+		if (!(cold && t == T_PERF))
+			row(name, hz, (enum tool)t, &cells[t]);
+	if (!cold && cells[T_TRACERD].n > 1) {
+		/* rounds are interleaved: a round's pair met the same machine */
+		double d[MAX_ROUNDS];
+		int n = cells[T_TRACERD].n;
+
+		for (int k = 0; k < n; k++)
+			d[k] = 100 * (cells[T_TRACERD].slow[k] - cells[T_PERF].slow[k]);
+		qsort(d, (size_t)n, sizeof(*d), cmp_d);
+		printf("%-18s %5d   slowdown, tracerd - perf, round by round: median %+.2f points, "
+		       "from %+.2f to %+.2f\n",
+			name, hz, median(d, n), d[0], d[n - 1]);
+	}
 	fflush(stdout);
 }
 
@@ -495,21 +514,30 @@ int main(int argc, char **argv)
 	snprintf(fx_work, sizeof(fx_work), "%s/fx_work", argv[2]);
 	signal(SIGPIPE, SIG_IGN);
 	printf("\n== what recording costs: tracerd and perf record side by side, %d interleaved "
-	       "rounds, %ld CPUs, load average %.2f\n\n",
-		rounds, sysconf(_SC_NPROCESSORS_ONLN), atof(slurp("/proc/loadavg")));
+	       "rounds (%d at 999 Hz, at most 3 of clang), %ld CPUs, load average %.2f\n\n",
+		rounds, MAX_ROUNDS, sysconf(_SC_NPROCESSORS_ONLN), atof(slurp("/proc/loadavg")));
 	printf("%-18s %5s %-24s %8s %11s %11s %8s %9s %11s %8s\n", "target", "Hz", "recorder",
 		"slowdown", "CPU/sample", "steady", "start-up", "bytes/smp", "stop p50/99",
 		"samples");
 	measure("fx_work (C)", work_argv, 99, rounds);
-	measure("fx_work (C)", work_argv, 999, rounds);
-	if (access(argv[4], R_OK) == 0 && system("command -v clang++ > /dev/null") == 0)
+	/* perf and tracerd take the same interrupt per sample: their
+	 * slowdowns differ by less than single rounds spread (a point or
+	 * two), so this row gets as many rounds as the table holds */
+	measure("fx_work (C)", work_argv, 999, MAX_ROUNDS);
+	if (access(argv[4], R_OK) == 0 && system("command -v clang++ > /dev/null") == 0) {
 		measure("clang++ -O2 -c", cxx_argv, 99, rounds > 3 ? 3 : rounds);
-	else
+		/* a machine's first recording of clang: tracerd builds its
+		 * symbol tables and inflates libc's debuginfo into the cache */
+		cold = true;
+		measure("clang++, 1st time", cxx_argv, 99, rounds > 3 ? 3 : rounds);
+		cold = false;
+	} else
 		printf("clang++ -O2 -c: skipped (no clang++ or no %s)\n", argv[4]);
 	printf("\n(slowdown: the target's wall time / alone, median of the rounds; CPU/sample: "
 	       "the recorder's CPU time per sample, start-up included (perf: recording only; "
 	       "tracerd: recording, unwinding and symbols); steady: tracerd's after start-up; "
-	       "start-up: tracerd's CPU until its first samples were written)\n");
+	       "start-up: tracerd's CPU until its first samples were written; 1st time: "
+	       "tracerd's debuginfo cache emptied before each round)\n");
 	steady(argv[2], rounds > 3 ? 3 : rounds);
 	crowd(argv[2], rounds > 3 ? 3 : rounds, 5);
 	r1 = maxrss_kb(argv[2], "fx_spin", NULL, 1);
@@ -519,7 +547,7 @@ int main(int argc, char **argv)
 	       "thread; %.0f KiB per more process of the same binary (4: %ld KiB); %.1f KiB per "
 	       "more thread (fx_threads 1000, 1011 threads: %ld KiB)\n",
 		r1, (double)(r4 - r1) / 3, r4, (double)(rt - r1) / 1010, rt);
-	if (system("rm -rf " REPO " " PERF_DATA " " TOOL_ERR " /tmp/tracerd-bench-cost.o "
+	if (system("rm -rf " REPO " " PERF_DATA " " TOOL_ERR " " COLD_CACHE " /tmp/tracerd-bench-cost.o "
 		   "/tmp/tracerd-bench-cost.out") != 0)
 		return 1;
 	return 0;
