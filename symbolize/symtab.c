@@ -129,8 +129,8 @@ static long sec_find(const struct sec *s, size_t n, uint64_t addr)
  * radix, 8 bits a pass, leaving out the passes above the highest bit any
  * key has (module addresses: 4 passes, not qsort's 16 compares per key
  * through a function pointer and its temporary copy).  The scratch arrays
- * hold n each.  A u64 table of a large module sorts in a tenth of the
- * time. */
+ * hold n each.  libLLVM's symbols and breakpoints sort in a third of
+ * qsort's time. */
 static void radix_sort(uint64_t *key, uint32_t *idx, size_t n, uint64_t *key_tmp,
 	uint32_t *idx_tmp)
 {
@@ -489,14 +489,17 @@ static int assemble(struct cand *c, size_t nc, const uint64_t *p, size_t np, con
 /* *c sorted by value, equal values in visiting order (as read). */
 static int sort_cands(struct cand **c, size_t nc)
 {
-	uint64_t *key = malloc(2 * (nc ? nc : 1) * sizeof(*key));
-	uint32_t *idx = malloc(2 * (nc ? nc : 1) * sizeof(*idx));
-	struct cand *sorted = malloc((nc ? nc : 1) * sizeof(*sorted));
+	uint64_t *key;
+	uint32_t *idx;
+	struct cand *sorted;
 	int r = -ENOMEM;
 
-	if (nc < 2) {
-		r = 0;
-	} else if (key && idx && sorted) {
+	if (nc < 2)
+		return 0;
+	key = malloc(2 * nc * sizeof(*key));
+	idx = malloc(2 * nc * sizeof(*idx));
+	sorted = malloc(nc * sizeof(*sorted));
+	if (key && idx && sorted) {
 		for (size_t i = 0; i < nc; i++) {
 			key[i] = (*c)[i].value;
 			idx[i] = (uint32_t)i;
