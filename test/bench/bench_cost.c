@@ -514,7 +514,7 @@ int main(int argc, char **argv)
 	snprintf(fx_work, sizeof(fx_work), "%s/fx_work", argv[2]);
 	signal(SIGPIPE, SIG_IGN);
 	printf("\n== what recording costs: tracerd and perf record side by side, %d interleaved "
-	       "rounds (%d at 999 Hz, at most 3 of clang), %ld CPUs, load average %.2f\n\n",
+	       "rounds (%d at 999 Hz), %ld CPUs, load average %.2f\n\n",
 		rounds, MAX_ROUNDS, sysconf(_SC_NPROCESSORS_ONLN), atof(slurp("/proc/loadavg")));
 	printf("%-18s %5s %-24s %8s %11s %11s %8s %9s %11s %8s\n", "target", "Hz", "recorder",
 		"slowdown", "CPU/sample", "steady", "start-up", "bytes/smp", "stop p50/99",
@@ -525,11 +525,11 @@ int main(int argc, char **argv)
 	 * two), so this row gets as many rounds as the table holds */
 	measure("fx_work (C)", work_argv, 999, MAX_ROUNDS);
 	if (access(argv[4], R_OK) == 0 && system("command -v clang++ > /dev/null") == 0) {
-		measure("clang++ -O2 -c", cxx_argv, 99, rounds > 3 ? 3 : rounds);
+		measure("clang++ -O2 -c", cxx_argv, 99, rounds);
 		/* a machine's first recording of clang: tracerd builds its
 		 * symbol tables and inflates libc's debuginfo into the cache */
 		cold = true;
-		measure("clang++, 1st time", cxx_argv, 99, rounds > 3 ? 3 : rounds);
+		measure("clang++, 1st time", cxx_argv, 99, rounds);
 		cold = false;
 	} else
 		printf("clang++ -O2 -c: skipped (no clang++ or no %s)\n", argv[4]);
