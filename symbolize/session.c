@@ -1330,10 +1330,22 @@ static bool is_cxx(Dwarf_Die *cu)
 		lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
 }
 
+/* Is cu's language C, where no function is inside a namespace or a class? */
+static bool is_c(Dwarf_Die *cu)
+{
+	int lang = dwarf_srclang(cu);
+
+	return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+	       lang == DW_LANG_C11;
+}
+
 /* Fully qualified DWARF name from the enclosing namespaces, classes and
  * functions (GCC gives inline-only template instances no linkage name):
- * "std::__sort<...>", "main::<lambda(int)>::operator()". */
-static const char *qualified_name(struct sym_session *s, Dwarf_Die *die)
+ * "std::__sort<...>", "main::<lambda(int)>::operator()".  In C (!scoped)
+ * the name alone: dwarf_getscopes_die walks the unit from its first DIE,
+ * which in a large unit (CPython's ceval.c) was most of the CPU of
+ * symbolizing a new pc. */
+static const char *qualified_name(struct sym_session *s, Dwarf_Die *die, bool scoped)
 {
 	Dwarf_Die d = decl_die(die), *scopes = NULL;
 	const char *name = dwarf_diename(&d);
@@ -1343,6 +1355,8 @@ static const char *qualified_name(struct sym_session *s, Dwarf_Die *die)
 
 	if (!name)
 		return NULL;
+	if (!scoped)
+		return sym_cache_intern0(s->cache, name);
 	n = dwarf_getscopes_die(&d, &scopes);
 	for (int i = n - 1; i >= 1; i--) {
 		const char *part;
@@ -1474,32 +1488,14 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
 	return depth;
 }
 
-/* dwarf_getscopes() of elfutils 0.188 looks for the abstract origin of
- * the outermost inlined instance holding pc in cu alone; when it is in
- * another unit (Go inlines across packages, LTO across files), or cannot
- * be read, it finds nothing and leaks the answer it had allocated.  scopes:
- * walk_scopes()'s, innermost first. */
-static bool origin_elsewhere(Dwarf_Die *cu, Dwarf_Die *scopes, int n)
-{
-	for (int i = n - 1; i >= 0; i--) {
-		Dwarf_Attribute a;
-		Dwarf_Die origin;
-
-		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-			continue;
-		return !dwarf_attr(&scopes[i], DW_AT_abstract_origin, &a) ||
-		       !dwarf_formref_die(&a, &origin) || origin.cu != cu->cu;
-	}
-	return false;
-}
-
 /* The scopes holding pc (a CU-relative address) in cu, innermost first,
  * found by walking its DIEs, as dwarf_getscopes_die() gives them; the
  * count (0: none) with *ret malloc'ed.  dwarf_getscopes() of elfutils
  * 0.188 leaks 32 bytes each time it finds nothing (Go's assembly
- * functions, any code without a DIE), and finds nothing in an LTO build's
+ * functions, any code without a DIE), finds nothing in an LTO build's
  * <artificial> CU, whose concrete functions point across CUs to their
- * abstract origins: this looks first. */
+ * abstract origins, and with dwarf_getscopes_die walked a large unit twice
+ * more per new pc: this is the only search. */
 static int walk_scopes(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **ret)
 {
 	Dwarf_Die path[SYM_MAX_NEST_SCOPES];
@@ -1635,29 +1631,16 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		file = sym_cache_intern0(s->cache, f);
 	}
 	if (cu) {
-		Dwarf_Die *inner = NULL, *scopes = NULL;
-		const char *cu_name = dwarf_diename(cu);
-		/* the scopes by walk_scopes; then, but for an LTO partition
-		 * (where it finds nothing), as dwarf_getscopes() gives them */
-		bool lto = cu_name && !strcmp(cu_name, "<artificial>");
+		/* the concrete chain of scopes holding the pc (the callers the
+		 * code was inlined into), as eu-addr2line -i gives it */
+		Dwarf_Die *scopes = NULL;
 		int ns = walk_scopes(cu, addr - bias, &scopes);
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
-		bool cxx = is_cxx(cu);
+		bool cxx = is_cxx(cu), c = !cxx && is_c(cu);
 
-		/* dwarf_getscopes lists the abstract definition's scopes after
-		 * an inlined instance; the concrete containers (the caller the
-		 * code was inlined into) come from the innermost DIE's own
-		 * chain, as eu-addr2line -i does. */
-		if (ns > 0 && !lto && !origin_elsewhere(cu, scopes, ns) &&
-			dwarf_getscopes(cu, addr - bias, &inner) > 0) {
-			free(scopes);
-			scopes = NULL;
-			ns = dwarf_getscopes_die(&inner[0], &scopes);
-		}
 		if (ns > 0)
 			dwarf_getsrcfiles(cu, &files, &nfiles);
-		free(inner);
 		for (int i = 0; i < ns && n < SYM_MAX_INLINE; i++) {
 			int tag = dwarf_tag(&scopes[i]);
 			Dwarf_Attribute a;
@@ -1674,7 +1657,7 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 			if (!fn && tag == DW_TAG_subprogram && cxx)
 				fn = elf_name(s, m, addr);
 			if (!fn)
-				fn = qualified_name(s, &scopes[i]);
+				fn = qualified_name(s, &scopes[i], !c);
 			if (dwarf_decl_line(&scopes[i], &decl) != 0)
 				decl = 0;
 			out[n++] = (struct sym_line){ .function = fn,
