@@ -1488,8 +1488,9 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
 	return depth;
 }
 
-/* The scopes holding pc (a CU-relative address) in cu, innermost first,
- * found by walking its DIEs, as dwarf_getscopes_die() gives them; the
+/* The functions, inlined calls and blocks holding pc (a CU-relative
+ * address) in cu, innermost first, found by walking its DIEs (as
+ * dwarf_getscopes_die() gives them, less the namespaces and classes); the
  * count (0: none) with *ret malloc'ed.  dwarf_getscopes() of elfutils
  * 0.188 leaks 32 bytes each time it finds nothing (Go's assembly
  * functions, any code without a DIE), finds nothing in an LTO build's
