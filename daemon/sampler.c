@@ -423,16 +423,16 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct sampler *s = arg;
 	struct rec_event e = { .pid = ev->pid, .tid = ev->tid, .old_tid = ev->old_tid,
 		.signo = ev->signo, .status = ev->status, .addr = ev->addr, .time_ns = td_now_ns() };
-	struct target *tg;
+	/* the live target the event is about, found before targets_note
+	 * ends it (a process's exit); an exec renumbers its image in place */
+	struct target *tg = targets_find(&s->targets, ev->pid);
 	struct sthread *st;
 
 	if (targets_note(&s->targets, ev)) {
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
-		for (unsigned i = 0; i < s->targets.nprocs; i++)
-			if (s->targets.procs[i].id.pid == ev->pid)
-				e.start_time = s->targets.procs[i].id.start_time;
+		if (tg)
+			e.start_time = tg->id.start_time;
 	}
-	tg = targets_find(&s->targets, ev->pid);
 	e.image = tg ? tg->image : 0;
 	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid)))
 		/* the leader's tid, held at its exit during the exec
