@@ -264,11 +264,8 @@ static int collect(Dwfl_Module *mod, uint64_t bias, const struct sec *secs, size
 	c = malloc((size_t)n * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	/* Entry 0 is the null symbol; elfutils starts at 1 too.  Read in
-	 * visiting order (globals, then locals), so that a stable sort by
-	 * value keeps that order among equal values. */
-	for (int j = 1, lo = first_global > 1 && first_global < n ? first_global : 1; j < n; j++) {
-		int i = j - 1 + lo < n ? j - 1 + lo : j + lo - n;
+	/* Entry 0 is the null symbol; elfutils starts at 1 too. */
+	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
@@ -486,7 +483,8 @@ static int assemble(struct cand *c, size_t nc, const uint64_t *p, size_t np, con
 	return 0;
 }
 
-/* *c sorted by value, equal values in visiting order (as read). */
+/* *c sorted by value.  Among equal values the order is the table's: the
+ * answer does not depend on it (fold and label_at go by visiting order). */
 static int sort_cands(struct cand **c, size_t nc)
 {
 	uint64_t *key;
