@@ -3,7 +3,10 @@
  * alone, under `tracerd record`, and under `perf record --call-graph
  * dwarf` (perf's own cost: recording only; its unwinding and symbols come
  * later, in perf report, where tracerd's CPU includes both).
- *   slowdown      the target's wall time for its fixed work / alone, median
+ *   slowdown      the target's wall time for its fixed work / alone, median;
+ *                 and tracerd's - perf's of each round, median with its 95%
+ *                 interval (rounds interleaved: a round's pair met the
+ *                 same machine)
  *   CPU/sample    the recorder's CPU time (its rusage) / samples, start-up
  *                 included; tracerd also after start-up (steady state)
  *   start-up      tracerd's CPU until its first samples were written
@@ -236,6 +239,27 @@ static double median(const double *v, int n)
 	return t[n / 2];
 }
 
+/* The distribution-free interval of a median of n values: the k-th
+ * smallest to the k-th largest, k the largest rank with P(Binomial(n, 1/2)
+ * < k) <= 2.5%, so that the interval holds the true median at least 95% of
+ * the time whatever the values' distribution; 0 if n is too small. */
+static int ci_rank(int n)
+{
+	double p = 1, below = 0; /* p: P(X = j) */
+	int k = 0;
+
+	for (int j = 0; j < n; j++)
+		p /= 2;
+	for (int j = 0; j < n / 2; j++) {
+		below += p; /* P(X <= j) */
+		if (below > 0.025)
+			break;
+		k = j + 1;
+		p = p * (n - j) / (j + 1);
+	}
+	return k;
+}
+
 static void row(const char *target, int hz, enum tool t, struct cell *c)
 {
 	char cpu[32] = "-", steady[32] = "-", startup[32] = "-", stop[32] = "-";
@@ -283,10 +307,14 @@ static void measure(const char *name, char *const argv[], int hz, int rounds)
 
 		for (int k = 0; k < n; k++)
 			d[k] = 100 * (cells[T_TRACERD].slow[k] - cells[T_PERF].slow[k]);
+		int k = ci_rank(n);
+
 		qsort(d, (size_t)n, sizeof(*d), cmp_d);
-		printf("%-18s %5d   slowdown, tracerd - perf, round by round: median %+.2f points, "
-		       "from %+.2f to %+.2f\n",
-			name, hz, median(d, n), d[0], d[n - 1]);
+		printf("%-18s %5d   slowdown, tracerd - perf, round by round: median %+.2f points",
+			name, hz, median(d, n));
+		if (k)
+			printf(" (95%% interval %+.2f to %+.2f)", d[k - 1], d[n - k]);
+		printf(", from %+.2f to %+.2f\n", d[0], d[n - 1]);
 	}
 	fflush(stdout);
 }
@@ -514,15 +542,15 @@ int main(int argc, char **argv)
 	snprintf(fx_work, sizeof(fx_work), "%s/fx_work", argv[2]);
 	signal(SIGPIPE, SIG_IGN);
 	printf("\n== what recording costs: tracerd and perf record side by side, %d interleaved "
-	       "rounds (%d at 999 Hz), %ld CPUs, load average %.2f\n\n",
+	       "rounds (%d on fx_work), %ld CPUs, load average %.2f\n\n",
 		rounds, MAX_ROUNDS, sysconf(_SC_NPROCESSORS_ONLN), atof(slurp("/proc/loadavg")));
 	printf("%-18s %5s %-24s %8s %11s %11s %8s %9s %11s %8s\n", "target", "Hz", "recorder",
 		"slowdown", "CPU/sample", "steady", "start-up", "bytes/smp", "stop p50/99",
 		"samples");
-	measure("fx_work (C)", work_argv, 99, rounds);
 	/* perf and tracerd take the same interrupt per sample: their
 	 * slowdowns differ by less than single rounds spread (a point or
-	 * two), so this row gets as many rounds as the table holds */
+	 * two), so these rows get as many rounds as the table holds */
+	measure("fx_work (C)", work_argv, 99, MAX_ROUNDS);
 	measure("fx_work (C)", work_argv, 999, MAX_ROUNDS);
 	if (access(argv[4], R_OK) == 0 && system("command -v clang++ > /dev/null") == 0) {
 		measure("clang++ -O2 -c", cxx_argv, 99, rounds);
