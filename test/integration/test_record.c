@@ -1418,9 +1418,20 @@ Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
  * runtime.sigtramp or running) into the interrupted function, named; past it, the
  * interrupted code's stack is another one than the handler's, which the
  * sample did not copy: such a stack is cut there, and says so.  Counts
- * the stacks inside the handler into *ret_handler. */
+ * the stacks inside the handler into *ret_handler.  The interrupted pc
+ * may be in inlined code: then its frame is a chain of names, each after
+ * the first shown inlined in tree (`report -f tree`'s text; NULL: one name
+ * only). */
+static bool shown_inlined(const char *tree, const char *fn, size_t n)
+{
+	for (const char *at = tree; tree && (at = strstr(at, " [inlined]\n")); at++)
+		if ((size_t)(at - tree) > n && !memcmp(at - n, fn, n) && *(at - n - 1) == ' ')
+			return true;
+	return false;
+}
+
 static void go_stack_checked(const char *line, size_t len, const char *mode,
-	unsigned *ret_handler)
+	unsigned *ret_handler, const char *tree)
 {
 	static const char *const roots[] = { "runtime.goexit", "runtime.mstart", "runtime.clone",
 		"runtime.rt0_go", "runtime.mcall", "runtime.morestack", "_start",
@@ -1443,13 +1454,23 @@ static void go_stack_checked(const char *line, size_t len, const char *mode,
 	if (in && ret_handler)
 		(*ret_handler)++;
 	if (in && !strncmp(line, cut, strlen(cut))) {
-		/* cut [;...]: the interrupted function, whole, then the restorer */
-		const char *fn = line + strlen(cut);
-		size_t n = (size_t)(in - fn);
+		/* cut [;...]: the interrupted function, whole (with the calls
+		 * inlined into it at the pc), then the restorer */
+		const char *fn = line + strlen(cut), *end = in > fn ? in : fn;
 
-		cr_expect(n && !memchr(fn, ';', n) && !memmem(fn, n, "+0x", 3) &&
-				!memmem(fn, n, "[unknown]", 9) && !memmem(fn, n, "??", 2),
-			"%s mode: the interrupted function is not named: %.*s", mode, (int)len, line);
+		for (bool first = true;; first = false) {
+			const char *semi = memchr(fn, ';', (size_t)(end - fn));
+			size_t n = (size_t)((semi ? semi : end) - fn);
+
+			cr_expect(n && !memmem(fn, n, "+0x", 3) && !memmem(fn, n, "[unknown]", 9) &&
+					!memmem(fn, n, "??", 2) &&
+					(first || shown_inlined(tree, fn, n)),
+				"%s mode: the interrupted function is not named%s: %.*s", mode,
+				first ? "" : " or is more than one frame", (int)len, line);
+			if (!semi)
+				break;
+			fn = semi + 1;
+		}
 		return;
 	}
 	for (size_t k = 0; k < TD_ARRAY_SIZE(roots); k++)
@@ -1469,6 +1490,9 @@ Test(record, go_signal_handlers_unwound_into_the_interrupted_code, .timeout = 30
 	struct run_result r;
 	unsigned handler = 0;
 	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	const char *tree_argv[] = { "tracerd", "report", repo, "-f", "tree", "--min-percent", "0",
+		NULL };
+	struct run_result tr;
 
 	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
 	go_fixture_build(bin);
@@ -1481,17 +1505,21 @@ Test(record, go_signal_handlers_unwound_into_the_interrupted_code, .timeout = 30
 	unlink(bin);
 	run_tracerd(&r, argv);
 	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_tracerd(&tr, tree_argv);
+	cr_assert_eq(tr.status, 0, "%s", tr.err);
 	for (const char *line = r.out; *line;) {
 		const char *nl = strchrnul(line, '\n'), *sp = memrchr(line, ' ', (size_t)(nl - line));
 		unsigned before = handler;
 
-		go_stack_checked(line, (size_t)(sp ? sp - line : nl - line), "cpu", &handler);
+		go_stack_checked(line, (size_t)(sp ? sp - line : nl - line), "cpu", &handler,
+			tr.out);
 		if (handler > before && sp)
 			handler += (unsigned)strtoul(sp + 1, NULL, 10) - 1;
 		line = *nl ? nl + 1 : nl;
 	}
 	cr_expect_geq(handler, 10, "%u samples in the signal handler:\n%.2000s", handler, r.out);
 	run_result_free(&r);
+	run_result_free(&tr);
 }
 
 Test(record, go_stacks_reach_their_entry, .timeout = 300)
@@ -1500,6 +1528,9 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 	pid_t fx, t;
 	struct run_result r;
 	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
+	const char *tree_argv[] = { "tracerd", "report", repo, "-f", "tree", "--min-percent", "0",
+		NULL };
+	struct run_result tr;
 
 	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
 	go_fixture_build(bin);
@@ -1513,14 +1544,17 @@ Test(record, go_stacks_reach_their_entry, .timeout = 300)
 		cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
 		run_tracerd(&r, argv);
 		cr_expect_eq(r.status, 0, "%s", r.err);
+		run_tracerd(&tr, tree_argv);
+		cr_expect_eq(tr.status, 0, "%s", tr.err);
 		cr_expect(strstr(r.out, "runtime.goexit"), "%.400s", r.out);
 		for (const char *line = r.out; *line;) {
 			const char *nl = strchrnul(line, '\n');
 
-			go_stack_checked(line, (size_t)(nl - line), m ? "wall" : "cpu", NULL);
+			go_stack_checked(line, (size_t)(nl - line), m ? "wall" : "cpu", NULL, tr.out);
 			line = *nl ? nl + 1 : nl;
 		}
 		run_result_free(&r);
+		run_result_free(&tr);
 	}
 	/* Go's DWARF has no .debug_aranges: its CUs are found by their own
 	 * ranges, so frames have file:line (the last recording's, and a
