@@ -688,7 +688,9 @@ Test(dump_errors, process_exits_during_dump, .timeout = 120)
 			"the fixture exited through its EINTR path");
 		if (r.status != 0)
 			break;
-		cr_log_warn("attempt %d: the dump was over before the fixture exited", attempt + 1);
+		/* info, not warn: Criterion exits 1 after any warning, though
+		 * every test passed */
+		cr_log_info("attempt %d: the dump was over before the fixture exited", attempt + 1);
 	}
 	cr_expect_eq(r.status, 4, "exit %d: %s", r.status, r.err);
 	cr_expect(strstr(r.err, "exited during the dump; the stacks above were captured"), "%s",
