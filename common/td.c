@@ -197,6 +197,70 @@ int td_proc_id_check(const struct td_proc_id *id)
 	return now.start_time == id->start_time;
 }
 
+/* Does one line of /proc/PID/maps (NUL-terminated, perhaps only its start
+ * when it is longer than the reader's buffer) map a file over addr? */
+static bool maps_line_file_at(const char *line, uint64_t addr)
+{
+	unsigned long long start, end;
+	int off = 0;
+
+	if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &off) < 2 || !off)
+		return false;
+	return start <= addr && addr < end && line[off] == '/';
+}
+
+int td_maps_file_at(pid_t pid, uint64_t addr)
+{
+	char path[64], buf[4096];
+	size_t have = 0;
+	bool skip = false; /* the rest of a line longer than buf, judged already */
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = errno == ESRCH ? -ESRCH : -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			*nl = '\0';
+			if (!skip && maps_line_file_at(line, addr)) {
+				r = 1;
+				goto out;
+			}
+			skip = false;
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1) {
+			/* one line fills buf: its addresses and the path's
+			 * start are in it; the rest is skipped */
+			if (!skip && maps_line_file_at(buf, addr)) {
+				r = 1;
+				break;
+			}
+			skip = true;
+			have = 0;
+		}
+	}
+out:
+	close(fd);
+	return r;
+}
+
 pid_t td_tgid_of(pid_t tid)
 {
 	char path[64], buf[1024], *p;

@@ -80,6 +80,10 @@ int td_proc_id_read(pid_t pid, struct td_proc_id *ret_id);
  * is gone, or the PID names a later process); -errno when /proc cannot
  * tell.  A zombie not yet reaped is still the process. */
 int td_proc_id_check(const struct td_proc_id *id);
+/* Does a mapping of a file (a path in /proc/PID/maps) hold addr now?  1
+ * yes, 0 no (anonymous memory, or nothing), -ESRCH if the process is gone,
+ * -errno.  Reads the maps in pieces: no allocation. */
+int td_maps_file_at(pid_t pid, uint64_t addr);
 /* The process (thread group) of a thread id, 0 if it is gone.  TracerPid
  * in /proc names a thread: this gives its process. */
 pid_t td_tgid_of(pid_t tid);

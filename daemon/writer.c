@@ -61,6 +61,7 @@ struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
+	bool maps_checked; /* renew_due read the maps for this build */
 };
 
 /* owns: repo (until writer_main closes it), cache, sess, the maps, names;
@@ -352,6 +353,7 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 		return NULL;
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
+	free_slot->maps_checked = false;
 	return free_slot;
 }
 
@@ -400,7 +402,7 @@ static void session_drop(struct writer *w, pid_t pid)
 
 /* The process's mappings changed (dlopen): read them anew.  The old
  * session stays when that fails (the process is gone): its modules still
- * name what they named.  Once a second at most.  Returns whether it read
+ * name what they named.  renew_due says when.  Returns whether it read
  * them. */
 static bool session_renew(struct writer *w, struct session *se)
 {
@@ -409,6 +411,7 @@ static bool session_renew(struct writer *w, struct session *se)
 	se->built_ns = td_now_ns();
 	if (session_build(w, se->pid, &fresh) < 0)
 		return false;
+	se->maps_checked = false;
 	debug_stats_add(&w->debug_gone, se->s);
 	sym_session_free(se->s);
 	se->s = fresh;
@@ -586,6 +589,25 @@ static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound 
 	       !f.module;
 }
 
+/* Renew the session of an unwind that met a pc outside its modules (u, by
+ * innermost_unmapped)?  At once when a file is mapped over that pc now
+ * (a library dlopen'ed since the build: python's C modules, plugins); the
+ * maps are read for that once per build, so code outside every file (a
+ * JIT's) costs one read per build.  Otherwise once a second at most. */
+static bool renew_due(struct session *se, pid_t tid, const struct sym_unwound *u)
+{
+	unsigned k = u->end == SYM_END_NO_MODULE && u->n ? u->n - 1 : 0;
+
+	if (td_now_ns() - se->built_ns > 1000000000u)
+		return true;
+	if (se->maps_checked || !u->n)
+		return false;
+	se->maps_checked = true;
+	/* a return address may end its mapping: look at the call */
+	/* the sampled thread's: its process's leader may be a zombie */
+	return td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1;
+}
+
 /* A stack of one frame that says why there is no other: text, its
  * location cached in *loc for the chunk. */
 static uint32_t note_stack(struct writer *w, uint32_t *loc, const char *text)
@@ -726,7 +748,7 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	}
 	sym_session_unwind(se->s, s, &w->u);
 	/* the maps changed (dlopen): see them anew, then retry */
-	if (innermost_unmapped(se->s, &w->u) && td_now_ns() - se->built_ns > 1000000000u &&
+	if (innermost_unmapped(se->s, &w->u) && renew_due(se, s->tid, &w->u) &&
 		session_renew(w, se))
 		sym_session_unwind(se->s, s, &w->u);
 	if (w->u.end == SYM_END_WINDOW)

@@ -2062,6 +2062,30 @@ Test(record, dlopen_after_start_is_symbolized)
 	fx_stop(fx);
 }
 
+/* A library dlopen'ed right after the recording's first samples, while
+ * the writer's session of the process is young (it used to be renewed
+ * once a second at most: python's C modules, imported at its start, were
+ * cut as "[unknown]" for the first second): its first sample renews the
+ * session, and no stack is cut, before or after. */
+Test(record, dlopen_soon_after_start_is_symbolized_at_once)
+{
+	pid_t fx = fx_start(FX("fx_dlopen"), FX("libfx_plugin.so")), t;
+	struct found f;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_expect(repo_until(has_samples));
+	kill(fx, SIGUSR1); /* dlopen now */
+	cr_expect(repo_until(plugin_enough));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	f = scan_repo();
+	cr_expect_gt(f.plugin, 80, "after dlopen, the new library's symbols: %llu",
+		(unsigned long long)f.plugin);
+	cr_expect_eq(f.cut, 0, "%llu of %llu stacks cut", (unsigned long long)f.cut,
+		(unsigned long long)f.samples);
+	fx_stop(fx);
+}
+
 static bool renamed(const struct found *f)
 {
 	return f->renames > 0;

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../common/buf.h"
@@ -416,6 +419,73 @@ Test(common, task_info_of_self)
 	cr_expect_eq(info.state, 'R');
 	cr_expect_eq(info.ppid, getppid());
 	cr_expect_eq(td_task_info_read(0x3ffffff0, 0x3ffffff0, &info), -ESRCH);
+}
+
+/* td_maps_file_at against a reading of this process's maps by stdio: at
+ * both ends of every mapping, a file's say 1, the others 0; a gone process
+ * -ESRCH.  The kernel hands the maps out in whole lines, but a line longer
+ * than td_maps_file_at's 4 KiB buffer comes in pieces: a file mapped from
+ * a path of over 5000 bytes makes one. */
+Test(common, maps_file_at_agrees_with_the_maps)
+{
+	char top[] = "/tmp/tracerd-test-maps-XXXXXX", name[201], cmd[128], line[8192];
+	unsigned files = 0, anon = 0, long_lines = 0;
+	int dir, fd;
+	void *m;
+	FILE *f;
+	pid_t child;
+
+	cr_assert_not_null(mkdtemp(top));
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	dir = open(top, O_RDONLY | O_DIRECTORY);
+	for (int i = 0; i < 26 && dir >= 0; i++) {
+		int sub;
+
+		cr_assert_eq(mkdirat(dir, name, 0700), 0);
+		sub = openat(dir, name, O_RDONLY | O_DIRECTORY);
+		close(dir);
+		dir = sub;
+	}
+	cr_assert_geq(dir, 0);
+	fd = openat(dir, "f", O_RDWR | O_CREAT, 0600);
+	close(dir);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(m, MAP_FAILED);
+
+	f = fopen("/proc/self/maps", "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end;
+		int off = 0;
+
+		long_lines += strlen(line) > 4096;
+		cr_assert_geq(sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &off), 2);
+		if (start >= 0xffffffffff600000ull)
+			continue; /* vsyscall: not in the task's own maps for long */
+		files += line[off] == '/';
+		anon += line[off] != '/';
+		cr_expect_eq(td_maps_file_at(getpid(), start), line[off] == '/', "%s", line);
+		cr_expect_eq(td_maps_file_at(getpid(), end - 1), line[off] == '/', "%s", line);
+	}
+	fclose(f);
+	cr_expect_eq(long_lines, 1);
+	cr_expect_eq(td_maps_file_at(getpid(), (uintptr_t)m), 1);
+	munmap(m, 4096);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
+	cr_expect_eq(system(cmd), 0);
+	cr_expect_gt(files, 10);
+	cr_expect_gt(anon, 2);
+	cr_expect_eq(td_maps_file_at(getpid(), (uintptr_t)&td_maps_file_at), 1);
+	cr_expect_eq(td_maps_file_at(getpid(), 0), 0);
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_expect_eq(td_maps_file_at(child, (uintptr_t)&td_maps_file_at), -ESRCH);
 }
 
 /* What the parsers say goes to stderr: catch it, so that a passing run
