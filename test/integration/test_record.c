@@ -2044,22 +2044,32 @@ static bool plugin_enough(const struct found *f)
 	return f->plugin > 80;
 }
 
-Test(record, dlopen_after_start_is_symbolized)
+/* fx_dlopen recorded: it dlopen()s libfx_plugin.so once the repository
+ * holds what before asks, and the recording goes on until the library has
+ * samples enough. */
+static struct found dlopen_recorded(bool (*before)(const struct found *f))
 {
 	pid_t fx = fx_start(FX("fx_dlopen"), FX("libfx_plugin.so")), t;
 	struct found f;
 
 	cr_assert_gt(fx, 0);
 	t = tracerd_start(fx, NULL, NULL, NULL);
-	cr_expect(repo_until(main_spin_enough));
+	cr_expect(repo_until(before));
 	kill(fx, SIGUSR1); /* dlopen now */
 	cr_expect(repo_until(plugin_enough));
 	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
 	f = scan_repo();
-	cr_expect_gt(f.main_spin, 50, "before dlopen: %llu", (unsigned long long)f.main_spin);
+	fx_stop(fx);
 	cr_expect_gt(f.plugin, 80, "after dlopen, the new library's symbols: %llu",
 		(unsigned long long)f.plugin);
-	fx_stop(fx);
+	return f;
+}
+
+Test(record, dlopen_after_start_is_symbolized)
+{
+	struct found f = dlopen_recorded(main_spin_enough);
+
+	cr_expect_gt(f.main_spin, 50, "before dlopen: %llu", (unsigned long long)f.main_spin);
 }
 
 /* A library dlopen'ed right after the recording's first samples, while
@@ -2069,21 +2079,10 @@ Test(record, dlopen_after_start_is_symbolized)
  * session, and no stack is cut, before or after. */
 Test(record, dlopen_soon_after_start_is_symbolized_at_once)
 {
-	pid_t fx = fx_start(FX("fx_dlopen"), FX("libfx_plugin.so")), t;
-	struct found f;
+	struct found f = dlopen_recorded(has_samples);
 
-	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, NULL, NULL, NULL);
-	cr_expect(repo_until(has_samples));
-	kill(fx, SIGUSR1); /* dlopen now */
-	cr_expect(repo_until(plugin_enough));
-	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	f = scan_repo();
-	cr_expect_gt(f.plugin, 80, "after dlopen, the new library's symbols: %llu",
-		(unsigned long long)f.plugin);
 	cr_expect_eq(f.cut, 0, "%llu of %llu stacks cut", (unsigned long long)f.cut,
 		(unsigned long long)f.samples);
-	fx_stop(fx);
 }
 
 static bool renamed(const struct found *f)
