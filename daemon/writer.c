@@ -603,8 +603,8 @@ static bool renew_due(struct session *se, pid_t tid, const struct sym_unwound *u
 	if (se->maps_checked || !u->n)
 		return false;
 	se->maps_checked = true;
-	/* a return address may end its mapping: look at the call */
-	/* the sampled thread's: its process's leader may be a zombie */
+	/* the sampled thread's maps (its process's leader may be a zombie);
+	 * a return address may end its mapping: the call's */
 	return td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1;
 }
 
@@ -749,8 +749,13 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	sym_session_unwind(se->s, s, &w->u);
 	/* the maps changed (dlopen): see them anew, then retry */
 	if (innermost_unmapped(se->s, &w->u) && renew_due(se, s->tid, &w->u) &&
-		session_renew(w, se))
+		session_renew(w, se)) {
 		sym_session_unwind(se->s, s, &w->u);
+		/* still outside every module (a file mapping libdwfl did not
+		 * report): renewing at once again would rebuild the session
+		 * at every sample; once a second will do */
+		se->maps_checked = innermost_unmapped(se->s, &w->u);
+	}
 	if (w->u.end == SYM_END_WINDOW)
 		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
 			memory_order_relaxed);
