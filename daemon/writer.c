@@ -61,7 +61,9 @@ struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
-	bool maps_checked; /* renew_due read the maps for this build */
+	/* no renewal at once for this build: renew_due read the maps for
+	 * it, or it is a renewal that left the pc outside every module */
+	bool renew_later;
 };
 
 /* owns: repo (until writer_main closes it), cache, sess, the maps, names;
@@ -353,7 +355,7 @@ static struct session *session_for(struct writer *w, pid_t pid, bool create)
 		return NULL;
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
-	free_slot->maps_checked = false;
+	free_slot->renew_later = false;
 	return free_slot;
 }
 
@@ -411,7 +413,6 @@ static bool session_renew(struct writer *w, struct session *se)
 	se->built_ns = td_now_ns();
 	if (session_build(w, se->pid, &fresh) < 0)
 		return false;
-	se->maps_checked = false;
 	debug_stats_add(&w->debug_gone, se->s);
 	sym_session_free(se->s);
 	se->s = fresh;
@@ -600,9 +601,9 @@ static bool renew_due(struct session *se, pid_t tid, const struct sym_unwound *u
 
 	if (td_now_ns() - se->built_ns > 1000000000u)
 		return true;
-	if (se->maps_checked || !u->n)
+	if (se->renew_later || !u->n)
 		return false;
-	se->maps_checked = true;
+	se->renew_later = true;
 	/* the sampled thread's maps (its process's leader may be a zombie);
 	 * a return address may end its mapping: the call's */
 	return td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1;
@@ -754,7 +755,7 @@ static uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		/* still outside every module (a file mapping libdwfl did not
 		 * report): renewing at once again would rebuild the session
 		 * at every sample; once a second will do */
-		se->maps_checked = innermost_unmapped(se->s, &w->u);
+		se->renew_later = innermost_unmapped(se->s, &w->u);
 	}
 	if (w->u.end == SYM_END_WINDOW)
 		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
