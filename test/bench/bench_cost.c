@@ -278,6 +278,12 @@ static void row(const char *target, int hz, enum tool t, struct cell *c)
 		t == T_ALONE ? 0.0 : median(c->samples, c->n));
 }
 
+/* Does recorder t take part (a cold row is tracerd's alone)? */
+static bool runs(int t)
+{
+	return !(cold && t == T_PERF);
+}
+
 /* The target and rate, rounds interleaved, a different order each round. */
 static void measure(const char *name, char *const argv[], int hz, int rounds)
 {
@@ -290,25 +296,23 @@ static void measure(const char *name, char *const argv[], int hz, int rounds)
 		for (int j = 0; j < T_N; j++) {
 			enum tool t = (enum tool)((j + k) % T_N);
 
-			if (!(cold && t == T_PERF))
+			if (runs(t))
 				e[t] = run(t, argv, hz, &cells[t], k);
 		}
 		for (int t = 0; t < T_N; t++)
-			if (!(cold && t == T_PERF))
+			if (runs(t))
 				cells[t].slow[cells[t].n++] = e[t] / e[T_ALONE];
 	}
 	for (int t = 0; t < T_N; t++)
-		if (!(cold && t == T_PERF))
+		if (runs(t))
 			row(name, hz, (enum tool)t, &cells[t]);
 	if (!cold && cells[T_TRACERD].n > 1) {
 		/* rounds are interleaved: a round's pair met the same machine */
 		double d[MAX_ROUNDS];
-		int n = cells[T_TRACERD].n;
+		int n = cells[T_TRACERD].n, k = ci_rank(n);
 
-		for (int k = 0; k < n; k++)
-			d[k] = 100 * (cells[T_TRACERD].slow[k] - cells[T_PERF].slow[k]);
-		int k = ci_rank(n);
-
+		for (int i = 0; i < n; i++)
+			d[i] = 100 * (cells[T_TRACERD].slow[i] - cells[T_PERF].slow[i]);
 		qsort(d, (size_t)n, sizeof(*d), cmp_d);
 		printf("%-18s %5d   slowdown, tracerd - perf, round by round: median %+.2f points",
 			name, hz, median(d, n));
