@@ -3,10 +3,30 @@
  * stays failed, and its owner reports -ENOMEM once. */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "td.h"
+
+int td_array_reserve(void **items, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap : (first ? first : 16);
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	if (size == 0 || need > SIZE_MAX / 2 / size)
+		return -ENOMEM;
+	while (c < need)
+		c *= 2;
+	n = td_realloc(*items, c * size);
+	if (!n)
+		return -ENOMEM;
+	*items = n;
+	*cap = c;
+	return 0;
+}
 
 bool td_buf_reserve(struct td_buf *b, size_t more)
 {

@@ -31,6 +31,15 @@ struct td_buf {
 
 #define TD_BUF_FIXED(mem, size) ((struct td_buf){ .p = (mem), .cap = (size), .fixed = true })
 
+/* The one growable array: make room for need elements of size bytes at
+ * *items, whose capacity is *cap; the capacity doubles from first (or 16)
+ * until it holds need.  Allocation goes through td_realloc.  Returns 0, or
+ * -ENOMEM (an overflowing size too), leaving *items and *cap as they were.
+ * Use it through td_array_grow(), which passes the element size. */
+int td_array_reserve(void **items, size_t *cap, size_t need, size_t size, size_t first);
+#define td_array_grow(items, cap, need, first)                                            \
+	td_array_reserve((void **)&(items), &(cap), (need), sizeof(*(items)), (first))
+
 /* Room for more bytes after len; false (and failed set) if there is none. */
 bool td_buf_reserve(struct td_buf *b, size_t more);
 /* Frees p unless fixed; leaves an empty growable buffer.  NULL-safe. */

@@ -1,9 +1,10 @@
 /* Shared helpers: the error table, the clock, small /proc readers and the
- * JSON string writer.  Nothing here allocates; everything is safe to call from any thread, but
- * the /proc readers do I/O and must not run while a target thread is held
- * stopped. */
+ * JSON string writer.  Nothing here allocates but the task walk
+ * (opendir); everything is safe to call from any thread, but the /proc
+ * readers do I/O and must not run while a target thread is held stopped. */
 #include "td.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -295,4 +296,49 @@ size_t td_rank(size_t n, double q)
 	if (k < 1)
 		k = 1;
 	return (k > n ? n : k) - 1;
+}
+
+int td_tasks_each(pid_t pid, int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	char path[64];
+	struct dirent *de;
+	int r = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (r == 0 && (de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || tid > INT32_MAX)
+			continue;
+		r = fn((pid_t)tid, arg);
+	}
+	closedir(d);
+	return r;
+}
+
+struct live_find {
+	pid_t pid, skip;
+};
+
+static int live_check(pid_t tid, void *arg)
+{
+	const struct live_find *lf = arg;
+	struct td_task_info info;
+
+	if (tid == lf->skip || td_task_info_read(lf->pid, tid, &info) < 0)
+		return 0;
+	return info.state != 'Z' && info.state != 'X' ? (int)tid : 0;
+}
+
+pid_t td_task_find_live(pid_t pid, pid_t skip)
+{
+	struct live_find lf = { pid, skip };
+	int r = td_tasks_each(pid, live_check, &lf);
+
+	return r > 0 ? (pid_t)r : 0;
 }

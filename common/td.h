@@ -65,6 +65,15 @@ struct td_task_info {
 	pid_t ppid;
 };
 int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info);
+/* The one walk of a process's live task list, /proc/PID/task: calls
+ * fn(tid, arg) for each thread id, in the directory's order, until fn
+ * returns non-zero, and returns that value; 0 when every task was seen;
+ * -ESRCH when the process is gone, -errno when the list cannot be read.
+ * Allocates (opendir): not while a target thread is held stopped. */
+int td_tasks_each(pid_t pid, int (*fn)(pid_t tid, void *arg), void *arg);
+/* A thread of pid other than skip that is neither a zombie nor dead, 0 if
+ * there is none (or the process is gone). */
+pid_t td_task_find_live(pid_t pid, pid_t skip);
 /* Which process: its PID and its start time (field 22 of /proc/PID/stat,
  * clock ticks after boot).  Once a process is reaped its PID may name a
  * later process, which started later; a PID reused within the same clock

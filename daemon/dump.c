@@ -17,7 +17,6 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,25 +101,10 @@ static bool exited(char state)
 static bool process_gone(pid_t pid)
 {
 	struct td_task_info info;
-	struct dirent *de;
-	char path[64];
-	bool alive = false;
-	DIR *d;
 
 	if (td_task_info_read(pid, pid, &info) < 0)
 		return true;
-	if (!exited(info.state))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	while (d && !alive && (de = readdir(d))) {
-		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-
-		alive = tid > 0 && td_task_info_read(pid, tid, &info) == 0 && !exited(info.state);
-	}
-	if (d)
-		closedir(d);
-	return !alive;
+	return exited(info.state) && td_task_find_live(pid, 0) == 0;
 }
 
 /* ---- the result: frames and strings grow; strings by offset */

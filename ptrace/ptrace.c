@@ -31,7 +31,6 @@
 #define _GNU_SOURCE
 #include "ptrace.h"
 
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -258,76 +257,77 @@ static bool is_own_task(pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
+static int count_one(pid_t tid, void *arg)
+{
+	(void)tid;
+	++*(int *)arg;
+	return 0;
+}
+
 static int count_tasks(pid_t pid)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
+	int n = 0, r = td_tasks_each(pid, count_one, &n);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
+	return r < 0 ? r : n;
+}
+
+struct attach_pass {
+	struct pt_tracer *t;
+	struct pt_proc *p;
+	unsigned long opts;
+	int seized, first_err;
+};
+
+/* Seize one tid of the pass unless it is known.  Returns non-zero only to
+ * end the pass: -TD_E_LIMIT when the thread table is full. */
+static int attach_one(pid_t tid, void *arg)
+{
+	struct attach_pass *a = arg;
+	struct td_task_info info;
+	int err;
+
+	if (thread_find(a->t, tid))
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, 0, a->opts) == 0) {
+		if (!thread_insert(a->t, tid, a->p->pid)) {
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+			return -TD_E_LIMIT;
+		}
+		a->seized++;
+		return 0;
+	}
+	err = errno;
+	if (err == ESRCH)
+		return 0; /* exited meanwhile: normal life */
+	/* EPERM also means "exiting" or "already ours" (auto-attached
+	 * through PTRACE_O_TRACECLONE before we saw its stop). */
+	if (td_task_info_read(a->p->pid, tid, &info) < 0)
+		return 0;
+	if (info.state == 'Z' || info.state == 'X')
+		return 0;
+	/* TracerPid names the tracer thread, not its process */
+	if (info.tracer == gettid()) {
+		if (thread_insert(a->t, tid, a->p->pid))
+			a->seized++;
+		return 0;
+	}
+	if (!a->first_err)
+		a->first_err = info.tracer ? -TD_E_TRACED : -err;
+	return 0;
 }
 
 /* One pass over /proc/PID/task; seizes every tid not yet known.  Returns the
  * number seized, or -errno when not even the process could be seized. */
 static int attach_pass(struct pt_tracer *t, struct pt_proc *p, unsigned long opts)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0, first_err = 0;
+	struct attach_pass a = { .t = t, .p = p, .opts = opts };
+	int r = td_tasks_each(p->pid, attach_one, &a);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d))) {
-		struct td_task_info info;
-		pid_t tid;
-
-		if (de->d_name[0] == '.')
-			continue;
-		tid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (thread_find(t, tid))
-			continue;
-		if (ptrace(PTRACE_SEIZE, tid, 0, opts) == 0) {
-			if (!thread_insert(t, tid, p->pid)) {
-				ptrace(PTRACE_DETACH, tid, 0, 0);
-				closedir(d);
-				return -TD_E_LIMIT;
-			}
-			n++;
-			continue;
-		}
-		if (errno == ESRCH)
-			continue; /* exited meanwhile: normal life */
-		/* EPERM also means "exiting" or "already ours" (auto-attached
-		 * through PTRACE_O_TRACECLONE before we saw its stop). */
-		if (td_task_info_read(p->pid, tid, &info) < 0)
-			continue;
-		if (info.state == 'Z' || info.state == 'X')
-			continue;
-		/* TracerPid names the tracer thread, not its process */
-		if (info.tracer == gettid()) {
-			if (thread_insert(t, tid, p->pid))
-				n++;
-			continue;
-		}
-		if (!first_err)
-			first_err = info.tracer ? -TD_E_TRACED : -errno;
-	}
-	closedir(d);
-	if (first_err && p->nthreads == 0)
-		return first_err;
-	return n;
+	if (r < 0)
+		return r;
+	if (a.first_err && p->nthreads == 0)
+		return a.first_err;
+	return a.seized;
 }
 
 /* Threads are still listed under p, whose PID is being attached again.
@@ -398,7 +398,7 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		return r;
 	tasks = count_tasks(pid);
 	if (tasks < 0)
-		return tasks == -ENOENT ? -ESRCH : tasks;
+		return tasks;
 	/* A zombie leader with live threads (main called pthread_exit) is a
 	 * live process; a zombie leader alone is not. */
 	if ((info.state == 'Z' || info.state == 'X') && tasks <= 1)

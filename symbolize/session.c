@@ -22,7 +22,6 @@
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -596,24 +595,11 @@ static void load_module(struct sym_session *s, struct sym_module *m)
 static pid_t live_task(pid_t pid)
 {
 	struct td_task_info info;
-	struct dirent *de;
-	char path[64];
-	pid_t found = 0;
-	DIR *d;
+	pid_t found;
 
 	if (td_task_info_read(pid, pid, &info) < 0 || (info.state != 'Z' && info.state != 'X'))
 		return pid;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	while (d && !found && (de = readdir(d))) {
-		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-
-		if (tid > 0 && tid != pid && td_task_info_read(pid, tid, &info) == 0 &&
-			info.state != 'Z' && info.state != 'X')
-			found = tid;
-	}
-	if (d)
-		closedir(d);
+	found = td_task_find_live(pid, pid);
 	return found ? found : pid;
 }
 

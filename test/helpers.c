@@ -605,15 +605,18 @@ unsigned long nm_addr(const char *file, const char *name)
 	return a;
 }
 
+void need_command(const char *name, const char *package)
+{
+	if (!have_command(name))
+		cr_skip_test("no %s on this machine (apt-get install %s)", name, package);
+}
+
 void go_fixture_build(const char *bin)
 {
 	char cmd[1024], *out;
 	int status;
 
-	out = shell_output("command -v go", &status);
-	free(out);
-	if (status != 0)
-		cr_skip_test("no Go toolchain (go) on this machine");
+	need_command("go", "golang-go");
 	snprintf(cmd, sizeof(cmd),
 		"cd %s/test/fixtures/fx_go && GOCACHE=/tmp/tracerd-test-gocache GOFLAGS=-mod=mod "
 		"go build -o %s . 2>&1",

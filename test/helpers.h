@@ -100,6 +100,10 @@ bool is_root(void);
 char *shell_output(const char *cmd, int *ret_status);
 /* Is the program name on the PATH? */
 bool have_command(const char *name);
+/* The one way a test meets a missing tool: skip it (cr_skip_test) with
+ * the reason, "no NAME on this machine (apt-get install PACKAGE)", unless
+ * name is on the PATH.  Never returns when it is missing. */
+void need_command(const char *name, const char *package);
 /* What node test/tools/html-data.js prints of a tracerd html page: its
  * embedded data read as a browser reads it, one fact per line (see the
  * script).  *ret_status as shell_output() gives it: non-zero when the
