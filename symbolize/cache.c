@@ -210,17 +210,11 @@ void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	struct pc_entry e = { modkey, vaddr, (uint32_t)c->lines_used, n };
 
 	if (c->lines_used + n > c->lines_cap) {
-		size_t cap = c->lines_cap ? c->lines_cap * 2 : 8192;
-		struct sym_line *nl;
+		size_t old = c->lines_cap;
 
-		while (cap < c->lines_used + n)
-			cap *= 2;
-		nl = realloc(c->lines, cap * sizeof(*nl));
-		if (!nl)
+		if (td_array_grow(c->lines, c->lines_cap, c->lines_used + n, 8192) < 0)
 			return;
-		c->bytes += (cap - c->lines_cap) * sizeof(*nl);
-		c->lines = nl;
-		c->lines_cap = cap;
+		c->bytes += (c->lines_cap - old) * sizeof(*c->lines);
 	}
 	if (!td_buf_reserve(&c->pcs, sizeof(e)) ||
 		td_map_add(&c->pc_index, pc_hash(modkey, vaddr), c->pcs_used) < 0)

@@ -34,6 +34,8 @@
 #include <sys/ucontext.h>
 #include <unistd.h>
 
+#include "../common/buf.h"
+
 struct sym_vma {
 	uint64_t start, end;
 	const char *path; /* interned in names */
@@ -162,31 +164,14 @@ static int read_vmas(struct sym_session *s)
 		len = strcspn(p, "\n");
 		if (len == 0 || p[0] != '/')
 			continue;
-		if (s->nvmas == vcap) {
-			struct sym_vma *n;
-
-			vcap = vcap ? vcap * 2 : 64;
-			if (vcap > 1u << 20) {
-				r = -TD_E_LIMIT;
-				break;
-			}
-			n = realloc(s->vmas, vcap * sizeof(*n));
-			if (!n) {
-				r = -ENOMEM;
-				break;
-			}
-			s->vmas = n;
+		if (s->nvmas >= 1u << 20) {
+			r = -TD_E_LIMIT;
+			break;
 		}
-		if (names_len + len + 1 > names_cap) {
-			char *n;
-
-			names_cap = (names_len + len + 1) * 2;
-			n = realloc(s->names, names_cap);
-			if (!n) {
-				r = -ENOMEM;
-				break;
-			}
-			s->names = n;
+		if (td_array_grow(s->vmas, vcap, s->nvmas + 1, 64) < 0 ||
+			td_array_grow(s->names, names_cap, names_len + len + 1, 4096) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		memcpy(s->names + names_len, p, len);
 		s->names[names_len + len] = '\0';
@@ -1554,15 +1539,8 @@ static Dwarf_Die *cu_by_ranges(struct sym_module *m, uint64_t addr, Dwarf_Die *m
 
 			if (dwarf_offdie(dw, off + hsize, &cu))
 				while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
-					if (m->ncur == cap) {
-						struct cu_range *n;
-
-						cap = cap ? 2 * cap : 64;
-						n = realloc(m->cur, cap * sizeof(*n));
-						if (!n)
-							break;
-						m->cur = n;
-					}
+					if (td_array_grow(m->cur, cap, m->ncur + 1, 64) < 0)
+						break;
 					m->cur[m->ncur++] = (struct cu_range){ lo, hi, off + hsize };
 				}
 			off = next;

@@ -43,6 +43,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/buf.h"
+
 #define SYMTAB_MAX_SYMBOLS (1u << 24) /* bound on the symbols of one module */
 #define SYMTAB_MAX_NEST 64	      /* bound on sized symbols holding one address */
 #define NO_NAME UINT32_MAX
@@ -314,20 +316,13 @@ static int collect_sections(Elf *elf, struct sec **ret_s, size_t *ret_n)
 
 		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
 			continue;
-		if (n == cap) {
-			struct sec *ns;
-
-			cap = cap ? cap * 2 : 64;
-			if (cap > 1u << 20) {
-				free(s);
-				return -TD_E_LIMIT;
-			}
-			ns = realloc(s, cap * sizeof(*ns));
-			if (!ns) {
-				free(s);
-				return -ENOMEM;
-			}
-			s = ns;
+		if (n >= 1u << 20) {
+			free(s);
+			return -TD_E_LIMIT;
+		}
+		if (td_array_grow(s, cap, n + 1, 64) < 0) {
+			free(s);
+			return -ENOMEM;
 		}
 		s[n++] = (struct sec){ sh.sh_addr, sh.sh_addr + sh.sh_size, elf_ndxscn(scn),
 			(sh.sh_flags & SHF_EXECINSTR) != 0 };
