@@ -489,9 +489,153 @@ static void set_reg(struct cfa_state *st, uint64_t reg, enum reg_kind kind, int6
 		st->regs[reg] = (struct reg_rule){ kind, off };
 }
 
+/* A row advance (DW_CFA_advance_loc*): true with its delta, in units of
+ * the CIE's code alignment, in *ret_adv; false for any other op. */
+static bool advance_op(struct cursor *c, uint8_t op, uint64_t *ret_adv)
+{
+	if (op >> 6 == 1) { /* DW_CFA_advance_loc */
+		*ret_adv = op & 0x3f;
+		return true;
+	}
+	if (op >> 6)
+		return false;
+	switch (op) {
+	case DW_CFA_advance_loc1:
+		*ret_adv = rd(c, 1);
+		return true;
+	case DW_CFA_advance_loc2:
+		*ret_adv = rd(c, 2);
+		return true;
+	case DW_CFA_advance_loc4:
+		*ret_adv = rd(c, 4);
+		return true;
+	}
+	return false;
+}
+
+/* Register reg back to the CIE's rule (init: NULL while running the
+ * CIE's own instructions, where there is none to go back to). */
+static int restore_reg(struct cfa_state *st, uint64_t reg, const struct cfa_state *init)
+{
+	if (!init)
+		return -ENOTSUP;
+	if (reg < NREGS)
+		st->regs[reg] = init->regs[reg];
+	return 1;
+}
+
+/* An op that sets one register's rule: 1 when op is one (its operands
+ * read), 0 when it is not, -ENOTSUP. */
+static int reg_op(struct cursor *c, const struct cie *ci, uint8_t op, struct cfa_state *st,
+	const struct cfa_state *init)
+{
+	uint64_t reg, n;
+
+	switch (op >> 6) {
+	case 2: /* DW_CFA_offset */
+		reg = op & 0x3f;
+		set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
+		return 1;
+	case 3: /* DW_CFA_restore */
+		return restore_reg(st, op & 0x3f, init);
+	}
+	switch (op) {
+	case DW_CFA_offset_extended:
+		reg = uleb(c);
+		set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
+		return 1;
+	case DW_CFA_offset_extended_sf:
+		reg = uleb(c);
+		set_reg(st, reg, R_OFFSET, sleb(c) * ci->data_align);
+		return 1;
+	case DW_CFA_GNU_negative_offset_extended:
+		reg = uleb(c);
+		set_reg(st, reg, R_OFFSET, -((int64_t)uleb(c) * ci->data_align));
+		return 1;
+	case DW_CFA_val_offset:
+		reg = uleb(c);
+		set_reg(st, reg, R_VAL, (int64_t)uleb(c) * ci->data_align);
+		return 1;
+	case DW_CFA_val_offset_sf:
+		reg = uleb(c);
+		set_reg(st, reg, R_VAL, sleb(c) * ci->data_align);
+		return 1;
+	case DW_CFA_restore_extended:
+		reg = uleb(c);
+		return restore_reg(st, reg, init);
+	case DW_CFA_undefined:
+		set_reg(st, uleb(c), R_UNDEFINED, 0);
+		return 1;
+	case DW_CFA_same_value:
+		set_reg(st, uleb(c), R_SAME, 0);
+		return 1;
+	case DW_CFA_register:
+		reg = uleb(c);
+		uleb(c);
+		set_reg(st, reg, R_OTHER, 0);
+		return 1;
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		reg = uleb(c);
+		n = uleb(c);
+		if (c->bad || n > (uint64_t)(c->end - c->p))
+			return -ENOTSUP;
+		c->p += n;
+		c->vaddr += n;
+		set_reg(st, reg, R_OTHER, 0);
+		return 1;
+	}
+	return 0;
+}
+
+/* An op that defines the CFA: 1 when op is one (its operands read), 0
+ * when it is not, -ENOTSUP. */
+static int cfa_op(struct cursor *c, const struct cie *ci, uint8_t op, struct cfa_state *st)
+{
+	switch (op) {
+	case DW_CFA_def_cfa:
+		st->cfa_reg = (int)uleb(c);
+		st->cfa_off = (int64_t)uleb(c);
+		st->cfa_expr = false;
+		return 1;
+	case DW_CFA_def_cfa_sf:
+		st->cfa_reg = (int)uleb(c);
+		st->cfa_off = sleb(c) * ci->data_align;
+		st->cfa_expr = false;
+		return 1;
+	case DW_CFA_def_cfa_register:
+		if (st->cfa_expr)
+			return -ENOTSUP; /* libdw's call */
+		st->cfa_reg = (int)uleb(c);
+		return 1;
+	case DW_CFA_def_cfa_offset:
+		if (st->cfa_expr)
+			return -ENOTSUP;
+		st->cfa_off = (int64_t)uleb(c);
+		return 1;
+	case DW_CFA_def_cfa_offset_sf:
+		if (st->cfa_expr)
+			return -ENOTSUP;
+		st->cfa_off = sleb(c) * ci->data_align;
+		return 1;
+	case DW_CFA_def_cfa_expression:
+		st->cfa_expr = true;
+		st->expr_len = uleb(c);
+		if (c->bad || st->expr_len > (uint64_t)(c->end - c->p))
+			return -ENOTSUP;
+		st->expr = c->p;
+		c->p += st->expr_len;
+		c->vaddr += st->expr_len;
+		return 1;
+	}
+	return 0;
+}
+
 /* Run the instructions in c up to the row of pc (loc: the row's start so
  * far); init holds the CIE's rules for DW_CFA_restore (NULL while running
- * the CIE's own).  -ENOTSUP for what is not handled. */
+ * the CIE's own).  -ENOTSUP for what is not handled.  Row advances, the
+ * registers' rules and the CFA's each have their function; the state
+ * stack is this one's. */
 static int run(struct cursor *c, const struct cie *ci, uint64_t *loc, uint64_t pc,
 	struct cfa_state *st, const struct cfa_state *init)
 {
@@ -500,156 +644,42 @@ static int run(struct cursor *c, const struct cie *ci, uint64_t *loc, uint64_t p
 
 	while (c->p < c->end && !c->bad) {
 		uint8_t op = (uint8_t)rd(c, 1);
-		uint64_t reg = 0, adv = 0;
-		bool advance = false;
+		uint64_t adv;
+		int k;
 
-		switch (op >> 6) {
-		case 1: /* DW_CFA_advance_loc */
-			adv = op & 0x3f;
-			advance = true;
-			break;
-		case 2: /* DW_CFA_offset */
-			reg = op & 0x3f;
-			set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
-			continue;
-		case 3: /* DW_CFA_restore */
-			reg = op & 0x3f;
-			if (!init)
-				return -ENOTSUP;
-			if (reg < NREGS)
-				st->regs[reg] = init->regs[reg];
-			continue;
-		}
-		if (!advance) {
-			switch (op) {
-			case DW_CFA_nop:
-				break;
-			case DW_CFA_advance_loc1:
-				adv = rd(c, 1);
-				advance = true;
-				break;
-			case DW_CFA_advance_loc2:
-				adv = rd(c, 2);
-				advance = true;
-				break;
-			case DW_CFA_advance_loc4:
-				adv = rd(c, 4);
-				advance = true;
-				break;
-			case DW_CFA_offset_extended:
-				reg = uleb(c);
-				set_reg(st, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
-				break;
-			case DW_CFA_offset_extended_sf:
-				reg = uleb(c);
-				set_reg(st, reg, R_OFFSET, sleb(c) * ci->data_align);
-				break;
-			case DW_CFA_GNU_negative_offset_extended:
-				reg = uleb(c);
-				set_reg(st, reg, R_OFFSET, -((int64_t)uleb(c) * ci->data_align));
-				break;
-			case DW_CFA_val_offset:
-				reg = uleb(c);
-				set_reg(st, reg, R_VAL, (int64_t)uleb(c) * ci->data_align);
-				break;
-			case DW_CFA_val_offset_sf:
-				reg = uleb(c);
-				set_reg(st, reg, R_VAL, sleb(c) * ci->data_align);
-				break;
-			case DW_CFA_restore_extended:
-				reg = uleb(c);
-				if (!init)
-					return -ENOTSUP;
-				if (reg < NREGS)
-					st->regs[reg] = init->regs[reg];
-				break;
-			case DW_CFA_undefined:
-				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_UNDEFINED, 0 };
-				break;
-			case DW_CFA_same_value:
-				reg = uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_SAME, 0 };
-				break;
-			case DW_CFA_register:
-				reg = uleb(c);
-				uleb(c);
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_OTHER, 0 };
-				break;
-			case DW_CFA_remember_state:
-				if (depth == STATE_STACK)
-					return -ENOTSUP;
-				saved[depth++] = *st;
-				break;
-			case DW_CFA_restore_state:
-				if (depth == 0)
-					return -ENOTSUP;
-				*st = saved[--depth];
-				break;
-			case DW_CFA_def_cfa:
-				st->cfa_reg = (int)uleb(c);
-				st->cfa_off = (int64_t)uleb(c);
-				st->cfa_expr = false;
-				break;
-			case DW_CFA_def_cfa_sf:
-				st->cfa_reg = (int)uleb(c);
-				st->cfa_off = sleb(c) * ci->data_align;
-				st->cfa_expr = false;
-				break;
-			case DW_CFA_def_cfa_register:
-				if (st->cfa_expr)
-					return -ENOTSUP; /* libdw's call */
-				st->cfa_reg = (int)uleb(c);
-				break;
-			case DW_CFA_def_cfa_offset:
-				if (st->cfa_expr)
-					return -ENOTSUP;
-				st->cfa_off = (int64_t)uleb(c);
-				break;
-			case DW_CFA_def_cfa_offset_sf:
-				if (st->cfa_expr)
-					return -ENOTSUP;
-				st->cfa_off = sleb(c) * ci->data_align;
-				break;
-			case DW_CFA_def_cfa_expression:
-				st->cfa_expr = true;
-				st->expr_len = uleb(c);
-				if (c->bad || st->expr_len > (uint64_t)(c->end - c->p))
-					return -ENOTSUP;
-				st->expr = c->p;
-				c->p += st->expr_len;
-				c->vaddr += st->expr_len;
-				break;
-			case DW_CFA_expression:
-			case DW_CFA_val_expression: {
-				uint64_t n;
-
-				reg = uleb(c);
-				n = uleb(c);
-				if (c->bad || n > (uint64_t)(c->end - c->p))
-					return -ENOTSUP;
-				c->p += n;
-				c->vaddr += n;
-				if (reg < NREGS)
-					st->regs[reg] = (struct reg_rule){ R_OTHER, 0 };
-				break;
-			}
-			case DW_CFA_GNU_args_size:
-				uleb(c);
-				break;
-			default: /* DW_CFA_set_loc and the vendors' */
-				return -ENOTSUP;
-			}
-		}
-		if (advance) {
+		if (advance_op(c, op, &adv)) {
 			uint64_t next = *loc + adv * ci->code_align;
 
 			if (next > pc)
 				return 0; /* this row holds pc */
 			*loc = next;
+			continue;
+		}
+		k = reg_op(c, ci, op, st, init);
+		if (k == 0)
+			k = cfa_op(c, ci, op, st);
+		if (k < 0)
+			return -ENOTSUP;
+		if (k > 0)
+			continue;
+		switch (op) {
+		case DW_CFA_nop:
+			break;
+		case DW_CFA_remember_state:
+			if (depth == STATE_STACK)
+				return -ENOTSUP;
+			saved[depth++] = *st;
+			break;
+		case DW_CFA_restore_state:
+			if (depth == 0)
+				return -ENOTSUP;
+			*st = saved[--depth];
+			break;
+		case DW_CFA_GNU_args_size:
+			uleb(c);
+			break;
+		default: /* DW_CFA_set_loc and the vendors' */
+			return -ENOTSUP;
 		}
 	}
 	return c->bad ? -ENOTSUP : 0;
