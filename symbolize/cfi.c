@@ -1,5 +1,5 @@
 /* A frame's unwind rules in the simplest form the fast unwinder uses
- * (session.c): the CFA is rsp or rbp plus a constant, the return address
+ * (unwind.c): the CFA is rsp or rbp plus a constant, the return address
  * and rbp are saved at constant offsets from it, and no other register
  * matters.
  *

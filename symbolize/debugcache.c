@@ -42,7 +42,7 @@
  * by sym_table_map, and evicted with the rest.
  *
  * Left to others: whether to cache at all (sym_options.cache_dir), and
- * the search beyond build-id paths: session.c hands what libdwfl's
+ * the search beyond build-id paths: debuginfo.c hands what libdwfl's
  * standard search found (.gnu_debuglink, debuginfod) to
  * sym_debugcache_store.  A dwz alternate file (.gnu_debugaltlink) is
  * opened by libdw itself and is not cached. */

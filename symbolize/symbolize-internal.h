@@ -1,9 +1,12 @@
-/* Private to symbolize/: the cache's internal interface. */
+/* Private to symbolize/: what its files share (the cache, the symbol
+ * tables, the unwind rules, the debuginfo cache, the session). */
 #ifndef TD_SYMBOLIZE_INTERNAL_H
 #define TD_SYMBOLIZE_INTERNAL_H
 
 #include "symbolize.h"
 
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <libelf.h>
 
 #define SYM_MAX_INLINE 64     /* bound on inline depth kept per pc */
@@ -41,7 +44,6 @@ uint64_t sym_hash(const void *p, size_t len, uint64_t seed);
  * binary search, not dwfl_module_addrinfo()'s scan of every symbol.
  * owns: its names.  Never changes once built. */
 struct sym_table;
-struct Dwfl_Module;
 /* Read mod's symbols once: 0, -ENOMEM or -TD_E_LIMIT.  A module without
  * symbols gives an empty table (every lookup NULL). */
 int sym_table_build(struct Dwfl_Module *mod, struct sym_table **ret_table);
@@ -68,7 +70,7 @@ int sym_table_map(int fd, uint64_t nsyms, uint64_t first_global, struct sym_tabl
  * their CFA offsets so, rbp's and the return address's among them. */
 #define SYM_RULE_SLOTS 8
 enum { SYM_RULE_EMPTY, SYM_RULE_SIMPLE, SYM_RULE_OUTERMOST, SYM_RULE_COMPLEX,
-	SYM_RULE_SIGRETURN /* session.c: a signal restorer, whatever its CFI */ };
+	SYM_RULE_SIGRETURN /* unwind.c: a signal restorer, whatever its CFI */ };
 enum { SYM_BP_SAME, SYM_BP_SAVED, SYM_BP_UNDEFINED };
 struct sym_rule {
 	uint64_t key; /* the caller's */
@@ -76,7 +78,6 @@ struct sym_rule {
 	int16_t slot[SYM_RULE_SLOTS];
 	uint8_t nslot, kind, cfa_reg, bp;
 };
-typedef struct Dwarf_CFI_s Dwarf_CFI;
 /* The rule at pc (an ELF address of cfi's file) as libdw works it out;
  * rip is the frame's own (pc, or pc + 1 for a return address), which a
  * PLT entry's CFA depends on. */
@@ -145,5 +146,109 @@ int sym_debugcache_table(const char *dir, const unsigned char *bid, size_t len, 
 void sym_debugcache_table_store(const char *dir, const unsigned char *bid, size_t len,
 	uint64_t nsyms, uint64_t first_global, const struct sym_table *t,
 	struct sym_debug_stats *st);
+
+/* ---- the session (symbolize.h's struct sym_session), shared by the files
+ * that make it (session.c), find its debuginfo (debuginfo.c), unwind with
+ * it (unwind.c) and name pcs with it (names.c) */
+
+struct sym_vma {
+	uint64_t start, end;
+	const char *path; /* interned in names */
+};
+
+/* A range of a CU's addresses (ELF addresses), and the CU's DIE offset. */
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+};
+
+/* Per-module facts, set as the module's userdata.  owns: cur; borrows:
+ * symtab (the cache's), the bytes of eh and code (the module's Elf, which
+ * the Dwfl owns).  Its *_tried facts are looked up on first use, by
+ * session.c, unwind.c and names.c alike. */
+struct sym_module {
+	Dwfl_Module *mod;
+	struct sym_session *s;
+	uint64_t key;	      /* hash of the build-id (or path) */
+	uint64_t bias;
+	const char *path;     /* as in /proc/PID/maps */
+	const char *build_id; /* hex, NULL if none */
+	const struct sym_table *symtab; /* NULL: none (yet, or denied) */
+	bool has_elf, has_dwarf;
+	bool symtab_tried;
+	bool eh_tried, eh_ok; /* eh: its .eh_frame, read by cfi.c */
+	bool go_tried, go;    /* a Go binary (sym_module_is_go) */
+	bool cur_tried;	      /* cur: its CUs by range (cu_by_ranges) */
+	struct cu_range *cur;
+	size_t ncur;
+	struct sym_eh eh;
+	/* its code, for sigreturn_code: the executable sections (the first
+	 * few), looked up once */
+	struct {
+		uint64_t addr, size;
+		const uint8_t *data;
+	} code[4];
+	uint8_t ncode;
+	bool code_tried;
+	bool debug_found; /* sym_find_debuginfo gave its debuginfo: a later
+			   * call looks for a dwz alternate file */
+};
+
+/* owns: dwfl, modules, vmas, names, debuginfo path, rules; borrows:
+ * cache, the strings of opt.  session.c builds it; from cur on, the
+ * fields are unwind.c's, for the sample being unwound. */
+struct sym_session {
+	pid_t pid;
+	/* whose /proc entry shows the process: pid, or a live thread when the
+	 * main thread has exited (its maps, map_files, root and mem are gone
+	 * with it, the process's are not) */
+	pid_t proc;
+	struct sym_options opt;
+	struct sym_cache *cache;
+	struct sym_debug_stats dstats;
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path;
+	Dwfl *dwfl;
+	struct sym_module *modules;
+	unsigned nmodules;
+	struct sym_vma *vmas;
+	unsigned nvmas;
+	char *names; /* NUL-separated paths of vmas */
+	/* the sample being unwound: its window, and the registers the unwind
+	 * starts from (the sample's, or a signal frame's) */
+	const struct td_sample *cur;
+	const struct user_regs_struct *cur_regs;
+	bool cur_partial; /* only rip and rsp known (TD_SAMPLE_NOSTOP) */
+	struct sym_unwound *out;
+	struct sym_rule *rules; /* SYM_RULES of them, NULL until the first use */
+	unsigned max_frames;
+	bool window_exhausted, read_failed, frame_limit;
+	/* libdw's unwind stopped at a return into a signal restorer (its last
+	 * frame) whose sp, the kernel's ucontext, is sig_sp */
+	bool sig_frame;
+	uint64_t sig_sp;
+	bool no_debuginfod; /* DEBUGINFOD_URLS names no server */
+};
+
+/* The module holding addr, or NULL.  dwfl_addrmodule() also answers for
+ * an address past the end of the last module: this does not. */
+Dwfl_Module *sym_addr_module(struct sym_session *s, uint64_t addr);
+/* The facts of the module holding addr, or NULL. */
+struct sym_module *sym_module_at(struct sym_session *s, uint64_t addr);
+/* Whether m's .eh_frame can be read by cfi.c (m->eh set; looked at once). */
+bool sym_module_eh_ready(struct sym_module *m);
+/* Is m a Go binary (its runtime's tables are there)?  Looked at once. */
+bool sym_module_is_go(struct sym_module *m);
+/* libdwfl's find_debuginfo callback, the debuginfo cache in front
+ * (debuginfo.c); userdata is the module's struct sym_module. */
+int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+	GElf_Addr base, const char *file_name, const char *debuglink_file,
+	GElf_Word debuglink_crc, char **debuginfo_file_name);
+/* The callbacks through which libdw's unwinder reads the sample being
+ * unwound (unwind.c); their argument is the session. */
+extern const Dwfl_Thread_Callbacks sym_thread_callbacks;
+/* The raw name (with any @VERSION) of the ELF symbol holding addr, as
+ * dwfl_module_addrinfo() gives it, or NULL (names.c). */
+const char *sym_symbol_at(struct sym_session *s, struct sym_module *m, uint64_t addr);
 
 #endif
