@@ -3,7 +3,7 @@
  *
  *   control loop  the caller's thread (control.c): struct recorder, the
  *                 config, the thread handles, the signalfd; the rings and
- *                 eventfds, which it sets up and frees once both threads
+ *                 wakes, which it sets up and frees once both threads
  *                 are joined; the repository until writer_new takes it
  *   sampler       (sampler.c): struct sampler, the tracer, the per-thread
  *                 sampling table and the target set (targets.c)
@@ -28,6 +28,7 @@
 #include "../ptrace/ptrace.h"
 #include "daemon.h"
 #include "ring.h"
+#include "wake.h"
 #include "../common/td.h"
 
 /* An event from the sampler to the writer (flat: crosses the events ring,
@@ -73,7 +74,8 @@ struct rec_shared {
 	/* Set up by the control loop before the threads start; read-only
 	 * afterwards. */
 	const struct rec_config *cfg; /* the control loop's copy */
-	int sampler_wake, writer_wake, control_wake; /* eventfds, for rec_wake */
+	/* each thread's wake (wake.h): posted by any, drained by its own */
+	struct wake sampler_wake, writer_wake, control_wake;
 
 	/* Rings, one producer and one consumer each (ring.h). */
 	struct ring samples; /* sampler -> writer: struct td_sample + stack window */
@@ -161,9 +163,6 @@ struct rec_shared {
 	_Atomic unsigned tables_reused, tables_made;
 	_Atomic int io_err;
 };
-
-/* Wake the thread that polls fd (an eventfd of struct rec_shared). */
-void rec_wake(int fd);
 
 /* ---- the sampler thread (sampler.c)
  * arg: the struct rec_shared.  Creates the tracer, attaches to every

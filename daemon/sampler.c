@@ -64,7 +64,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -986,17 +985,16 @@ static void handle_crash(struct sampler *s)
 	apply_pending(s);
 	e.kind = REC_EV_CRASH_DONE;
 	push_event(s, &e);
-	rec_wake(sh->writer_wake);
+	wake_post(&sh->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
 	while (atomic_load(&sh->crash_acked) != e.crash_id && td_now_ns() < deadline &&
 		!atomic_load(&sh->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake, POLLIN, 0 } };
-		uint64_t junk;
+			{ sh->sampler_wake.fd, POLLIN, 0 } };
 
 		poll(pfd, 2, 50);
-		if (pfd[1].revents & POLLIN && read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
-			junk = 0;
+		if (pfd[1].revents & POLLIN)
+			wake_drain(&sh->sampler_wake);
 		if (pfd[0].revents & POLLIN) {
 			pt_tracer_poll(s->t, &round_ops, s);
 			apply_pending(s);
@@ -1004,7 +1002,7 @@ static void handle_crash(struct sampler *s)
 		if (s->nexits)
 			exit_holds(s);
 		if (s->wake_writer) {
-			rec_wake(sh->writer_wake);
+			wake_post(&sh->writer_wake);
 			s->wake_writer = false;
 		}
 	}
@@ -1044,7 +1042,7 @@ static void serve_asks(struct sampler *s)
 			ring_publish(&sh->answers);
 		}
 	}
-	rec_wake(sh->control_wake);
+	wake_post(&sh->control_wake);
 }
 
 /* Recording ends on a request of the control loop or an I/O error of the
@@ -1124,12 +1122,12 @@ void *sampler_main(void *arg)
 	}
 	atomic_store(&sh->heartbeat_ns, td_now_ns());
 	atomic_store(&sh->attach_state, 1);
-	rec_wake(sh->control_wake);
+	wake_post(&sh->control_wake);
 
 	start = next = round_at = td_now_ns();
 	while (!stopping(sh)) {
 		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
+			{ sh->sampler_wake.fd, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
 								POLLIN, 0 } };
 		uint64_t now, junk;
 
@@ -1165,8 +1163,7 @@ void *sampler_main(void *arg)
 			}
 			atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
 			if (pfd[2].revents & POLLIN) {
-				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
-					junk = 0;
+				wake_drain(&sh->sampler_wake);
 				if (s->cfg->follow && ring_used(&sh->asks))
 					serve_asks(s);
 			}
@@ -1175,7 +1172,7 @@ void *sampler_main(void *arg)
 			if (s->nexits)
 				exit_holds(s);
 			if (s->wake_writer) {
-				rec_wake(sh->writer_wake);
+				wake_post(&sh->writer_wake);
 				s->wake_writer = false;
 			}
 			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
@@ -1229,7 +1226,7 @@ void *sampler_main(void *arg)
 			ring_used(&sh->events) > sh->events.cap / 4 ||
 			((ring_used(&sh->samples) || ring_used(&sh->events)) &&
 				now - woke_writer >= S_WRITER_NS)) {
-			rec_wake(sh->writer_wake);
+			wake_post(&sh->writer_wake);
 			woke_writer = now;
 			s->wake_writer = false;
 		}
@@ -1243,7 +1240,7 @@ void *sampler_main(void *arg)
 	goto out;
 out_fail:
 	atomic_store(&sh->attach_state, -1);
-	rec_wake(sh->control_wake);
+	wake_post(&sh->control_wake);
 out:
 	if (tfd >= 0)
 		close(tfd);
@@ -1260,7 +1257,7 @@ out:
 		free(s);
 	}
 	atomic_store(&sh->sampler_done, 1);
-	rec_wake(sh->writer_wake);
-	rec_wake(sh->control_wake);
+	wake_post(&sh->writer_wake);
+	wake_post(&sh->control_wake);
 	return NULL;
 }

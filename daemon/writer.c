@@ -1109,7 +1109,7 @@ static void notify(struct writer *w, const struct rec_notice *n)
 		return; /* the service rescans /proc: an exit is not lost for good */
 	*slot = *n;
 	ring_publish(&w->sh->notices);
-	rec_wake(w->sh->control_wake);
+	wake_post(&w->sh->control_wake);
 }
 
 /* A thread's stack at its process's death (TD_SAMPLE_DEATH). */
@@ -1216,7 +1216,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		/* every sample taken before the exit is unwound, its maps
 		 * read while it was held: let it go */
 		atomic_store(&w->sh->exit_acked, e->crash_id);
-		rec_wake(w->sh->sampler_wake);
+		wake_post(&w->sh->sampler_wake);
 		return;
 	}
 	if ((e->kind == REC_EV_THREAD_NEW || e->kind == REC_EV_EXEC) && e->image)
@@ -1272,7 +1272,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		rotated(w);
 		w->crash.crash_id = 0;
 		atomic_store(&w->sh->crash_acked, e->crash_id);
-		rec_wake(w->sh->sampler_wake);
+		wake_post(&w->sh->sampler_wake);
 		break;
 	}
 	case REC_EV_PROCESS_EXIT:
@@ -1315,7 +1315,7 @@ static void take_snapshot(struct writer *w)
 		snprintf(n->path, sizeof(n->path), "%s/snapshots", repo_path(w->repo));
 	if (n != &local) {
 		ring_publish(&w->sh->notices);
-		rec_wake(w->sh->control_wake);
+		wake_post(&w->sh->control_wake);
 	}
 }
 
@@ -1374,10 +1374,10 @@ void *writer_main(void *arg)
 	w->published_ns = td_now_ns();
 	pthread_setname_np(pthread_self(), "tracerd-write");
 	for (;;) {
-		struct pollfd pfd = { sh->writer_wake, POLLIN, 0 };
+		struct pollfd pfd = { sh->writer_wake.fd, POLLIN, 0 };
 		bool done = atomic_load(&sh->sampler_done);
 		bool hurry = atomic_load(&sh->stop) >= 2;
-		uint64_t junk, now;
+		uint64_t now;
 		int timeout;
 
 		/* Events and samples in time order: a sample taken before an
@@ -1438,15 +1438,15 @@ void *writer_main(void *arg)
 		if (atomic_load(&sh->io_err)) {
 			/* disk full and the like: the sampler stops on io_err;
 			 * what is written (whole blocks) stays */
-			rec_wake(sh->sampler_wake);
+			wake_post(&sh->sampler_wake);
 		}
 		if (done)
 			break;
 		/* wake for the next publish, or to look at the rings */
 		timeout = (int)((w->published_ns + WRITER_PUBLISH_NS - now + 999999) / 1000000);
 		timeout = TD_MAX(1, TD_MIN(WRITER_POLL_MS, timeout));
-		if (poll(&pfd, 1, timeout) > 0 && read(sh->writer_wake, &junk, sizeof(junk)) < 0)
-			junk = 0;
+		if (poll(&pfd, 1, timeout) > 0)
+			wake_drain(&sh->writer_wake);
 	}
 	if (atomic_load(&sh->targets_live) <= 0)
 		reason = TCF_END_TARGET_EXIT;
@@ -1466,7 +1466,7 @@ void *writer_main(void *arg)
 	w->repo = NULL;
 	debug_stats_store(w);
 	atomic_store(&sh->writer_done, 1);
-	rec_wake(sh->control_wake);
+	wake_post(&sh->control_wake);
 	return NULL;
 }
 

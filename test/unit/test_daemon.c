@@ -390,7 +390,7 @@ Test(writer, losses_are_recorded, .timeout = 30)
 	cfg.repo = dir;
 	cfg.ropts.target_pid = (uint32_t)getpid();
 	sh->cfg = &cfg;
-	sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
+	sh->writer_wake.fd = sh->sampler_wake.fd = sh->control_wake.fd = -1;
 	cr_assert_eq(ring_init_bytes(&sh->samples, 64 * td_sample_size(16384)), 0);
 	cr_assert_eq(ring_init(&sh->events, 64, sizeof(struct rec_event)), 0);
 	cr_assert_eq(ring_init(&sh->notices, 16, sizeof(struct rec_notice)), 0);
