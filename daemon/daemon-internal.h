@@ -180,6 +180,16 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
  * repository instead of closing it (repo_discard), so a directory this
  * start made and left empty goes again. */
 void writer_discard_repo(struct writer *w);
+/* Recording ends on err, the repository's error (-errno / -TD_E_*; 0 for
+ * one without a cause: -EIO), stored in rec_shared.io_err unless an error
+ * is there already: the first one wins, by compare-exchange.  Returns the
+ * error that stands. */
+int writer_fail(struct writer *w, int err);
+/* End the current chunk (reason: enum tcf_end_reason; WRITER_ROTATE_DUE:
+ * only if the repository says it is due); on the writer's thread, or
+ * before it starts. */
+#define WRITER_ROTATE_DUE (-1)
+void writer_rotate(struct writer *w, int reason);
 /* The thread; arg: the struct writer.  Writes until the sampler is done
  * and the rings are empty, then finishes the chunk and closes the
  * repository; sets writer_done last. */

@@ -246,16 +246,26 @@ static void chunk_meta(struct writer *w)
 	}
 }
 
+int writer_fail(struct writer *w, int err)
+{
+	int first = 0;
+
+	if (err >= 0)
+		err = -EIO; /* failed, for a reason nobody kept */
+	/* a later error is most often a consequence of the first (a
+	 * rotation after a failed write): the first says what to fix */
+	if (atomic_compare_exchange_strong(&w->sh->io_err, &first, err))
+		return err;
+	return first;
+}
+
 /* The current chunk's writer, noticing a new chunk. */
 static struct chunk_writer *current_chunk(struct writer *w)
 {
 	struct chunk_writer *cw = repo_writer(w->repo);
 
 	if (!cw) {
-		int e = repo_error(w->repo);
-
-		if (!atomic_load(&w->sh->io_err))
-			atomic_store(&w->sh->io_err, e ? e : -EIO);
+		writer_fail(w, repo_error(w->repo));
 		return NULL;
 	}
 	if (cw != w->cw) {
@@ -267,13 +277,33 @@ static struct chunk_writer *current_chunk(struct writer *w)
 	return cw;
 }
 
-static void rotated(struct writer *w)
-{
-	w->cw = NULL; /* the next current_chunk() starts the caches anew */
-}
-
 static void episodes_close_chunk(struct writer *w);
 static void record_lost(struct writer *w);
+
+/* The one way a chunk of the writer's ends: what it lost on record, the
+ * wait episodes still open written up to its end, then the repository
+ * finishes it (reason: TCF_END_*; WRITER_ROTATE_DUE: only if it is due by
+ * size, age or a full dictionary, and repo_tick says which).  The next
+ * write starts a new chunk (current_chunk).  A failure of the repository
+ * ends recording (writer_fail); a failed retention of old chunks does
+ * not: the chunk is whole. */
+void writer_rotate(struct writer *w, int reason)
+{
+	uint64_t now = td_now_ns();
+	int r;
+
+	if (reason == WRITER_ROTATE_DUE && !repo_due(w->repo, now))
+		return;
+	record_lost(w);
+	episodes_close_chunk(w);
+	if (reason == WRITER_ROTATE_DUE)
+		r = repo_tick(w->repo, now);
+	else
+		r = repo_rotate(w->repo, reason);
+	if (r < 0 && repo_error(w->repo))
+		writer_fail(w, repo_error(w->repo));
+	w->cw = NULL; /* the next current_chunk() starts the caches anew */
+}
 
 /* Commit what is buffered as a block, rotate if the chunk is full or old.
  * An error stays in the repository (repo_error), which the loop reports. */
@@ -291,10 +321,7 @@ static void publish(struct writer *w, uint64_t now)
 			w->startup = false;
 		}
 	}
-	if (repo_due(w->repo, now))
-		episodes_close_chunk(w);
-	if (repo_tick(w->repo, now) == 1)
-		rotated(w);
+	writer_rotate(w, WRITER_ROTATE_DUE);
 	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
 }
 
@@ -1141,11 +1168,7 @@ static void emergency_dump(struct writer *w, const struct rec_event *e, const st
 		since = now - w->cfg->emergency_window_ns;
 	if (p && p->first_real_ns > since)
 		since = p->first_real_ns;
-	record_lost(w);
-	episodes_close_chunk(w);
-	if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
-		atomic_store(&w->sh->io_err, repo_error(w->repo));
-	rotated(w);
+	writer_rotate(w, TCF_END_TARGET_CRASH);
 	n.err = repo_emergency_into(w->repo, e->pid, since, n.path, sizeof(n.path), &n.chunks,
 		&n.bytes);
 	notify(w, &n);
@@ -1266,10 +1289,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 			ring_pop_bytes(&w->sh->samples);
 		}
 		/* the evidence on disk before the signal goes on */
-		episodes_close_chunk(w);
-		if (repo_rotate(w->repo, TCF_END_TARGET_CRASH) < 0)
-			atomic_store(&w->sh->io_err, repo_error(w->repo));
-		rotated(w);
+		writer_rotate(w, TCF_END_TARGET_CRASH);
 		w->crash.crash_id = 0;
 		atomic_store(&w->sh->crash_acked, e->crash_id);
 		wake_post(&w->sh->sampler_wake);
@@ -1417,13 +1437,8 @@ void *writer_main(void *arg)
 			debug_stats_store(w);
 		}
 		now = td_now_ns();
-		if (atomic_exchange(&sh->rotate_req, 0)) {
-			record_lost(w);
-			episodes_close_chunk(w);
-			if (repo_rotate(w->repo, TCF_END_ROTATE) < 0)
-				atomic_store(&sh->io_err, repo_error(w->repo));
-			rotated(w);
-		}
+		if (atomic_exchange(&sh->rotate_req, 0))
+			writer_rotate(w, TCF_END_ROTATE);
 		if (atomic_exchange(&sh->snapshot_req, 0))
 			take_snapshot(w);
 		check_renames(w, now);
@@ -1433,8 +1448,8 @@ void *writer_main(void *arg)
 			record_lost(w);
 			publish(w, now);
 		}
-		if (repo_error(w->repo) && !atomic_load(&sh->io_err))
-			atomic_store(&sh->io_err, repo_error(w->repo));
+		if (repo_error(w->repo))
+			writer_fail(w, repo_error(w->repo));
 		if (atomic_load(&sh->io_err)) {
 			/* disk full and the like: the sampler stops on io_err;
 			 * what is written (whole blocks) stays */
@@ -1450,17 +1465,8 @@ void *writer_main(void *arg)
 	}
 	if (atomic_load(&sh->targets_live) <= 0)
 		reason = TCF_END_TARGET_EXIT;
-	if (!atomic_load(&sh->io_err)) {
-		/* finish the chunk first, so that its size is counted */
-		int e;
-
-		record_lost(w);
-		episodes_close_chunk(w);
-		e = repo_rotate(w->repo, reason);
-
-		if (e < 0)
-			atomic_store(&sh->io_err, e);
-	}
+	if (!atomic_load(&sh->io_err))
+		writer_rotate(w, reason); /* first, so that its size is counted */
 	atomic_store(&sh->bytes_written, repo_bytes_written(w->repo));
 	repo_close(w->repo, reason);
 	w->repo = NULL;
