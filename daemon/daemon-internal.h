@@ -11,10 +11,15 @@
  *                 writer, the libdwfl sessions, the symbol caches, the
  *                 per-chunk id maps
  *
- * What crosses between them is struct rec_shared and nothing else: three
- * rings (ring.h) and atomics, each written by the one thread named with
- * it.  The sampler never waits for the writer but in a crash (bounded),
- * and never on anything while a target thread is stopped. */
+ * What crosses between them is struct rec_shared and nothing else: five
+ * rings (ring.h: samples and events, sampler -> writer; notices, writer ->
+ * control loop; asks and answers between the control loop and the
+ * sampler, in follow mode), a wake per thread (wake.h) and atomics.  Each
+ * atomic is written by the one thread named with it, but for requests:
+ * one thread sets them and the other takes them with an exchange
+ * (rotate_req, snapshot_req, grow[]).  The sampler never waits for the
+ * writer but in a crash (bounded), and never on anything while a target
+ * thread is stopped. */
 #ifndef TD_DAEMON_INTERNAL_H
 #define TD_DAEMON_INTERNAL_H
 
@@ -54,8 +59,10 @@ struct rec_event {
 	pid_t pid, tid, old_tid;
 	int signo, status;
 	uint64_t addr, time_ns;
-	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash; EXITING: which
-			    * hold (the handshakes) */
+	/* The two handshakes' id, one field for both: CRASH, CRASH_DONE:
+	 * which crash (acknowledged in crash_acked); EXITING: which exit
+	 * hold (in exit_acked).  Each counts on its own. */
+	uint32_t handshake_id;
 	uint64_t start_time; /* PROCESS_EXIT: its start (struct td_proc_id) */
 	uint32_t image;	     /* THREAD_NEW, EXEC: its process's image (struct target) */
 	uint32_t futex[TD_FUTEX_WORDS]; /* REPEAT with TD_SAMPLE_FUTEX */
@@ -68,8 +75,10 @@ struct rec_event {
 
 /* Everything the threads share.  rec_open fills the first group before
  * any thread starts; after that, each field below has one writing thread,
- * named with it.  Plain fields are written before a store to an atomic
- * that the reader loads first, as said per field. */
+ * named with it, but for the requests (rotate_req, snapshot_req, grow[]),
+ * set by one thread and taken by the other.  Plain fields are written
+ * before a store to an atomic that the reader loads first, as said per
+ * field. */
 struct rec_shared {
 	/* Set up by the control loop before the threads start; read-only
 	 * afterwards. */
@@ -77,7 +86,7 @@ struct rec_shared {
 	/* each thread's wake (wake.h): posted by any, drained by its own */
 	struct wake sampler_wake, writer_wake, control_wake;
 
-	/* Rings, one producer and one consumer each (ring.h). */
+	/* The five rings, one producer and one consumer each (ring.h). */
 	struct ring samples; /* sampler -> writer: struct td_sample + stack window */
 	struct ring events;  /* sampler -> writer: struct rec_event */
 	struct ring notices; /* writer -> control loop: struct rec_notice */
@@ -112,7 +121,7 @@ struct rec_shared {
 
 	/* The crash handshake.  The sampler, the crashing thread held,
 	 * publishes REC_EV_CRASH, every stack of the process, REC_EV_CRASH_DONE
-	 * with its crash_id, then waits (3 s at most) for the writer, which
+	 * with its handshake_id, then waits (3 s at most) for the writer, which
 	 * writes them, syncs the chunk and stores the id here.  Written by the
 	 * writer, read by the sampler. */
 	_Atomic uint32_t crash_acked;
@@ -134,10 +143,13 @@ struct rec_shared {
 	 * process is gone).  Written by the writer, read by the sampler. */
 	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
-	/* Window growth, writer -> sampler: the writer stores the tid whose
-	 * stack ended at the window's edge in grow[tid % REC_GROW_SLOTS]; the
-	 * sampler doubles that thread's window (up to max_window) and stores
-	 * 0.  Two tids sharing a slot only delay one of them. */
+	/* Window growth, a request of the writer to the sampler, with two
+	 * writers: the writer stores the tid whose stack ended at the
+	 * window's edge in grow[tid % REC_GROW_SLOTS]; the sampler doubles
+	 * that thread's window (up to max_window) and takes the request by
+	 * compare-exchange of that tid with 0, so that a request stored
+	 * meanwhile for another tid of the slot stays.  Two tids sharing a
+	 * slot only delay one of them. */
 	_Atomic uint32_t grow[REC_GROW_SLOTS];
 
 	/* Written by the sampler; read by rec_stats on the control loop's
@@ -153,8 +165,8 @@ struct rec_shared {
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository
-	 * error that ends recording, first one wins) is also read by the
-	 * sampler, which stops at once. */
+	 * error that ends recording) is stored by writer_fail only, the first
+	 * one winning, and is also read by the sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */

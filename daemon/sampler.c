@@ -29,10 +29,12 @@
  *
  * Owns: struct sampler (allocated and freed here, on this thread), the
  * tracer and through it every attached thread, the perf rings, the /proc
- * fds.  Writes in struct rec_shared: the samples and events rings
- * (producer), attach_*, targets, capture, perf_err, the sampler's
- * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
- * io_err, crash_acked, exit_acked, maps_read[], writer_done, grow[].
+ * fds.  Writes in struct rec_shared: the samples, events and answers
+ * rings (producer), the asks ring's head (consumer), attach_*, targets,
+ * capture, perf_err, heartbeat_ns, the sampler's counters, targets_live,
+ * sampler_done, and the grow[] requests it takes (back to 0 by
+ * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
+ * maps_read[], writer_done, grow[].
  *
  * Choice in cpu mode with ptrace capture: a sample stands for a period
  * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
@@ -270,11 +272,16 @@ static void remove_thread(struct sampler *s, pid_t tid)
 static void maybe_grow(struct sampler *s, struct sthread *st)
 {
 	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
+	uint32_t tid = (uint32_t)st->tid;
 
-	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
+	/* taken only if it is this thread's: the writer may have stored
+	 * another tid of the slot since the load (lock-free: a target
+	 * thread may be stopped now) */
+	if (atomic_load_explicit(g, memory_order_relaxed) != tid ||
+		!atomic_compare_exchange_strong_explicit(g, &tid, 0, memory_order_relaxed,
+			memory_order_relaxed))
 		return;
 	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
-	atomic_store_explicit(g, 0, memory_order_relaxed);
 	/* the kernel copies the window at each sample: reopen its events
 	 * (after the drain, not inside it) */
 	if (st->perf && s->nresize < TD_ARRAY_SIZE(s->resize))
@@ -912,9 +919,9 @@ static void exit_holds(struct sampler *s)
 				perf_drain(s);
 				drained = true;
 			}
-			e.crash_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
+			e.handshake_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
 			e.time_ns = td_now_ns();
-			h->id = e.crash_id;
+			h->id = e.handshake_id;
 			tg = targets_find(&s->targets, h->tid);
 			/* never sampled, after all: nothing to wait for */
 			if (tg && tg->sampled && push_event(s, &e)) {
@@ -975,7 +982,7 @@ static void handle_crash(struct sampler *s)
 		pt_tracer_release(s->t, tid);
 		return;
 	}
-	e.crash_id = ++s->crash_id;
+	e.handshake_id = ++s->crash_id;
 	e.time_ns = td_now_ns();
 	push_event(s, &e);
 	for (unsigned i = 0; i < s->n; i++)
@@ -987,7 +994,7 @@ static void handle_crash(struct sampler *s)
 	push_event(s, &e);
 	wake_post(&sh->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
-	while (atomic_load(&sh->crash_acked) != e.crash_id && td_now_ns() < deadline &&
+	while (atomic_load(&sh->crash_acked) != e.handshake_id && td_now_ns() < deadline &&
 		!atomic_load(&sh->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
 			{ sh->sampler_wake.fd, POLLIN, 0 } };

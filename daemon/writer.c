@@ -22,10 +22,11 @@
  * writer_new on (closed here when the rings are drained, or by
  * writer_free if this thread never ran), the sessions and caches.
  * Writes in struct rec_shared: the notices ring (producer), the samples
- * and events rings' heads (consumer), the writer's counters, io_err,
- * crash_acked, grow[] requests, writer_done.  Reads: sampler_done, stop,
- * rotate_req and snapshot_req (taken), targets, targets_live,
- * samples_taken. */
+ * and events rings' heads (consumer), the writer's counters, io_err
+ * (writer_fail), crash_acked, exit_acked, maps_read[], grow[] requests,
+ * writer_done.  Reads: sampler_done, stop, rotate_req and snapshot_req
+ * (taken), targets, capture, perf_err, targets_live, samples_taken and
+ * the sampler's loss counters. */
 #define _GNU_SOURCE
 #include "daemon-internal.h"
 
@@ -1213,7 +1214,7 @@ static void do_sample(struct writer *w, const struct td_sample *s)
 		death_stack(w, s, tid, stack);
 		return;
 	}
-	if ((s->flags & TD_SAMPLE_HELD) && w->crash.crash_id && s->tid == w->crash.tid)
+	if ((s->flags & TD_SAMPLE_HELD) && w->crash.handshake_id && s->tid == w->crash.tid)
 		chunk_writer_process_event(w->cw, w->crash.time_ns, (uint32_t)s->pid,
 			TCF_PROC_CRASH, 0, w->crash.signo, w->crash.addr, tid, stack);
 	if (w->cfg->mode == REC_MODE_WALL) {
@@ -1238,7 +1239,7 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	if (e->kind == REC_EV_EXITING) {
 		/* every sample taken before the exit is unwound, its maps
 		 * read while it was held: let it go */
-		atomic_store(&w->sh->exit_acked, e->crash_id);
+		atomic_store(&w->sh->exit_acked, e->handshake_id);
 		wake_post(&w->sh->sampler_wake);
 		return;
 	}
@@ -1290,8 +1291,8 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		}
 		/* the evidence on disk before the signal goes on */
 		writer_rotate(w, TCF_END_TARGET_CRASH);
-		w->crash.crash_id = 0;
-		atomic_store(&w->sh->crash_acked, e->crash_id);
+		w->crash.handshake_id = 0;
+		atomic_store(&w->sh->crash_acked, e->handshake_id);
 		wake_post(&w->sh->sampler_wake);
 		break;
 	}
