@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "../chunkfmt/chunkfmt.h"
+#include "../common/buf.h"
 #include "../common/map.h"
 #include "../symbolize/symbolize.h"
 
@@ -488,17 +489,12 @@ static uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const ch
 	if (id)
 		map_put(&w->threads, (uint64_t)(uint32_t)tid + 1, id);
 	if (id >= w->capnames) {
-		size_t cap = w->capnames ? w->capnames * 2 : 64;
-		struct tname *n;
+		size_t old = w->capnames;
 
-		while (cap <= id)
-			cap *= 2;
-		n = realloc(w->names, cap * sizeof(*n));
-		if (n) {
-			memset(n + w->capnames, 0, (cap - w->capnames) * sizeof(*n));
-			w->names = n;
-			w->capnames = cap;
-		}
+		/* no memory: the thread keeps its id, only its renames go
+		 * unseen */
+		if (td_array_grow(w->names, w->capnames, (size_t)id + 1, 64) == 0)
+			memset(w->names + old, 0, (w->capnames - old) * sizeof(*w->names));
 	}
 	if (id && id < w->capnames) {
 		w->names[id] = (struct tname){ .pid = pid, .tid = tid };
@@ -694,15 +690,8 @@ static struct saved *saved_of(struct writer *w, pid_t tid, bool create)
 	for (k = 0; k < w->nsaved && w->saved[k].tid; k++)
 		;
 	if (k == w->nsaved) {
-		if (w->nsaved == w->capsaved) {
-			size_t cap = w->capsaved ? 2 * w->capsaved : 64;
-			struct saved *ns = realloc(w->saved, cap * sizeof(*ns));
-
-			if (!ns)
-				return NULL;
-			w->saved = ns;
-			w->capsaved = cap;
-		}
+		if (td_array_grow(w->saved, w->capsaved, w->nsaved + 1, 64) < 0)
+			return NULL;
 		w->saved[w->nsaved++] = (struct saved){ 0 };
 	}
 	sv = &w->saved[k];
@@ -878,15 +867,8 @@ static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
 	for (k = 0; k < w->neps && w->eps[k].tid; k++)
 		;
 	if (k == w->neps) {
-		if (w->neps == w->capeps) {
-			size_t cap = w->capeps ? 2 * w->capeps : 64;
-			struct episode *n = realloc(w->eps, cap * sizeof(*n));
-
-			if (!n)
-				return NULL;
-			w->eps = n;
-			w->capeps = cap;
-		}
+		if (td_array_grow(w->eps, w->capeps, w->neps + 1, 64) < 0)
+			return NULL;
 		w->neps++;
 	}
 	if (td_map_set(&w->ep_idx, (uint64_t)(uint32_t)tid, k + 1) < 0)
