@@ -7,9 +7,10 @@
  *                 are joined; the repository until writer_new takes it
  *   sampler       (sampler.c): struct sampler, the tracer, the per-thread
  *                 sampling table and the target set (targets.c)
- *   writer        (writer.c): struct writer, the repository and its chunk
- *                 writer, the libdwfl sessions, the symbol caches, the
- *                 per-chunk id maps
+ *   writer        (writer.c and its parts, writer-internal.h): struct
+ *                 writer, the repository and its chunk writer, the
+ *                 libdwfl sessions, the symbol caches, the per-chunk id
+ *                 maps
  *
  * What crosses between them is struct rec_shared and nothing else: five
  * rings (ring.h: samples and events, sampler -> writer; notices, writer ->
@@ -183,7 +184,7 @@ struct rec_shared {
  * all it allocates; sets sampler_done last. */
 void *sampler_main(void *shared);
 
-/* ---- the writer thread (writer.c) */
+/* ---- the writer thread (writer.c; its parts in writer-internal.h) */
 struct writer;
 /* On the control loop's thread, before the writer thread starts.  On
  * success the writer owns repo; on failure the caller still does. */
