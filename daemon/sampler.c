@@ -114,7 +114,7 @@ struct sthread {
 	bool leaving;	      /* held at its exit stop: sampled no more */
 };
 
-/* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
+/* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
  * chosen, targets; borrows: sh, cfg */
 struct sampler {
 	struct rec_shared *sh;
@@ -136,6 +136,11 @@ struct sampler {
 	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
 	uint64_t rng;
 	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
+	int tfd;	  /* the tick timer (timerfd), -1 until made */
+	uint64_t start_ns;	 /* when sampling began, for the duration */
+	uint64_t next_ns;	 /* the timer's next expiry */
+	uint64_t round_at;	 /* perf capture: the next round of the others */
+	uint64_t woke_writer_ns; /* the last wake_writer_due() that woke it */
 	uint32_t crash_id; /* of the last crash */
 	/* leaders held at their exit stop for the writer (exit_holds) */
 	struct exit_hold {
@@ -494,6 +499,7 @@ static void on_switch(void *arg, pid_t tid, bool in)
 }
 
 static bool stopping(struct rec_shared *sh);
+static void wake_writer_owed(struct sampler *s);
 
 /* A thread at its exit stop.  The leader of a process whose samples the
  * writer may still have to unwind (sampled since its last exec, and no
@@ -1008,10 +1014,7 @@ static void handle_crash(struct sampler *s)
 		}
 		if (s->nexits)
 			exit_holds(s);
-		if (s->wake_writer) {
-			wake_post(&sh->writer_wake);
-			s->wake_writer = false;
-		}
+		wake_writer_owed(s);
 	}
 	pt_tracer_release(s->t, tid);
 }
@@ -1059,28 +1062,41 @@ static bool stopping(struct rec_shared *sh)
 	return atomic_load(&sh->stop) || atomic_load(&sh->io_err);
 }
 
-void *sampler_main(void *arg)
-{
-	struct rec_shared *sh = arg;
-	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
-	struct sampler *s = calloc(1, sizeof(*s));
-	struct itimerspec its = { 0 };
-	uint64_t start, next, round_at, woke_writer = 0;
-	int tfd = -1, e;
+/* ---- the thread: setup, the loop, teardown */
 
-	if (!s) {
-		sh->attach_err = -ENOMEM;
-		goto out_fail;
-	}
-	/* The sampler sleeps but for the microseconds it holds a target
-	 * thread: then nothing of the target's may keep it off a CPU.  It
-	 * stays at nice -10 (when allowed) rather than paying two system
-	 * calls per round to change it. */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
-	pthread_setname_np(pthread_self(), "tracerd-sample");
+/* Frees s and what it holds: the tracer first, which resumes every
+ * stopped thread (the rest are detached by the kernel when this thread
+ * exits, without waking those that sleep).  NULL-safe, and safe on a
+ * sampler half built. */
+static void sampler_free(struct sampler *s)
+{
+	if (!s)
+		return;
+	pt_perf_free(s->perf);
+	pt_tracer_free(s->t);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	for (unsigned i = 0; i < s->n; i++)
+		close_fds(&s->th[i]);
+	free(s->th);
+	td_map_free(&s->idx);
+	free(s->chosen);
+	free(s->group);
+	free(s->cpu_of);
+	free(s);
+}
+
+/* The sampler and its tables, sized for S_MAX_THREADS once: nothing is
+ * allocated while sampling.  Returns 0 or -ENOMEM. */
+static int sampler_new(struct rec_shared *sh, struct sampler **ret_sampler)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
 	s->sh = sh;
 	s->cfg = sh->cfg;
+	s->tfd = -1;
 	s->rng = td_now_ns() | 1;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
@@ -1088,14 +1104,25 @@ void *sampler_main(void *arg)
 	s->cpu_of = calloc(S_MAX_THREADS, sizeof(*s->cpu_of));
 	if (!s->th || !s->chosen || !s->group || !s->cpu_of ||
 		td_map_init_fixed(&s->idx, S_MAX_THREADS) < 0) {
-		sh->attach_err = -ENOMEM;
-		goto out_fail;
+		sampler_free(s);
+		return -ENOMEM;
 	}
-	e = pt_tracer_new(&pc, &s->t);
-	if (e < 0) {
-		sh->attach_err = e;
-		goto out_fail;
-	}
+	*ret_sampler = s;
+	return 0;
+}
+
+/* The tracer, the capture (perf when asked or permitted), every target
+ * attached, the tick timer.  Returns 0 or -errno / -TD_E_*, with the
+ * target it failed on in sh->attach_pid (0: setting up the tracer). */
+static int sampler_start(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
+	int e = pt_tracer_new(&pc, &s->t);
+
+	if (e < 0)
+		return e;
 	sh->capture = REC_CAPTURE_PTRACE;
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
@@ -1104,10 +1131,8 @@ void *sampler_main(void *arg)
 			.switches = s->cfg->mode == REC_MODE_WALL };
 
 		e = pt_perf_new(&ppc, &s->perf);
-		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
-			sh->attach_err = e;
-			goto out_fail;
-		}
+		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF)
+			return e;
 		if (e < 0)
 			sh->perf_err = e;
 		else
@@ -1117,78 +1142,146 @@ void *sampler_main(void *arg)
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
 		&sh->attach_pid);
-	if (e < 0) {
-		sh->attach_err = e;
-		goto out_fail;
-	}
+	if (e < 0)
+		return e;
 	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (tfd < 0) {
-		sh->attach_err = -errno;
-		goto out_fail;
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	return s->tfd < 0 ? -errno : 0;
+}
+
+/* Does the writer wait for a wake this thread owes it (an attach, a
+ * death, an exit hold)?  Then now. */
+static void wake_writer_owed(struct sampler *s)
+{
+	if (s->wake_writer) {
+		wake_post(&s->sh->writer_wake);
+		s->wake_writer = false;
 	}
-	atomic_store(&sh->heartbeat_ns, td_now_ns());
-	atomic_store(&sh->attach_state, 1);
-	wake_post(&sh->control_wake);
+}
 
-	start = next = round_at = td_now_ns();
-	while (!stopping(sh)) {
-		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake.fd, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
-								POLLIN, 0 } };
-		uint64_t now, junk;
+/* Set the timer for the next tick.  perf capture: the kernel samples;
+ * drain every S_DRAIN_NS (sooner when its ring is a quarter full: its fd
+ * polls readable), and tick only when there are rounds to run (wall
+ * mode, threads the kernel does not sample).  Otherwise: the next random
+ * tick. */
+static void arm_timer(struct sampler *s)
+{
+	struct itimerspec its = { 0 };
+	bool rounds = !s->perf || s->cfg->mode == REC_MODE_WALL || s->nonperf;
+	uint64_t now;
 
-		/* perf capture: the kernel samples; drain every
-		 * S_DRAIN_NS (sooner when its ring is a quarter full), and
-		 * tick only when there are rounds to run (wall mode, threads
-		 * the kernel does not sample).  Otherwise: the next random
-		 * tick. */
-		bool rounds = !s->perf || s->cfg->mode == REC_MODE_WALL || s->nonperf;
+	s->next_ns += s->perf ? S_DRAIN_NS : next_period(s);
+	now = td_now_ns();
+	if (s->next_ns < now) /* no burst */
+		s->next_ns = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2);
+	if (s->perf && rounds && s->round_at < s->next_ns)
+		s->next_ns = s->round_at;
+	its.it_value.tv_sec = (time_t)(s->next_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(s->next_ns % 1000000000u);
+	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
 
-		next += s->perf ? S_DRAIN_NS : next_period(s);
-		now = td_now_ns();
-		if (next < now)
-			next = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2); /* no burst */
-		if (s->perf && rounds && round_at < next)
-			next = round_at;
-		its.it_value.tv_sec = (time_t)(next / 1000000000u);
-		its.it_value.tv_nsec = (long)(next % 1000000000u);
-		timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
-		for (;;) {
-			if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
-				break;
-			if (pfd[1].revents & POLLIN) {
-				/* the kernel's samples first: a death or a crash
-				 * comes after every sample taken before it (the
-				 * emergency dump holds them, with the process's
-				 * session still there to unwind them) */
-				if (s->perf)
-					perf_drain(s);
-				pt_tracer_poll(s->t, &round_ops, s);
-				apply_pending(s);
-				handle_crash(s);
-			}
-			atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
-			if (pfd[2].revents & POLLIN) {
-				wake_drain(&sh->sampler_wake);
-				if (s->cfg->follow && ring_used(&sh->asks))
-					serve_asks(s);
-			}
-			if (pfd[3].revents & POLLIN)
+/* Until the timer fires or recording ends: the tracer's events (deaths,
+ * crashes, exits), the control loop's asks, the kernel's samples. */
+static void wait_tick(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pollfd pfd[4] = { { s->tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
+		{ sh->sampler_wake.fd, POLLIN, 0 },
+		{ s->perf ? pt_perf_fd(s->perf) : -1, POLLIN, 0 } };
+
+	for (;;) {
+		if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			/* the kernel's samples first: a death or a crash comes
+			 * after every sample taken before it (the emergency
+			 * dump holds them, with the process's session still
+			 * there to unwind them) */
+			if (s->perf)
 				perf_drain(s);
-			if (s->nexits)
-				exit_holds(s);
-			if (s->wake_writer) {
-				wake_post(&sh->writer_wake);
-				s->wake_writer = false;
-			}
-			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
-				(!targets_live(&s->targets) && !s->cfg->follow))
-				break;
+			pt_tracer_poll(s->t, &round_ops, s);
+			apply_pending(s);
+			handle_crash(s);
 		}
+		atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
+		if (pfd[2].revents & POLLIN) {
+			wake_drain(&sh->sampler_wake);
+			if (s->cfg->follow && ring_used(&sh->asks))
+				serve_asks(s);
+		}
+		if (pfd[3].revents & POLLIN)
+			perf_drain(s);
+		if (s->nexits)
+			exit_holds(s);
+		wake_writer_owed(s);
+		if ((pfd[0].revents & POLLIN) || stopping(sh) ||
+			(!targets_live(&s->targets) && !s->cfg->follow))
+			break;
+	}
+}
 
-		if (read(tfd, &junk, sizeof(junk)) < 0)
-			junk = 0;
+/* A tick's round of stops: the threads to sample (wall mode: every
+ * thread, the blocked ones copied without a stop; cpu mode: those owed
+ * CPU time), interrupted from their CPUs; then what the round saw. */
+static void run_round(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pt_round_stats st;
+	unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
+	/* a round waits at most one tick for its stops */
+	int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
+
+	if (k) {
+		round_by_cpu(s, k, budget, &st);
+		atomic_fetch_add(&sh->lost_ring, st.dropped);
+		atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
+		atomic_fetch_add(&sh->skipped, st.skipped);
+	}
+	apply_pending(s);
+	handle_crash(s);
+	if (s->nexits)
+		exit_holds(s);
+	if (s->perf) {
+		apply_resizes(s);
+		s->round_at += next_period(s);
+		if (s->round_at < td_now_ns())
+			s->round_at = td_now_ns() + next_period(s) / 2;
+	}
+}
+
+/* Wake the writer for what this tick published, at most every
+ * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU in a VM,
+ * measured), sooner when a ring is a quarter full or a wake is owed. */
+static void wake_writer_due(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	uint64_t now = td_now_ns();
+
+	if (s->wake_writer || ring_used(&sh->samples) > sh->samples.cap / 4 ||
+		ring_used(&sh->events) > sh->events.cap / 4 ||
+		((ring_used(&sh->samples) || ring_used(&sh->events)) &&
+			now - s->woke_writer_ns >= S_WRITER_NS)) {
+		wake_post(&sh->writer_wake);
+		s->woke_writer_ns = now;
+		s->wake_writer = false;
+	}
+}
+
+/* Sample until a stop request, an I/O error of the writer, the duration,
+ * or the last target's exit (but in follow mode, which waits for more). */
+static void sampler_loop(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+
+	s->start_ns = s->next_ns = s->round_at = td_now_ns();
+	while (!stopping(sh)) {
+		uint64_t expirations;
+
+		arm_timer(s);
+		wait_tick(s);
+		if (read(s->tfd, &expirations, sizeof(expirations)) < 0)
+			expirations = 0; /* woken by an end, not the timer */
 		if (s->perf) {
 			perf_drain(s);
 			/* new periods on our timer alone (ptrace/perf.c) */
@@ -1196,73 +1289,44 @@ void *sampler_main(void *arg)
 		}
 		if (stopping(sh) || (!targets_live(&s->targets) && !s->cfg->follow))
 			break;
-		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
+		if (s->cfg->duration_ns && td_now_ns() - s->start_ns >= s->cfg->duration_ns)
 			break;
 		atomic_fetch_add(&sh->ticks, 1);
 		/* with perf, a round only for the threads the kernel does not
 		 * sample, on their own random ticks */
-		if (!s->perf || (td_now_ns() >= round_at && (s->cfg->mode == REC_MODE_WALL ||
-						 s->nonperf))) {
-			struct pt_round_stats st;
-			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
-			/* a round waits at most one tick for its stops */
-			int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
+		if (!s->perf || (td_now_ns() >= s->round_at &&
+					(s->cfg->mode == REC_MODE_WALL || s->nonperf)))
+			run_round(s);
+		wake_writer_due(s);
+	}
+}
 
-			if (k) {
-				round_by_cpu(s, k, budget, &st);
-				atomic_fetch_add(&sh->lost_ring, st.dropped);
-				atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
-				atomic_fetch_add(&sh->skipped, st.skipped);
-			}
-			apply_pending(s);
-			handle_crash(s);
-			if (s->nexits)
-				exit_holds(s);
-			if (s->perf) {
-				apply_resizes(s);
-				round_at += next_period(s);
-				if (round_at < td_now_ns())
-					round_at = td_now_ns() + next_period(s) / 2;
-			}
-		}
-		/* Wake the writer for what this wake published, at most every
-		 * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU
-		 * in a VM, measured), sooner when a ring is a quarter full. */
-		now = td_now_ns();
-		if (s->wake_writer || ring_used(&sh->samples) > sh->samples.cap / 4 ||
-			ring_used(&sh->events) > sh->events.cap / 4 ||
-			((ring_used(&sh->samples) || ring_used(&sh->events)) &&
-				now - woke_writer >= S_WRITER_NS)) {
-			wake_post(&sh->writer_wake);
-			woke_writer = now;
-			s->wake_writer = false;
-		}
+void *sampler_main(void *arg)
+{
+	struct rec_shared *sh = arg;
+	struct sampler *s = NULL;
+	int e;
+
+	/* The sampler sleeps but for the microseconds it holds a target
+	 * thread: then nothing of the target's may keep it off a CPU.  It
+	 * stays at nice -10 (when allowed) rather than paying two system
+	 * calls per round to change it. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
+	pthread_setname_np(pthread_self(), "tracerd-sample");
+	e = sampler_new(sh, &s);
+	if (!e)
+		e = sampler_start(s);
+	if (e < 0) {
+		sh->attach_err = e; /* before attach_state, which the control loop loads first */
+		atomic_store(&sh->attach_state, -1);
+	} else {
+		atomic_store(&sh->heartbeat_ns, td_now_ns());
+		atomic_store(&sh->attach_state, 1);
 	}
-	/* Resume every stopped thread; the rest are detached by the kernel
-	 * when this thread exits, without waking those that sleep. */
-	pt_perf_free(s->perf);
-	s->perf = NULL;
-	pt_tracer_free(s->t);
-	s->t = NULL;
-	goto out;
-out_fail:
-	atomic_store(&sh->attach_state, -1);
 	wake_post(&sh->control_wake);
-out:
-	if (tfd >= 0)
-		close(tfd);
-	if (s) {
-		pt_perf_free(s->perf);
-		pt_tracer_free(s->t);
-		for (unsigned i = 0; i < s->n; i++)
-			close_fds(&s->th[i]);
-		free(s->th);
-		td_map_free(&s->idx);
-		free(s->chosen);
-		free(s->group);
-		free(s->cpu_of);
-		free(s);
-	}
+	if (!e)
+		sampler_loop(s);
+	sampler_free(s);
 	atomic_store(&sh->sampler_done, 1);
 	wake_post(&sh->writer_wake);
 	wake_post(&sh->control_wake);
