@@ -18,7 +18,8 @@
  * wall mode: on each tick every thread: a blocked one is copied without a
  * stop (ptrace/blocked.c), or, when nothing changed since its last copy
  * (same call, same place, same schedstat), repeated without a copy; a
- * running one is sampled in the round of interrupts.
+ * running one is sampled in the round of interrupts (that tick:
+ * sampler-wall.c; sampler-internal.h has the parts).
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
@@ -54,7 +55,7 @@
  * (perf capture places it).
  */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "sampler-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,86 +72,6 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "../common/map.h"
-
-#define S_MAX_THREADS REC_MAX_THREADS
-
-enum { ST_NEW, ST_SETTLE };
-
-#define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
-#define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
-#define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
-#define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
-#define S_MAX_EXITS 16		   /* leaders held at once */
-
-struct sthread {
-	pid_t tid, pid;
-	int fd;	    /* schedstat, -1 until opened */
-	int sys_fd; /* syscall, -1 until opened */
-	int stat_fd; /* stat, -1 until opened */
-	uint8_t state;
-	bool oncpu; /* its last sample found it running, not in a syscall */
-	bool perf;  /* the kernel samples it (pt_perf) */
-	bool have_last; /* last: its latest copy without a stop */
-	bool last_disk;
-	struct pt_blocked last;
-	uint64_t run_ns, run_count;
-	bool born;	       /* cloned while we record: all its run time is ours */
-	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
-	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
-	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
-	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
-	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
-	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
-	uint64_t block_runs;   /* wall mode: run_count when last seen blocked */
-	bool seen_blocked;     /* block_runs is set */
-	uint64_t woken_credit; /* wall mode with perf: woken-waiting ns not yet sampled */
-	uint64_t woken_sampled; /* wall mode with perf: woken ns sampled, not yet in wait_ns */
-	uint32_t window;
-	uint32_t ins;	      /* perf switches: times scheduled in, as drained */
-	uint32_t ins_looked;  /* ins at its last look through /proc */
-	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
-	bool leaving;	      /* held at its exit stop: sampled no more */
-};
-
-/* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
- * chosen, targets; borrows: sh, cfg */
-struct sampler {
-	struct rec_shared *sh;
-	const struct rec_config *cfg;
-	struct pt_tracer *t;
-	struct sthread *th; /* dense */
-	unsigned n;
-	struct td_map idx; /* tid -> index into th; fixed: never allocates */
-	struct targets targets;
-	struct pt_perf *perf; /* perf capture, else NULL */
-	unsigned nonperf;     /* threads the kernel does not sample */
-	bool switches;	      /* the kernel reports switches (wall mode with perf) */
-	bool switches_lost;   /* since the last tick: its ring lost records */
-	bool wake_writer;     /* something for the writer at once (an attach, a death) */
-	pid_t resize[16];     /* perf threads whose window grew, to reopen */
-	unsigned nresize;
-	pid_t *chosen;
-	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
-	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
-	uint64_t rng;
-	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
-	int tfd;	  /* the tick timer (timerfd), -1 until made */
-	uint64_t start_ns;	 /* when sampling began, for the duration */
-	uint64_t next_ns;	 /* the timer's next expiry */
-	uint64_t round_at;	 /* perf capture: the next round of the others */
-	uint64_t woke_writer_ns; /* the last wake_writer_due() that woke it */
-	uint32_t crash_id; /* of the last crash */
-	/* leaders held at their exit stop for the writer (exit_holds) */
-	struct exit_hold {
-		pid_t tid;
-		uint32_t id;	   /* of its REC_EV_EXITING; 0: not yet published */
-		uint64_t deadline; /* let go then, acknowledged or not */
-	} exits[S_MAX_EXITS];
-	unsigned nexits;
-	uint32_t exit_id; /* of the last REC_EV_EXITING */
-};
 
 static struct sthread *lookup(const struct sampler *s, pid_t tid)
 {
@@ -180,7 +101,7 @@ static int open_task_file(const struct sthread *st, const char *name)
 
 /* The thread's kept-open schedstat and syscall files; false if it has no
  * process id yet or is gone. */
-static bool probe_fds(struct sthread *st)
+bool probe_fds(struct sthread *st)
 {
 	if (!st->pid)
 		return false;
@@ -213,7 +134,7 @@ static int last_cpu(struct sthread *st)
 }
 
 /* In uninterruptible sleep (D): waiting for the disk or the like. */
-static bool in_disk_wait(struct sthread *st, char ret_name[16])
+bool in_disk_wait(struct sthread *st, char ret_name[16])
 {
 	char buf[512], *p, *name;
 	ssize_t n;
@@ -274,7 +195,7 @@ static void remove_thread(struct sampler *s, pid_t tid)
 
 /* Apply a pending window-growth request of the writer: the thread's stacks
  * keep ending at the window's edge. */
-static void maybe_grow(struct sampler *s, struct sthread *st)
+void maybe_grow(struct sampler *s, struct sthread *st)
 {
 	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
 	uint32_t tid = (uint32_t)st->tid;
@@ -327,7 +248,7 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 
 /* A sample of pid's current image is on its way to the writer: its
  * leader's exit may have to wait for the writer (on_hold_exit). */
-static void mark_sampled(struct sampler *s, pid_t pid)
+void mark_sampled(struct sampler *s, pid_t pid)
 {
 	struct target *tg = targets_find(&s->targets, pid);
 
@@ -537,7 +458,7 @@ static void apply_pending(struct sampler *s)
 
 /* The time since the previous tick (a period at the first), and this
  * tick's time for the next. */
-static uint64_t tick_dt(struct sampler *s, uint64_t period)
+uint64_t tick_dt(struct sampler *s, uint64_t period)
 {
 	uint64_t now = td_now_ns(), dt = s->tick_ns ? now - s->tick_ns : period;
 
@@ -600,229 +521,6 @@ static unsigned choose(struct sampler *s)
 	return k;
 }
 
-/* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
- * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT).
- * futex: the words at its futex address this tick, or NULL. */
-static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags,
-	const uint32_t *futex)
-{
-	struct rec_event *e = ring_reserve(&s->sh->events);
-
-	if (!e) {
-		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
-		return;
-	}
-	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
-		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
-		.time_ns = td_now_ns() };
-	if (futex) {
-		memcpy(e->futex, futex, sizeof(e->futex));
-		e->status |= TD_SAMPLE_FUTEX;
-	}
-	ring_publish(&s->sh->events);
-	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
-	mark_sampled(s, st->pid);
-}
-
-/* Add ns to a thread's credit of time not yet sampled (at most a second
- * of it: more is a thread that was stopped or frozen, or a tick held up,
- * not made up) and take from it the whole periods: how many samples. */
-static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
-{
-	unsigned n;
-
-	*credit = TD_MIN(*credit + ns, 1000000000u + period);
-	n = (unsigned)(*credit / period);
-	*credit -= n * period;
-	return n;
-}
-
-/* n repeats of a blocked thread's last stack: asleep in its call, or in
- * disk sleep. */
-static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
-	const uint32_t *futex)
-{
-	while (n--)
-		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
-			futex);
-}
-
-/* Wall mode with perf: samples for the time a thread waited for a CPU,
- * which neither perf (it did not run) nor a blocked copy (it was not
- * blocked) sees.  Two kinds, told apart because their stacks differ:
- *  - woken: not scheduled since it was last seen blocked (its run count
- *    has not moved), it waits for a CPU inside its call: sampled at the
- *    tick like a blocked thread, a sample per period since the last tick,
- *    with its blocked stack;
- *  - preempted: schedstat adds each wait to its total when the wait ends;
- *    what it added since the last tick, less the woken time the ticks
- *    already sampled, is spent a period at a time, with the stack of the
- *    last perf sample if one came since it was last blocked (the writer
- *    knows; else a frame that says the place is unknown). */
-static void runnable_ticks(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
-	bool blocked, uint64_t dt, bool looked)
-{
-	uint64_t period = 1000000000u / s->cfg->hz, paid;
-	unsigned n;
-
-	if (st->state == ST_NEW || b->wait_ns < st->wait_ns) {
-		st->wait_ns = b->wait_ns; /* first look: credit from here */
-		st->state = ST_SETTLE;
-		return;
-	}
-	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
-		for (n = spend(&st->woken_credit, dt, period); n; n--) {
-			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL, NULL);
-			st->woken_sampled += period;
-		}
-	}
-	/* the wait schedstat added, less what the ticks sampled as woken
-	 * (what they sampled of a wait not yet ended stays to be paid) */
-	st->wait_credit += b->wait_ns - st->wait_ns;
-	if (looked && st->skip_ns) {
-		/* ticks without a look sampled it as blocked; the part of
-		 * them after its wake-up is in this wait too (over by at
-		 * most the waits for a CPU since it first ran again) */
-		paid = TD_MIN(b->wait_ns - st->wait_ns, st->skip_ns);
-		st->wait_credit -= paid;
-		st->skip_ns = 0;
-	}
-	st->wait_ns = b->wait_ns;
-	paid = TD_MIN(st->wait_credit, st->woken_sampled);
-	st->wait_credit -= paid;
-	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
-	for (n = spend(&st->wait_credit, 0, period); n; n--)
-		publish_repeat(s, st, TD_SAMPLE_RUNNABLE, NULL);
-}
-
-/* A thread blocked in futex(): the words at its futex address now, at the
- * tick (one process_vm_readv), into words; NULL if not in futex() or
- * unreadable.  The writer reads a lock's owner from them: read later, the
- * lock may have changed hands many times. */
-static const uint32_t *futex_words(const struct sthread *st, const struct pt_blocked *b,
-	uint32_t words[TD_FUTEX_WORDS])
-{
-	size_t len = TD_FUTEX_WORDS * sizeof(*words);
-
-	if (b->sc.nr != SYS_futex || pt_read_memory(st->tid, b->sc.args[0], words, len) != (ssize_t)len)
-		return NULL;
-	return words;
-}
-
-/* wall mode, one tick: every thread.  Blocked ones are copied without a
- * stop (or repeated); running ones are returned for the round, unless the
- * kernel samples them (perf): then only their time waiting for a CPU is
- * sampled here. */
-static unsigned wall_tick(struct sampler *s)
-{
-	struct rec_shared *sh = s->sh;
-	uint64_t period = 1000000000u / s->cfg->hz;
-	/* With perf, running time is sampled per period of CPU time and
-	 * runnable time per period of wait: blocked time too is sampled per
-	 * period of the time since the last tick, not once a tick, so that
-	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
-	uint64_t dt = tick_dt(s, period);
-	unsigned k = 0;
-
-	for (unsigned i = 0; i < s->n; i++) {
-		struct sthread *st = &s->th[i];
-		struct td_sample *smp;
-		struct pt_blocked b;
-		uint32_t words[TD_FUTEX_WORDS];
-		const uint32_t *futex;
-		unsigned extra = 0; /* samples beyond the first */
-		bool same_place, unseen;
-		int r;
-
-		if (st->leaving)
-			continue; /* held at its exit: its time is over */
-		maybe_grow(s, st);
-		/* Not scheduled in since a look found it blocked: still in
-		 * that wait, without a look (two reads of /proc a thread a
-		 * tick were most of wall mode's cost with many idle
-		 * threads).  Woken but not yet run, it is taken as still
-		 * blocked; runnable_ticks pays that back. */
-		unseen = s->switches && !s->switches_lost && st->perf && st->have_last &&
-			st->ins == st->ins_looked;
-		if (unseen) {
-			b = st->last;
-			r = 1;
-		} else {
-			st->ins_looked = st->ins;
-			r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
-			if (r < 0)
-				continue;
-		}
-		if (st->perf)
-			runnable_ticks(s, st, &b, r == 1, dt, !unseen);
-		if (r == 1) {
-			st->block_runs = b.run_count;
-			st->seen_blocked = true;
-		}
-		if (r == 0) {
-			st->have_last = false;
-			if (!st->perf)
-				s->chosen[k++] = st->tid;
-			continue;
-		}
-		if (st->perf) {
-			extra = spend(&st->block_credit, dt, period);
-			if (!extra--)
-				continue; /* no whole period blocked yet */
-		}
-		if (unseen)
-			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
-		futex = futex_words(st, &b, words);
-		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			repeat_blocked(s, st, extra + 1, futex);
-			continue;
-		}
-		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
-			st->last.sc.pc == b.sc.pc;
-		st->have_last = false;
-		smp = ring_reserve_bytes(&sh->samples, td_sample_size(st->window));
-		if (!smp) {
-			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
-			continue;
-		}
-		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
-		if (r == -EAGAIN && same_place && st->perf) {
-			/* It ran while we copied, so the copy may be torn; but the
-			 * tick found it blocked, in the call, at the stack pointer
-			 * and pc of its last good copy (an event loop waiting again
-			 * where it always waits): that stack.  Dropping it would
-			 * count against waiting threads alone. */
-			st->have_last = true;
-			repeat_blocked(s, st, extra + 1, futex);
-			continue;
-		}
-		if (r == -EAGAIN) {
-			/* it ran while we copied: the copy may be torn */
-			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);
-			continue;
-		}
-		if (r != 1)
-			continue; /* gone: its exit follows */
-		smp->comm[0] = '\0';
-		st->last_disk = in_disk_wait(st, smp->comm);
-		if (smp->comm[0])
-			smp->flags |= TD_SAMPLE_NAMED;
-		if (st->last_disk)
-			smp->flags |= TD_SAMPLE_DISK;
-		if (futex) {
-			memcpy(smp->futex, futex, sizeof(smp->futex));
-			smp->flags |= TD_SAMPLE_FUTEX;
-		}
-		st->last = b;
-		st->have_last = true;
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
-		mark_sampled(s, st->pid);
-		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
-	}
-	s->switches_lost = false;
-	return k;
-}
 
 /* Interrupt the chosen threads from the CPU each is on.  A stop requested
  * from another CPU lands where the thread next enters the kernel, not where
