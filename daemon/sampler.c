@@ -256,49 +256,54 @@ void mark_sampled(struct sampler *s, pid_t pid)
 		tg->sampled = true;
 }
 
-static void slot_put(void *arg, struct td_sample *smp)
+/* A sample taken by the kernel (nothing was stopped), or a stack at a
+ * death: no sampling stop, and a death's is not a sample of the profile. */
+static void put_unstopped(struct sampler *s, struct td_sample *smp)
 {
-	struct sampler *s = arg;
 	struct rec_shared *sh = s->sh;
 
-	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH)) {
-		/* taken by the kernel (nothing was stopped), or at a death:
-		 * not a sample of the profile, and no sampling stop */
-		mark_sampled(s, smp->pid);
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		if (smp->flags & TD_SAMPLE_PERF)
-			atomic_fetch_add_explicit(&sh->samples_taken,
-				(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1,
-				memory_order_relaxed);
-		return;
-	}
-	{
-		uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
-		uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+	mark_sampled(s, smp->pid);
+	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
+	if (smp->flags & TD_SAMPLE_PERF)
+		atomic_fetch_add_explicit(&sh->samples_taken,
+			(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1, memory_order_relaxed);
+}
 
-		atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
-	}
-	{
-		struct sthread *st = lookup(s, smp->tid);
-		uint32_t weight = 1;
+/* A sample of a sampling stop: its stopped time counted, and the periods
+ * of CPU time it stands for (cpu mode with ptrace capture) paid. */
+static void put_stopped(struct sampler *s, struct td_sample *smp)
+{
+	struct rec_shared *sh = s->sh;
+	struct sthread *st = lookup(s, smp->tid);
+	uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
+	uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+	uint32_t weight = 1;
 
-		mark_sampled(s, smp->pid);
-		if (st) {
-			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
-			if (st->take) {
-				/* the periods it was owed: paid now */
-				weight = st->take;
-				smp->flags |= TD_SAMPLE_WEIGHTED;
-				smp->weight = weight;
-				st->cpu_credit -= (uint64_t)weight * (1000000000u / s->cfg->hz);
-				st->take = 0;
-			}
+	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
+	mark_sampled(s, smp->pid);
+	if (st) {
+		st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
+		if (st->take) {
+			/* the periods it was owed: paid now */
+			weight = st->take;
+			smp->flags |= TD_SAMPLE_WEIGHTED;
+			smp->weight = weight;
+			st->cpu_credit -= (uint64_t)weight * (1000000000u / s->cfg->hz);
+			st->take = 0;
 		}
-		if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
-			atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
 	}
+	if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
+		atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
+	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
+	atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
+}
+
+static void slot_put(void *arg, struct td_sample *smp)
+{
+	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH))
+		put_unstopped(arg, smp);
+	else
+		put_stopped(arg, smp);
 }
 
 static bool push_event(struct sampler *s, const struct rec_event *e)
