@@ -5,8 +5,9 @@
  *                 config, the thread handles, the signalfd; the rings and
  *                 wakes, which it sets up and frees once both threads
  *                 are joined; the repository until writer_new takes it
- *   sampler       (sampler.c): struct sampler, the tracer, the per-thread
- *                 sampling table and the target set (targets.c)
+ *   sampler       (sampler.c, sampler-wall.c; sampler-internal.h): struct
+ *                 sampler, the tracer, the per-thread sampling table and
+ *                 the target set (targets.c)
  *   writer        (writer.c and its parts, writer-internal.h): struct
  *                 writer, the repository and its chunk writer, the
  *                 libdwfl sessions, the symbol caches, the per-chunk id
@@ -177,7 +178,7 @@ struct rec_shared {
 	_Atomic int io_err;
 };
 
-/* ---- the sampler thread (sampler.c)
+/* ---- the sampler thread (sampler.c; its parts in sampler-internal.h)
  * arg: the struct rec_shared.  Creates the tracer, attaches to every
  * target, sets attach_state, samples until stop, io_err, the duration or
  * the last target's exit, then detaches from every thread.  Owns and frees
