@@ -30,21 +30,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-void rec_wake(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) < 0)
-		(void)0; /* an eventfd only fails when its counter is full: still awake */
-}
-
 /* The control loop's state.  owns: cfg (a copy), sh (its rings and
- * eventfds), sfd, the two threads, writer (run by the writer thread from
+ * wakes), sfd, the two threads, writer (run by the writer thread from
  * its start until the join) */
 struct recorder {
 	struct rec_config cfg;
@@ -143,7 +134,7 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	sh = &r->sh;
 	r->cfg = *cfg;
 	sh->cfg = &r->cfg;
-	r->sfd = sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
+	r->sfd = sh->writer_wake.fd = sh->sampler_wake.fd = sh->control_wake.fd = -1;
 	/* one fd per thread for schedstat */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -162,14 +153,17 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	/* a service's recorders leave the signals to the service */
 	if (!cfg->follow)
 		r->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	sh->writer_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	sh->sampler_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	sh->control_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if ((r->sfd < 0 && !cfg->follow) || sh->writer_wake < 0 || sh->sampler_wake < 0 ||
-		sh->control_wake < 0) {
+	if (r->sfd < 0 && !cfg->follow) {
 		e = -errno;
 		goto out_free;
 	}
+	e = wake_open(&sh->writer_wake);
+	if (!e)
+		e = wake_open(&sh->sampler_wake);
+	if (!e)
+		e = wake_open(&sh->control_wake);
+	if (e < 0)
+		goto out_free;
 	e = ring_init_bytes(&sh->samples, sample_bytes(&r->cfg));
 	if (!e && r->cfg.mode != REC_MODE_WALL && sh->samples.cap <= (16u << 20))
 		ring_prefault(&sh->samples);
@@ -206,11 +200,10 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	}
 	r->sampler_started = true;
 	while (!atomic_load(&sh->attach_state)) {
-		struct pollfd pfd = { sh->control_wake, POLLIN, 0 };
-		uint64_t junk;
+		struct pollfd pfd = { sh->control_wake.fd, POLLIN, 0 };
 
-		if (poll(&pfd, 1, 1000) > 0 && read(sh->control_wake, &junk, sizeof(junk)) < 0)
-			junk = 0;
+		if (poll(&pfd, 1, 1000) > 0)
+			wake_drain(&sh->control_wake);
 	}
 	if (atomic_load(&sh->attach_state) < 0) {
 		e = sh->attach_err ? sh->attach_err : -EIO;
@@ -247,29 +240,28 @@ void rec_run(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 	uint64_t last = td_now_ns();
 
 	while (!atomic_load(&sh->writer_done)) {
-		struct pollfd pfd[2] = { { r->sfd, POLLIN, 0 }, { sh->control_wake, POLLIN, 0 } };
+		struct pollfd pfd[2] = { { r->sfd, POLLIN, 0 }, { sh->control_wake.fd, POLLIN, 0 } };
 		struct signalfd_siginfo si;
-		uint64_t junk;
 
 		poll(pfd, 2, 1000);
-		if (pfd[1].revents & POLLIN && read(sh->control_wake, &junk, sizeof(junk)) < 0)
-			junk = 0;
+		if (pfd[1].revents & POLLIN)
+			wake_drain(&sh->control_wake);
 		while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			switch (si.ssi_signo) {
 			case SIGINT:
 			case SIGTERM:
 				if (atomic_fetch_add(&sh->stop, 1) >= 1)
 					atomic_store(&sh->stop, 2); /* hurry */
-				rec_wake(sh->sampler_wake);
-				rec_wake(sh->writer_wake);
+				wake_post(&sh->sampler_wake);
+				wake_post(&sh->writer_wake);
 				break;
 			case SIGHUP:
 				atomic_store(&sh->rotate_req, 1);
-				rec_wake(sh->writer_wake);
+				wake_post(&sh->writer_wake);
 				break;
 			case SIGUSR1:
 				atomic_store(&sh->snapshot_req, 1);
-				rec_wake(sh->writer_wake);
+				wake_post(&sh->writer_wake);
 				break;
 			}
 		}
@@ -294,22 +286,20 @@ int rec_attach(struct recorder *r, pid_t pid)
 	*slot = pid;
 	ring_publish(&r->sh.asks);
 	r->asked++;
-	rec_wake(r->sh.sampler_wake);
+	wake_post(&r->sh.sampler_wake);
 	return 0;
 }
 
 int rec_fd(const struct recorder *r)
 {
-	return r->sh.control_wake;
+	return r->sh.control_wake.fd;
 }
 
 bool rec_poll(struct recorder *r, const struct rec_hooks *hooks, void *arg)
 {
 	struct rec_shared *sh = &r->sh;
-	uint64_t junk;
 
-	if (read(sh->control_wake, &junk, sizeof(junk)) < 0)
-		junk = 0;
+	wake_drain(&sh->control_wake);
 	for (struct rec_notice *n; (n = ring_peek(&sh->answers)); ring_pop(&sh->answers)) {
 		r->asked--;
 		if (hooks && hooks->notice)
@@ -334,7 +324,7 @@ void rec_free(struct recorder *r)
 	sh = &r->sh;
 	atomic_store(&sh->stop, 1);
 	if (r->sampler_started) {
-		rec_wake(sh->sampler_wake);
+		wake_post(&sh->sampler_wake);
 		pthread_join(r->sampler_thread, NULL);
 	}
 	if (r->writer_started)
@@ -347,11 +337,8 @@ void rec_free(struct recorder *r)
 	ring_free(&sh->answers);
 	if (r->sfd >= 0)
 		close(r->sfd);
-	if (sh->writer_wake >= 0)
-		close(sh->writer_wake);
-	if (sh->sampler_wake >= 0)
-		close(sh->sampler_wake);
-	if (sh->control_wake >= 0)
-		close(sh->control_wake);
+	wake_close(&sh->writer_wake);
+	wake_close(&sh->sampler_wake);
+	wake_close(&sh->control_wake);
 	free(r);
 }

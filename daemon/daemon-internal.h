@@ -3,18 +3,25 @@
  *
  *   control loop  the caller's thread (control.c): struct recorder, the
  *                 config, the thread handles, the signalfd; the rings and
- *                 eventfds, which it sets up and frees once both threads
+ *                 wakes, which it sets up and frees once both threads
  *                 are joined; the repository until writer_new takes it
- *   sampler       (sampler.c): struct sampler, the tracer, the per-thread
- *                 sampling table and the target set (targets.c)
- *   writer        (writer.c): struct writer, the repository and its chunk
- *                 writer, the libdwfl sessions, the symbol caches, the
- *                 per-chunk id maps
+ *   sampler       (sampler.c, sampler-wall.c; sampler-internal.h): struct
+ *                 sampler, the tracer, the per-thread sampling table and
+ *                 the target set (targets.c)
+ *   writer        (writer.c and its parts, writer-internal.h): struct
+ *                 writer, the repository and its chunk writer, the
+ *                 libdwfl sessions, the symbol caches, the per-chunk id
+ *                 maps
  *
- * What crosses between them is struct rec_shared and nothing else: three
- * rings (ring.h) and atomics, each written by the one thread named with
- * it.  The sampler never waits for the writer but in a crash (bounded),
- * and never on anything while a target thread is stopped. */
+ * What crosses between them is struct rec_shared and nothing else: five
+ * rings (ring.h: samples and events, sampler -> writer; notices, writer ->
+ * control loop; asks and answers between the control loop and the
+ * sampler, in follow mode), a wake per thread (wake.h) and atomics.  Each
+ * atomic is written by the one thread named with it, but for requests:
+ * one thread sets them and the other takes them with an exchange
+ * (rotate_req, snapshot_req, grow[]).  The sampler never waits for the
+ * writer but in a crash (bounded), and never on anything while a target
+ * thread is stopped. */
 #ifndef TD_DAEMON_INTERNAL_H
 #define TD_DAEMON_INTERNAL_H
 
@@ -28,6 +35,7 @@
 #include "../ptrace/ptrace.h"
 #include "daemon.h"
 #include "ring.h"
+#include "wake.h"
 #include "../common/td.h"
 
 /* An event from the sampler to the writer (flat: crosses the events ring,
@@ -53,8 +61,10 @@ struct rec_event {
 	pid_t pid, tid, old_tid;
 	int signo, status;
 	uint64_t addr, time_ns;
-	uint32_t crash_id; /* CRASH, CRASH_DONE: which crash; EXITING: which
-			    * hold (the handshakes) */
+	/* The two handshakes' id, one field for both: CRASH, CRASH_DONE:
+	 * which crash (acknowledged in crash_acked); EXITING: which exit
+	 * hold (in exit_acked).  Each counts on its own. */
+	uint32_t handshake_id;
 	uint64_t start_time; /* PROCESS_EXIT: its start (struct td_proc_id) */
 	uint32_t image;	     /* THREAD_NEW, EXEC: its process's image (struct target) */
 	uint32_t futex[TD_FUTEX_WORDS]; /* REPEAT with TD_SAMPLE_FUTEX */
@@ -67,15 +77,18 @@ struct rec_event {
 
 /* Everything the threads share.  rec_open fills the first group before
  * any thread starts; after that, each field below has one writing thread,
- * named with it.  Plain fields are written before a store to an atomic
- * that the reader loads first, as said per field. */
+ * named with it, but for the requests (rotate_req, snapshot_req, grow[]),
+ * set by one thread and taken by the other.  Plain fields are written
+ * before a store to an atomic that the reader loads first, as said per
+ * field. */
 struct rec_shared {
 	/* Set up by the control loop before the threads start; read-only
 	 * afterwards. */
 	const struct rec_config *cfg; /* the control loop's copy */
-	int sampler_wake, writer_wake, control_wake; /* eventfds, for rec_wake */
+	/* each thread's wake (wake.h): posted by any, drained by its own */
+	struct wake sampler_wake, writer_wake, control_wake;
 
-	/* Rings, one producer and one consumer each (ring.h). */
+	/* The five rings, one producer and one consumer each (ring.h). */
 	struct ring samples; /* sampler -> writer: struct td_sample + stack window */
 	struct ring events;  /* sampler -> writer: struct rec_event */
 	struct ring notices; /* writer -> control loop: struct rec_notice */
@@ -110,7 +123,7 @@ struct rec_shared {
 
 	/* The crash handshake.  The sampler, the crashing thread held,
 	 * publishes REC_EV_CRASH, every stack of the process, REC_EV_CRASH_DONE
-	 * with its crash_id, then waits (3 s at most) for the writer, which
+	 * with its handshake_id, then waits (3 s at most) for the writer, which
 	 * writes them, syncs the chunk and stores the id here.  Written by the
 	 * writer, read by the sampler. */
 	_Atomic uint32_t crash_acked;
@@ -132,10 +145,13 @@ struct rec_shared {
 	 * process is gone).  Written by the writer, read by the sampler. */
 	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
-	/* Window growth, writer -> sampler: the writer stores the tid whose
-	 * stack ended at the window's edge in grow[tid % REC_GROW_SLOTS]; the
-	 * sampler doubles that thread's window (up to max_window) and stores
-	 * 0.  Two tids sharing a slot only delay one of them. */
+	/* Window growth, a request of the writer to the sampler, with two
+	 * writers: the writer stores the tid whose stack ended at the
+	 * window's edge in grow[tid % REC_GROW_SLOTS]; the sampler doubles
+	 * that thread's window (up to max_window) and takes the request by
+	 * compare-exchange of that tid with 0, so that a request stored
+	 * meanwhile for another tid of the slot stays.  Two tids sharing a
+	 * slot only delay one of them. */
 	_Atomic uint32_t grow[REC_GROW_SLOTS];
 
 	/* Written by the sampler; read by rec_stats on the control loop's
@@ -151,8 +167,8 @@ struct rec_shared {
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository
-	 * error that ends recording, first one wins) is also read by the
-	 * sampler, which stops at once. */
+	 * error that ends recording) is stored by writer_fail only, the first
+	 * one winning, and is also read by the sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
@@ -162,17 +178,14 @@ struct rec_shared {
 	_Atomic int io_err;
 };
 
-/* Wake the thread that polls fd (an eventfd of struct rec_shared). */
-void rec_wake(int fd);
-
-/* ---- the sampler thread (sampler.c)
+/* ---- the sampler thread (sampler.c; its parts in sampler-internal.h)
  * arg: the struct rec_shared.  Creates the tracer, attaches to every
  * target, sets attach_state, samples until stop, io_err, the duration or
  * the last target's exit, then detaches from every thread.  Owns and frees
  * all it allocates; sets sampler_done last. */
 void *sampler_main(void *shared);
 
-/* ---- the writer thread (writer.c) */
+/* ---- the writer thread (writer.c; its parts in writer-internal.h) */
 struct writer;
 /* On the control loop's thread, before the writer thread starts.  On
  * success the writer owns repo; on failure the caller still does. */
@@ -181,6 +194,16 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
  * repository instead of closing it (repo_discard), so a directory this
  * start made and left empty goes again. */
 void writer_discard_repo(struct writer *w);
+/* Recording ends on err, the repository's error (-errno / -TD_E_*; 0 for
+ * one without a cause: -EIO), stored in rec_shared.io_err unless an error
+ * is there already: the first one wins, by compare-exchange.  Returns the
+ * error that stands. */
+int writer_fail(struct writer *w, int err);
+/* End the current chunk (reason: enum tcf_end_reason; WRITER_ROTATE_DUE:
+ * only if the repository says it is due); on the writer's thread, or
+ * before it starts. */
+#define WRITER_ROTATE_DUE (-1)
+void writer_rotate(struct writer *w, int reason);
 /* The thread; arg: the struct writer.  Writes until the sampler is done
  * and the rings are empty, then finishes the chunk and closes the
  * repository; sets writer_done last. */

@@ -1,6 +1,9 @@
 /* Private to daemon/: the single-producer single-consumer ring that carries
- * flat records from one thread to another (sampler -> writer: samples and
- * events; writer -> control loop: notices).
+ * flat records from one thread to another.  The recorder has five:
+ * samples and events (sampler -> writer), notices (writer -> control
+ * loop), and in follow mode asks (control loop -> sampler) and answers
+ * (sampler -> control loop).  A ring never wakes its consumer: the
+ * producer posts the consumer's wake (wake.h) when it wants it to look.
  *
  * The contract, for every ring:
  *
@@ -26,7 +29,8 @@
  *   head in ring_reserve() orders its next write to that slot after the
  *   consumer's last read of it.
  * - Records are flat and pointer-free (struct td_sample + stack bytes,
- *   struct rec_event, struct rec_notice): nothing in a slot needs freeing.
+ *   struct rec_event, struct rec_notice, a pid_t): nothing in a slot needs
+ *   freeing.
  * - ring_free() frees the slots; it is called by the thread that set the
  *   ring up (the control loop, in rec_free) after both producer and
  *   consumer have been joined. */

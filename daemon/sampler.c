@@ -18,7 +18,8 @@
  * wall mode: on each tick every thread: a blocked one is copied without a
  * stop (ptrace/blocked.c), or, when nothing changed since its last copy
  * (same call, same place, same schedstat), repeated without a copy; a
- * running one is sampled in the round of interrupts.
+ * running one is sampled in the round of interrupts (that tick:
+ * sampler-wall.c; sampler-internal.h has the parts).
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
@@ -29,10 +30,12 @@
  *
  * Owns: struct sampler (allocated and freed here, on this thread), the
  * tracer and through it every attached thread, the perf rings, the /proc
- * fds.  Writes in struct rec_shared: the samples and events rings
- * (producer), attach_*, targets, capture, perf_err, the sampler's
- * counters, sampler_done, and grow[] slots back to 0.  Reads: stop,
- * io_err, crash_acked, exit_acked, maps_read[], writer_done, grow[].
+ * fds.  Writes in struct rec_shared: the samples, events and answers
+ * rings (producer), the asks ring's head (consumer), attach_*, targets,
+ * capture, perf_err, heartbeat_ns, the sampler's counters, targets_live,
+ * sampler_done, and the grow[] requests it takes (back to 0 by
+ * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
+ * maps_read[], writer_done, grow[].
  *
  * Choice in cpu mode with ptrace capture: a sample stands for a period
  * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
@@ -52,7 +55,7 @@
  * (perf capture places it).
  */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "sampler-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,87 +67,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "../common/map.h"
-
-#define S_MAX_THREADS REC_MAX_THREADS
-
-enum { ST_NEW, ST_SETTLE };
-
-#define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
-#define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
-#define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
-#define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
-#define S_MAX_EXITS 16		   /* leaders held at once */
-
-struct sthread {
-	pid_t tid, pid;
-	int fd;	    /* schedstat, -1 until opened */
-	int sys_fd; /* syscall, -1 until opened */
-	int stat_fd; /* stat, -1 until opened */
-	uint8_t state;
-	bool oncpu; /* its last sample found it running, not in a syscall */
-	bool perf;  /* the kernel samples it (pt_perf) */
-	bool have_last; /* last: its latest copy without a stop */
-	bool last_disk;
-	struct pt_blocked last;
-	uint64_t run_ns, run_count;
-	bool born;	       /* cloned while we record: all its run time is ours */
-	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
-	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
-	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
-	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
-	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
-	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
-	uint64_t block_runs;   /* wall mode: run_count when last seen blocked */
-	bool seen_blocked;     /* block_runs is set */
-	uint64_t woken_credit; /* wall mode with perf: woken-waiting ns not yet sampled */
-	uint64_t woken_sampled; /* wall mode with perf: woken ns sampled, not yet in wait_ns */
-	uint32_t window;
-	uint32_t ins;	      /* perf switches: times scheduled in, as drained */
-	uint32_t ins_looked;  /* ins at its last look through /proc */
-	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
-	bool leaving;	      /* held at its exit stop: sampled no more */
-};
-
-/* The sampler thread's own state.  owns: t, th (and each fd in it), idx,
- * chosen, targets; borrows: sh, cfg */
-struct sampler {
-	struct rec_shared *sh;
-	const struct rec_config *cfg;
-	struct pt_tracer *t;
-	struct sthread *th; /* dense */
-	unsigned n;
-	struct td_map idx; /* tid -> index into th; fixed: never allocates */
-	struct targets targets;
-	struct pt_perf *perf; /* perf capture, else NULL */
-	unsigned nonperf;     /* threads the kernel does not sample */
-	bool switches;	      /* the kernel reports switches (wall mode with perf) */
-	bool switches_lost;   /* since the last tick: its ring lost records */
-	bool wake_writer;     /* something for the writer at once (an attach, a death) */
-	pid_t resize[16];     /* perf threads whose window grew, to reopen */
-	unsigned nresize;
-	pid_t *chosen;
-	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
-	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
-	uint64_t rng;
-	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
-	uint32_t crash_id; /* of the last crash */
-	/* leaders held at their exit stop for the writer (exit_holds) */
-	struct exit_hold {
-		pid_t tid;
-		uint32_t id;	   /* of its REC_EV_EXITING; 0: not yet published */
-		uint64_t deadline; /* let go then, acknowledged or not */
-	} exits[S_MAX_EXITS];
-	unsigned nexits;
-	uint32_t exit_id; /* of the last REC_EV_EXITING */
-};
 
 static struct sthread *lookup(const struct sampler *s, pid_t tid)
 {
@@ -174,7 +101,7 @@ static int open_task_file(const struct sthread *st, const char *name)
 
 /* The thread's kept-open schedstat and syscall files; false if it has no
  * process id yet or is gone. */
-static bool probe_fds(struct sthread *st)
+bool probe_fds(struct sthread *st)
 {
 	if (!st->pid)
 		return false;
@@ -207,7 +134,7 @@ static int last_cpu(struct sthread *st)
 }
 
 /* In uninterruptible sleep (D): waiting for the disk or the like. */
-static bool in_disk_wait(struct sthread *st, char ret_name[16])
+bool in_disk_wait(struct sthread *st, char ret_name[16])
 {
 	char buf[512], *p, *name;
 	ssize_t n;
@@ -268,14 +195,19 @@ static void remove_thread(struct sampler *s, pid_t tid)
 
 /* Apply a pending window-growth request of the writer: the thread's stacks
  * keep ending at the window's edge. */
-static void maybe_grow(struct sampler *s, struct sthread *st)
+void maybe_grow(struct sampler *s, struct sthread *st)
 {
 	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
+	uint32_t tid = (uint32_t)st->tid;
 
-	if (atomic_load_explicit(g, memory_order_relaxed) != (uint32_t)st->tid)
+	/* taken only if it is this thread's: the writer may have stored
+	 * another tid of the slot since the load (lock-free: a target
+	 * thread may be stopped now) */
+	if (atomic_load_explicit(g, memory_order_relaxed) != tid ||
+		!atomic_compare_exchange_strong_explicit(g, &tid, 0, memory_order_relaxed,
+			memory_order_relaxed))
 		return;
 	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
-	atomic_store_explicit(g, 0, memory_order_relaxed);
 	/* the kernel copies the window at each sample: reopen its events
 	 * (after the drain, not inside it) */
 	if (st->perf && s->nresize < TD_ARRAY_SIZE(s->resize))
@@ -316,7 +248,7 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 
 /* A sample of pid's current image is on its way to the writer: its
  * leader's exit may have to wait for the writer (on_hold_exit). */
-static void mark_sampled(struct sampler *s, pid_t pid)
+void mark_sampled(struct sampler *s, pid_t pid)
 {
 	struct target *tg = targets_find(&s->targets, pid);
 
@@ -324,49 +256,54 @@ static void mark_sampled(struct sampler *s, pid_t pid)
 		tg->sampled = true;
 }
 
-static void slot_put(void *arg, struct td_sample *smp)
+/* A sample taken by the kernel (nothing was stopped), or a stack at a
+ * death: no sampling stop, and a death's is not a sample of the profile. */
+static void put_unstopped(struct sampler *s, struct td_sample *smp)
 {
-	struct sampler *s = arg;
 	struct rec_shared *sh = s->sh;
 
-	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH)) {
-		/* taken by the kernel (nothing was stopped), or at a death:
-		 * not a sample of the profile, and no sampling stop */
-		mark_sampled(s, smp->pid);
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		if (smp->flags & TD_SAMPLE_PERF)
-			atomic_fetch_add_explicit(&sh->samples_taken,
-				(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1,
-				memory_order_relaxed);
-		return;
-	}
-	{
-		uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
-		uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+	mark_sampled(s, smp->pid);
+	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
+	if (smp->flags & TD_SAMPLE_PERF)
+		atomic_fetch_add_explicit(&sh->samples_taken,
+			(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1, memory_order_relaxed);
+}
 
-		atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
-	}
-	{
-		struct sthread *st = lookup(s, smp->tid);
-		uint32_t weight = 1;
+/* A sample of a sampling stop: its stopped time counted, and the periods
+ * of CPU time it stands for (cpu mode with ptrace capture) paid. */
+static void put_stopped(struct sampler *s, struct td_sample *smp)
+{
+	struct rec_shared *sh = s->sh;
+	struct sthread *st = lookup(s, smp->tid);
+	uint64_t n = atomic_fetch_add_explicit(&sh->stop_n, 1, memory_order_relaxed);
+	uint32_t ns = smp->stopped_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)smp->stopped_ns;
+	uint32_t weight = 1;
 
-		mark_sampled(s, smp->pid);
-		if (st) {
-			st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
-			if (st->take) {
-				/* the periods it was owed: paid now */
-				weight = st->take;
-				smp->flags |= TD_SAMPLE_WEIGHTED;
-				smp->weight = weight;
-				st->cpu_credit -= (uint64_t)weight * (1000000000u / s->cfg->hz);
-				st->take = 0;
-			}
+	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
+	mark_sampled(s, smp->pid);
+	if (st) {
+		st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
+		if (st->take) {
+			/* the periods it was owed: paid now */
+			weight = st->take;
+			smp->flags |= TD_SAMPLE_WEIGHTED;
+			smp->weight = weight;
+			st->cpu_credit -= (uint64_t)weight * (1000000000u / s->cfg->hz);
+			st->take = 0;
 		}
-		if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
-			atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
 	}
+	if (smp->stopped_ns > atomic_load_explicit(&sh->stop_max, memory_order_relaxed))
+		atomic_store_explicit(&sh->stop_max, smp->stopped_ns, memory_order_relaxed);
+	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
+	atomic_fetch_add_explicit(&sh->samples_taken, weight, memory_order_relaxed);
+}
+
+static void slot_put(void *arg, struct td_sample *smp)
+{
+	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH))
+		put_unstopped(arg, smp);
+	else
+		put_stopped(arg, smp);
 }
 
 static bool push_event(struct sampler *s, const struct rec_event *e)
@@ -488,6 +425,7 @@ static void on_switch(void *arg, pid_t tid, bool in)
 }
 
 static bool stopping(struct rec_shared *sh);
+static void wake_writer_owed(struct sampler *s);
 
 /* A thread at its exit stop.  The leader of a process whose samples the
  * writer may still have to unwind (sampled since its last exec, and no
@@ -525,7 +463,7 @@ static void apply_pending(struct sampler *s)
 
 /* The time since the previous tick (a period at the first), and this
  * tick's time for the next. */
-static uint64_t tick_dt(struct sampler *s, uint64_t period)
+uint64_t tick_dt(struct sampler *s, uint64_t period)
 {
 	uint64_t now = td_now_ns(), dt = s->tick_ns ? now - s->tick_ns : period;
 
@@ -588,229 +526,6 @@ static unsigned choose(struct sampler *s)
 	return k;
 }
 
-/* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
- * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT).
- * futex: the words at its futex address this tick, or NULL. */
-static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags,
-	const uint32_t *futex)
-{
-	struct rec_event *e = ring_reserve(&s->sh->events);
-
-	if (!e) {
-		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
-		return;
-	}
-	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
-		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
-		.time_ns = td_now_ns() };
-	if (futex) {
-		memcpy(e->futex, futex, sizeof(e->futex));
-		e->status |= TD_SAMPLE_FUTEX;
-	}
-	ring_publish(&s->sh->events);
-	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
-	mark_sampled(s, st->pid);
-}
-
-/* Add ns to a thread's credit of time not yet sampled (at most a second
- * of it: more is a thread that was stopped or frozen, or a tick held up,
- * not made up) and take from it the whole periods: how many samples. */
-static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
-{
-	unsigned n;
-
-	*credit = TD_MIN(*credit + ns, 1000000000u + period);
-	n = (unsigned)(*credit / period);
-	*credit -= n * period;
-	return n;
-}
-
-/* n repeats of a blocked thread's last stack: asleep in its call, or in
- * disk sleep. */
-static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
-	const uint32_t *futex)
-{
-	while (n--)
-		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
-			futex);
-}
-
-/* Wall mode with perf: samples for the time a thread waited for a CPU,
- * which neither perf (it did not run) nor a blocked copy (it was not
- * blocked) sees.  Two kinds, told apart because their stacks differ:
- *  - woken: not scheduled since it was last seen blocked (its run count
- *    has not moved), it waits for a CPU inside its call: sampled at the
- *    tick like a blocked thread, a sample per period since the last tick,
- *    with its blocked stack;
- *  - preempted: schedstat adds each wait to its total when the wait ends;
- *    what it added since the last tick, less the woken time the ticks
- *    already sampled, is spent a period at a time, with the stack of the
- *    last perf sample if one came since it was last blocked (the writer
- *    knows; else a frame that says the place is unknown). */
-static void runnable_ticks(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
-	bool blocked, uint64_t dt, bool looked)
-{
-	uint64_t period = 1000000000u / s->cfg->hz, paid;
-	unsigned n;
-
-	if (st->state == ST_NEW || b->wait_ns < st->wait_ns) {
-		st->wait_ns = b->wait_ns; /* first look: credit from here */
-		st->state = ST_SETTLE;
-		return;
-	}
-	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
-		for (n = spend(&st->woken_credit, dt, period); n; n--) {
-			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL, NULL);
-			st->woken_sampled += period;
-		}
-	}
-	/* the wait schedstat added, less what the ticks sampled as woken
-	 * (what they sampled of a wait not yet ended stays to be paid) */
-	st->wait_credit += b->wait_ns - st->wait_ns;
-	if (looked && st->skip_ns) {
-		/* ticks without a look sampled it as blocked; the part of
-		 * them after its wake-up is in this wait too (over by at
-		 * most the waits for a CPU since it first ran again) */
-		paid = TD_MIN(b->wait_ns - st->wait_ns, st->skip_ns);
-		st->wait_credit -= paid;
-		st->skip_ns = 0;
-	}
-	st->wait_ns = b->wait_ns;
-	paid = TD_MIN(st->wait_credit, st->woken_sampled);
-	st->wait_credit -= paid;
-	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
-	for (n = spend(&st->wait_credit, 0, period); n; n--)
-		publish_repeat(s, st, TD_SAMPLE_RUNNABLE, NULL);
-}
-
-/* A thread blocked in futex(): the words at its futex address now, at the
- * tick (one process_vm_readv), into words; NULL if not in futex() or
- * unreadable.  The writer reads a lock's owner from them: read later, the
- * lock may have changed hands many times. */
-static const uint32_t *futex_words(const struct sthread *st, const struct pt_blocked *b,
-	uint32_t words[TD_FUTEX_WORDS])
-{
-	size_t len = TD_FUTEX_WORDS * sizeof(*words);
-
-	if (b->sc.nr != SYS_futex || pt_read_memory(st->tid, b->sc.args[0], words, len) != (ssize_t)len)
-		return NULL;
-	return words;
-}
-
-/* wall mode, one tick: every thread.  Blocked ones are copied without a
- * stop (or repeated); running ones are returned for the round, unless the
- * kernel samples them (perf): then only their time waiting for a CPU is
- * sampled here. */
-static unsigned wall_tick(struct sampler *s)
-{
-	struct rec_shared *sh = s->sh;
-	uint64_t period = 1000000000u / s->cfg->hz;
-	/* With perf, running time is sampled per period of CPU time and
-	 * runnable time per period of wait: blocked time too is sampled per
-	 * period of the time since the last tick, not once a tick, so that
-	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
-	uint64_t dt = tick_dt(s, period);
-	unsigned k = 0;
-
-	for (unsigned i = 0; i < s->n; i++) {
-		struct sthread *st = &s->th[i];
-		struct td_sample *smp;
-		struct pt_blocked b;
-		uint32_t words[TD_FUTEX_WORDS];
-		const uint32_t *futex;
-		unsigned extra = 0; /* samples beyond the first */
-		bool same_place, unseen;
-		int r;
-
-		if (st->leaving)
-			continue; /* held at its exit: its time is over */
-		maybe_grow(s, st);
-		/* Not scheduled in since a look found it blocked: still in
-		 * that wait, without a look (two reads of /proc a thread a
-		 * tick were most of wall mode's cost with many idle
-		 * threads).  Woken but not yet run, it is taken as still
-		 * blocked; runnable_ticks pays that back. */
-		unseen = s->switches && !s->switches_lost && st->perf && st->have_last &&
-			st->ins == st->ins_looked;
-		if (unseen) {
-			b = st->last;
-			r = 1;
-		} else {
-			st->ins_looked = st->ins;
-			r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
-			if (r < 0)
-				continue;
-		}
-		if (st->perf)
-			runnable_ticks(s, st, &b, r == 1, dt, !unseen);
-		if (r == 1) {
-			st->block_runs = b.run_count;
-			st->seen_blocked = true;
-		}
-		if (r == 0) {
-			st->have_last = false;
-			if (!st->perf)
-				s->chosen[k++] = st->tid;
-			continue;
-		}
-		if (st->perf) {
-			extra = spend(&st->block_credit, dt, period);
-			if (!extra--)
-				continue; /* no whole period blocked yet */
-		}
-		if (unseen)
-			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
-		futex = futex_words(st, &b, words);
-		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			repeat_blocked(s, st, extra + 1, futex);
-			continue;
-		}
-		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
-			st->last.sc.pc == b.sc.pc;
-		st->have_last = false;
-		smp = ring_reserve_bytes(&sh->samples, td_sample_size(st->window));
-		if (!smp) {
-			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
-			continue;
-		}
-		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
-		if (r == -EAGAIN && same_place && st->perf) {
-			/* It ran while we copied, so the copy may be torn; but the
-			 * tick found it blocked, in the call, at the stack pointer
-			 * and pc of its last good copy (an event loop waiting again
-			 * where it always waits): that stack.  Dropping it would
-			 * count against waiting threads alone. */
-			st->have_last = true;
-			repeat_blocked(s, st, extra + 1, futex);
-			continue;
-		}
-		if (r == -EAGAIN) {
-			/* it ran while we copied: the copy may be torn */
-			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);
-			continue;
-		}
-		if (r != 1)
-			continue; /* gone: its exit follows */
-		smp->comm[0] = '\0';
-		st->last_disk = in_disk_wait(st, smp->comm);
-		if (smp->comm[0])
-			smp->flags |= TD_SAMPLE_NAMED;
-		if (st->last_disk)
-			smp->flags |= TD_SAMPLE_DISK;
-		if (futex) {
-			memcpy(smp->futex, futex, sizeof(smp->futex));
-			smp->flags |= TD_SAMPLE_FUTEX;
-		}
-		st->last = b;
-		st->have_last = true;
-		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
-		mark_sampled(s, st->pid);
-		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
-	}
-	s->switches_lost = false;
-	return k;
-}
 
 /* Interrupt the chosen threads from the CPU each is on.  A stop requested
  * from another CPU lands where the thread next enters the kernel, not where
@@ -913,9 +628,9 @@ static void exit_holds(struct sampler *s)
 				perf_drain(s);
 				drained = true;
 			}
-			e.crash_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
+			e.handshake_id = ++s->exit_id ? s->exit_id : ++s->exit_id;
 			e.time_ns = td_now_ns();
-			h->id = e.crash_id;
+			h->id = e.handshake_id;
 			tg = targets_find(&s->targets, h->tid);
 			/* never sampled, after all: nothing to wait for */
 			if (tg && tg->sampled && push_event(s, &e)) {
@@ -976,7 +691,7 @@ static void handle_crash(struct sampler *s)
 		pt_tracer_release(s->t, tid);
 		return;
 	}
-	e.crash_id = ++s->crash_id;
+	e.handshake_id = ++s->crash_id;
 	e.time_ns = td_now_ns();
 	push_event(s, &e);
 	for (unsigned i = 0; i < s->n; i++)
@@ -986,27 +701,23 @@ static void handle_crash(struct sampler *s)
 	apply_pending(s);
 	e.kind = REC_EV_CRASH_DONE;
 	push_event(s, &e);
-	rec_wake(sh->writer_wake);
+	wake_post(&sh->writer_wake);
 	deadline = td_now_ns() + 3000000000ull;
-	while (atomic_load(&sh->crash_acked) != e.crash_id && td_now_ns() < deadline &&
+	while (atomic_load(&sh->crash_acked) != e.handshake_id && td_now_ns() < deadline &&
 		!atomic_load(&sh->writer_done)) {
 		struct pollfd pfd[2] = { { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake, POLLIN, 0 } };
-		uint64_t junk;
+			{ sh->sampler_wake.fd, POLLIN, 0 } };
 
 		poll(pfd, 2, 50);
-		if (pfd[1].revents & POLLIN && read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
-			junk = 0;
+		if (pfd[1].revents & POLLIN)
+			wake_drain(&sh->sampler_wake);
 		if (pfd[0].revents & POLLIN) {
 			pt_tracer_poll(s->t, &round_ops, s);
 			apply_pending(s);
 		}
 		if (s->nexits)
 			exit_holds(s);
-		if (s->wake_writer) {
-			rec_wake(sh->writer_wake);
-			s->wake_writer = false;
-		}
+		wake_writer_owed(s);
 	}
 	pt_tracer_release(s->t, tid);
 }
@@ -1044,7 +755,7 @@ static void serve_asks(struct sampler *s)
 			ring_publish(&sh->answers);
 		}
 	}
-	rec_wake(sh->control_wake);
+	wake_post(&sh->control_wake);
 }
 
 /* Recording ends on a request of the control loop or an I/O error of the
@@ -1054,28 +765,41 @@ static bool stopping(struct rec_shared *sh)
 	return atomic_load(&sh->stop) || atomic_load(&sh->io_err);
 }
 
-void *sampler_main(void *arg)
-{
-	struct rec_shared *sh = arg;
-	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
-	struct sampler *s = calloc(1, sizeof(*s));
-	struct itimerspec its = { 0 };
-	uint64_t start, next, round_at, woke_writer = 0;
-	int tfd = -1, e;
+/* ---- the thread: setup, the loop, teardown */
 
-	if (!s) {
-		sh->attach_err = -ENOMEM;
-		goto out_fail;
-	}
-	/* The sampler sleeps but for the microseconds it holds a target
-	 * thread: then nothing of the target's may keep it off a CPU.  It
-	 * stays at nice -10 (when allowed) rather than paying two system
-	 * calls per round to change it. */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
-	pthread_setname_np(pthread_self(), "tracerd-sample");
+/* Frees s and what it holds: the tracer first, which resumes every
+ * stopped thread (the rest are detached by the kernel when this thread
+ * exits, without waking those that sleep).  NULL-safe, and safe on a
+ * sampler half built. */
+static void sampler_free(struct sampler *s)
+{
+	if (!s)
+		return;
+	pt_perf_free(s->perf);
+	pt_tracer_free(s->t);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	for (unsigned i = 0; i < s->n; i++)
+		close_fds(&s->th[i]);
+	free(s->th);
+	td_map_free(&s->idx);
+	free(s->chosen);
+	free(s->group);
+	free(s->cpu_of);
+	free(s);
+}
+
+/* The sampler and its tables, sized for S_MAX_THREADS once: nothing is
+ * allocated while sampling.  Returns 0 or -ENOMEM. */
+static int sampler_new(struct rec_shared *sh, struct sampler **ret_sampler)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
 	s->sh = sh;
 	s->cfg = sh->cfg;
+	s->tfd = -1;
 	s->rng = td_now_ns() | 1;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
@@ -1083,14 +807,25 @@ void *sampler_main(void *arg)
 	s->cpu_of = calloc(S_MAX_THREADS, sizeof(*s->cpu_of));
 	if (!s->th || !s->chosen || !s->group || !s->cpu_of ||
 		td_map_init_fixed(&s->idx, S_MAX_THREADS) < 0) {
-		sh->attach_err = -ENOMEM;
-		goto out_fail;
+		sampler_free(s);
+		return -ENOMEM;
 	}
-	e = pt_tracer_new(&pc, &s->t);
-	if (e < 0) {
-		sh->attach_err = e;
-		goto out_fail;
-	}
+	*ret_sampler = s;
+	return 0;
+}
+
+/* The tracer, the capture (perf when asked or permitted), every target
+ * attached, the tick timer.  Returns 0 or -errno / -TD_E_*, with the
+ * target it failed on in sh->attach_pid (0: setting up the tracer). */
+static int sampler_start(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
+	int e = pt_tracer_new(&pc, &s->t);
+
+	if (e < 0)
+		return e;
 	sh->capture = REC_CAPTURE_PTRACE;
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
@@ -1099,10 +834,8 @@ void *sampler_main(void *arg)
 			.switches = s->cfg->mode == REC_MODE_WALL };
 
 		e = pt_perf_new(&ppc, &s->perf);
-		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF) {
-			sh->attach_err = e;
-			goto out_fail;
-		}
+		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF)
+			return e;
 		if (e < 0)
 			sh->perf_err = e;
 		else
@@ -1112,79 +845,146 @@ void *sampler_main(void *arg)
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
 		&sh->attach_pid);
-	if (e < 0) {
-		sh->attach_err = e;
-		goto out_fail;
-	}
+	if (e < 0)
+		return e;
 	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (tfd < 0) {
-		sh->attach_err = -errno;
-		goto out_fail;
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	return s->tfd < 0 ? -errno : 0;
+}
+
+/* Does the writer wait for a wake this thread owes it (an attach, a
+ * death, an exit hold)?  Then now. */
+static void wake_writer_owed(struct sampler *s)
+{
+	if (s->wake_writer) {
+		wake_post(&s->sh->writer_wake);
+		s->wake_writer = false;
 	}
-	atomic_store(&sh->heartbeat_ns, td_now_ns());
-	atomic_store(&sh->attach_state, 1);
-	rec_wake(sh->control_wake);
+}
 
-	start = next = round_at = td_now_ns();
-	while (!stopping(sh)) {
-		struct pollfd pfd[4] = { { tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
-			{ sh->sampler_wake, POLLIN, 0 }, { s->perf ? pt_perf_fd(s->perf) : -1,
-								POLLIN, 0 } };
-		uint64_t now, junk;
+/* Set the timer for the next tick.  perf capture: the kernel samples;
+ * drain every S_DRAIN_NS (sooner when its ring is a quarter full: its fd
+ * polls readable), and tick only when there are rounds to run (wall
+ * mode, threads the kernel does not sample).  Otherwise: the next random
+ * tick. */
+static void arm_timer(struct sampler *s)
+{
+	struct itimerspec its = { 0 };
+	bool rounds = !s->perf || s->cfg->mode == REC_MODE_WALL || s->nonperf;
+	uint64_t now;
 
-		/* perf capture: the kernel samples; drain every
-		 * S_DRAIN_NS (sooner when its ring is a quarter full), and
-		 * tick only when there are rounds to run (wall mode, threads
-		 * the kernel does not sample).  Otherwise: the next random
-		 * tick. */
-		bool rounds = !s->perf || s->cfg->mode == REC_MODE_WALL || s->nonperf;
+	s->next_ns += s->perf ? S_DRAIN_NS : next_period(s);
+	now = td_now_ns();
+	if (s->next_ns < now) /* no burst */
+		s->next_ns = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2);
+	if (s->perf && rounds && s->round_at < s->next_ns)
+		s->next_ns = s->round_at;
+	its.it_value.tv_sec = (time_t)(s->next_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(s->next_ns % 1000000000u);
+	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
 
-		next += s->perf ? S_DRAIN_NS : next_period(s);
-		now = td_now_ns();
-		if (next < now)
-			next = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2); /* no burst */
-		if (s->perf && rounds && round_at < next)
-			next = round_at;
-		its.it_value.tv_sec = (time_t)(next / 1000000000u);
-		its.it_value.tv_nsec = (long)(next % 1000000000u);
-		timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
-		for (;;) {
-			if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
-				break;
-			if (pfd[1].revents & POLLIN) {
-				/* the kernel's samples first: a death or a crash
-				 * comes after every sample taken before it (the
-				 * emergency dump holds them, with the process's
-				 * session still there to unwind them) */
-				if (s->perf)
-					perf_drain(s);
-				pt_tracer_poll(s->t, &round_ops, s);
-				apply_pending(s);
-				handle_crash(s);
-			}
-			atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
-			if (pfd[2].revents & POLLIN) {
-				if (read(sh->sampler_wake, &junk, sizeof(junk)) < 0)
-					junk = 0;
-				if (s->cfg->follow && ring_used(&sh->asks))
-					serve_asks(s);
-			}
-			if (pfd[3].revents & POLLIN)
+/* Until the timer fires or recording ends: the tracer's events (deaths,
+ * crashes, exits), the control loop's asks, the kernel's samples. */
+static void wait_tick(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pollfd pfd[4] = { { s->tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
+		{ sh->sampler_wake.fd, POLLIN, 0 },
+		{ s->perf ? pt_perf_fd(s->perf) : -1, POLLIN, 0 } };
+
+	for (;;) {
+		if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			/* the kernel's samples first: a death or a crash comes
+			 * after every sample taken before it (the emergency
+			 * dump holds them, with the process's session still
+			 * there to unwind them) */
+			if (s->perf)
 				perf_drain(s);
-			if (s->nexits)
-				exit_holds(s);
-			if (s->wake_writer) {
-				rec_wake(sh->writer_wake);
-				s->wake_writer = false;
-			}
-			if ((pfd[0].revents & POLLIN) || stopping(sh) ||
-				(!targets_live(&s->targets) && !s->cfg->follow))
-				break;
+			pt_tracer_poll(s->t, &round_ops, s);
+			apply_pending(s);
+			handle_crash(s);
 		}
+		atomic_store_explicit(&sh->heartbeat_ns, td_now_ns(), memory_order_relaxed);
+		if (pfd[2].revents & POLLIN) {
+			wake_drain(&sh->sampler_wake);
+			if (s->cfg->follow && ring_used(&sh->asks))
+				serve_asks(s);
+		}
+		if (pfd[3].revents & POLLIN)
+			perf_drain(s);
+		if (s->nexits)
+			exit_holds(s);
+		wake_writer_owed(s);
+		if ((pfd[0].revents & POLLIN) || stopping(sh) ||
+			(!targets_live(&s->targets) && !s->cfg->follow))
+			break;
+	}
+}
 
-		if (read(tfd, &junk, sizeof(junk)) < 0)
-			junk = 0;
+/* A tick's round of stops: the threads to sample (wall mode: every
+ * thread, the blocked ones copied without a stop; cpu mode: those owed
+ * CPU time), interrupted from their CPUs; then what the round saw. */
+static void run_round(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	struct pt_round_stats st;
+	unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
+	/* a round waits at most one tick for its stops */
+	int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
+
+	if (k) {
+		round_by_cpu(s, k, budget, &st);
+		atomic_fetch_add(&sh->lost_ring, st.dropped);
+		atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
+		atomic_fetch_add(&sh->skipped, st.skipped);
+	}
+	apply_pending(s);
+	handle_crash(s);
+	if (s->nexits)
+		exit_holds(s);
+	if (s->perf) {
+		apply_resizes(s);
+		s->round_at += next_period(s);
+		if (s->round_at < td_now_ns())
+			s->round_at = td_now_ns() + next_period(s) / 2;
+	}
+}
+
+/* Wake the writer for what this tick published, at most every
+ * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU in a VM,
+ * measured), sooner when a ring is a quarter full or a wake is owed. */
+static void wake_writer_due(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	uint64_t now = td_now_ns();
+
+	if (s->wake_writer || ring_used(&sh->samples) > sh->samples.cap / 4 ||
+		ring_used(&sh->events) > sh->events.cap / 4 ||
+		((ring_used(&sh->samples) || ring_used(&sh->events)) &&
+			now - s->woke_writer_ns >= S_WRITER_NS)) {
+		wake_post(&sh->writer_wake);
+		s->woke_writer_ns = now;
+		s->wake_writer = false;
+	}
+}
+
+/* Sample until a stop request, an I/O error of the writer, the duration,
+ * or the last target's exit (but in follow mode, which waits for more). */
+static void sampler_loop(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+
+	s->start_ns = s->next_ns = s->round_at = td_now_ns();
+	while (!stopping(sh)) {
+		uint64_t expirations;
+
+		arm_timer(s);
+		wait_tick(s);
+		if (read(s->tfd, &expirations, sizeof(expirations)) < 0)
+			expirations = 0; /* woken by an end, not the timer */
 		if (s->perf) {
 			perf_drain(s);
 			/* new periods on our timer alone (ptrace/perf.c) */
@@ -1192,75 +992,46 @@ void *sampler_main(void *arg)
 		}
 		if (stopping(sh) || (!targets_live(&s->targets) && !s->cfg->follow))
 			break;
-		if (s->cfg->duration_ns && td_now_ns() - start >= s->cfg->duration_ns)
+		if (s->cfg->duration_ns && td_now_ns() - s->start_ns >= s->cfg->duration_ns)
 			break;
 		atomic_fetch_add(&sh->ticks, 1);
 		/* with perf, a round only for the threads the kernel does not
 		 * sample, on their own random ticks */
-		if (!s->perf || (td_now_ns() >= round_at && (s->cfg->mode == REC_MODE_WALL ||
-						 s->nonperf))) {
-			struct pt_round_stats st;
-			unsigned k = s->cfg->mode == REC_MODE_WALL ? wall_tick(s) : choose(s);
-			/* a round waits at most one tick for its stops */
-			int budget = (int)TD_MAX(2u, 1000u / s->cfg->hz);
+		if (!s->perf || (td_now_ns() >= s->round_at &&
+					(s->cfg->mode == REC_MODE_WALL || s->nonperf)))
+			run_round(s);
+		wake_writer_due(s);
+	}
+}
 
-			if (k) {
-				round_by_cpu(s, k, budget, &st);
-				atomic_fetch_add(&sh->lost_ring, st.dropped);
-				atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
-				atomic_fetch_add(&sh->skipped, st.skipped);
-			}
-			apply_pending(s);
-			handle_crash(s);
-			if (s->nexits)
-				exit_holds(s);
-			if (s->perf) {
-				apply_resizes(s);
-				round_at += next_period(s);
-				if (round_at < td_now_ns())
-					round_at = td_now_ns() + next_period(s) / 2;
-			}
-		}
-		/* Wake the writer for what this wake published, at most every
-		 * S_WRITER_NS (each wake of a thread costs ~50-120 us of CPU
-		 * in a VM, measured), sooner when a ring is a quarter full. */
-		now = td_now_ns();
-		if (s->wake_writer || ring_used(&sh->samples) > sh->samples.cap / 4 ||
-			ring_used(&sh->events) > sh->events.cap / 4 ||
-			((ring_used(&sh->samples) || ring_used(&sh->events)) &&
-				now - woke_writer >= S_WRITER_NS)) {
-			rec_wake(sh->writer_wake);
-			woke_writer = now;
-			s->wake_writer = false;
-		}
+void *sampler_main(void *arg)
+{
+	struct rec_shared *sh = arg;
+	struct sampler *s = NULL;
+	int e;
+
+	/* The sampler sleeps but for the microseconds it holds a target
+	 * thread: then nothing of the target's may keep it off a CPU.  It
+	 * stays at nice -10 (when allowed) rather than paying two system
+	 * calls per round to change it. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
+	pthread_setname_np(pthread_self(), "tracerd-sample");
+	e = sampler_new(sh, &s);
+	if (!e)
+		e = sampler_start(s);
+	if (e < 0) {
+		sh->attach_err = e; /* before attach_state, which the control loop loads first */
+		atomic_store(&sh->attach_state, -1);
+	} else {
+		atomic_store(&sh->heartbeat_ns, td_now_ns());
+		atomic_store(&sh->attach_state, 1);
 	}
-	/* Resume every stopped thread; the rest are detached by the kernel
-	 * when this thread exits, without waking those that sleep. */
-	pt_perf_free(s->perf);
-	s->perf = NULL;
-	pt_tracer_free(s->t);
-	s->t = NULL;
-	goto out;
-out_fail:
-	atomic_store(&sh->attach_state, -1);
-	rec_wake(sh->control_wake);
-out:
-	if (tfd >= 0)
-		close(tfd);
-	if (s) {
-		pt_perf_free(s->perf);
-		pt_tracer_free(s->t);
-		for (unsigned i = 0; i < s->n; i++)
-			close_fds(&s->th[i]);
-		free(s->th);
-		td_map_free(&s->idx);
-		free(s->chosen);
-		free(s->group);
-		free(s->cpu_of);
-		free(s);
-	}
+	wake_post(&sh->control_wake);
+	if (!e)
+		sampler_loop(s);
+	sampler_free(s);
 	atomic_store(&sh->sampler_done, 1);
-	rec_wake(sh->writer_wake);
-	rec_wake(sh->control_wake);
+	wake_post(&sh->writer_wake);
+	wake_post(&sh->control_wake);
 	return NULL;
 }

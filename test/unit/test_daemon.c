@@ -1,9 +1,13 @@
-/* Unit tests of daemon/'s private parts: the ring between the threads
- * (its contract in daemon/ring.h) and the target set (daemon/targets.c). */
+/* Unit tests of daemon/'s private parts: the transport between the
+ * threads (the ring, its contract in daemon/ring.h, and the wakes,
+ * daemon/wake.h), the target set (daemon/targets.c), and the writer's
+ * shared state: its first error (writer_fail) and its one rotation
+ * (writer_rotate). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -390,7 +394,7 @@ Test(writer, losses_are_recorded, .timeout = 30)
 	cfg.repo = dir;
 	cfg.ropts.target_pid = (uint32_t)getpid();
 	sh->cfg = &cfg;
-	sh->writer_wake = sh->sampler_wake = sh->control_wake = -1;
+	sh->writer_wake.fd = sh->sampler_wake.fd = sh->control_wake.fd = -1;
 	cr_assert_eq(ring_init_bytes(&sh->samples, 64 * td_sample_size(16384)), 0);
 	cr_assert_eq(ring_init(&sh->events, 64, sizeof(struct rec_event)), 0);
 	cr_assert_eq(ring_init(&sh->notices, 16, sizeof(struct rec_notice)), 0);
@@ -419,6 +423,206 @@ Test(writer, losses_are_recorded, .timeout = 30)
 	ring_free(&sh->samples);
 	ring_free(&sh->events);
 	ring_free(&sh->notices);
+	free(sh);
+	{
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
+
+/* ---- the wakes: a post is never lost, one drain takes them all, and
+ * nothing blocks */
+
+static bool readable(const struct wake *w)
+{
+	struct pollfd pfd = { w->fd, POLLIN, 0 };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+Test(wake, two_posts_one_drain_and_no_blocking, .timeout = 10)
+{
+	struct wake w, none = { -1 };
+
+	cr_assert_eq(wake_open(&w), 0);
+	cr_expect_not(readable(&w), "a new wake has nothing posted");
+	cr_expect_not(wake_drain(&w), "a drain of nothing returns at once, empty");
+	wake_post(&w);
+	wake_post(&w);
+	cr_expect(readable(&w), "posted: the poller wakes");
+	cr_expect(wake_drain(&w), "one drain takes both posts");
+	cr_expect_not(readable(&w), "drained once: nothing is left for a second look");
+	cr_expect_not(wake_drain(&w), "a second drain does not block");
+	wake_post(&w);
+	cr_expect(readable(&w), "a post after a drain is not lost");
+	cr_expect(wake_drain(&w));
+	wake_post(&none); /* a wake never opened: harmless */
+	cr_expect_not(wake_drain(&none));
+	wake_close(&w);
+	wake_close(&w); /* twice is harmless */
+	cr_expect_eq(w.fd, -1);
+}
+
+/* ---- writer_fail: the first error wins, whoever stores */
+
+#define FAIL_ROUNDS 2000
+
+struct fail_racer {
+	struct writer *w;
+	pthread_barrier_t *go;
+	int err;
+	int got[FAIL_ROUNDS];
+};
+
+static void *fail_race(void *arg)
+{
+	struct fail_racer *r = arg;
+
+	for (int i = 0; i < FAIL_ROUNDS; i++) {
+		pthread_barrier_wait(r->go); /* io_err is 0 */
+		r->got[i] = writer_fail(r->w, r->err);
+		pthread_barrier_wait(r->go); /* both stored */
+	}
+	return NULL;
+}
+
+/* The shared state of a recorder without threads: enough to drive a
+ * writer from the test's thread. */
+static void bare_shared(struct rec_shared *sh, struct rec_config *cfg)
+{
+	*cfg = (struct rec_config){ .npids = 1, .hz = 99, .mode = REC_MODE_CPU,
+		.max_window = 16384, .first_window = 16384 };
+	sh->cfg = cfg;
+	sh->writer_wake.fd = sh->sampler_wake.fd = sh->control_wake.fd = -1;
+}
+
+Test(writer, fail_first_error_wins_under_concurrent_stores, .timeout = 60)
+{
+	struct rec_shared *sh = calloc(1, sizeof(*sh));
+	struct rec_config cfg;
+	struct writer *w = NULL;
+	struct fail_racer a = { .err = -ENOSPC }, b = { .err = -EIO };
+	pthread_barrier_t go;
+	pthread_t ta, tb;
+	unsigned won_a = 0, won_b = 0;
+
+	bare_shared(sh, &cfg);
+	cr_assert_eq(writer_new(sh, NULL, &w), 0); /* no repository: none is needed */
+	a.w = b.w = w;
+	cr_assert_eq(pthread_barrier_init(&go, NULL, 3), 0);
+	a.go = b.go = &go;
+	cr_assert_eq(pthread_create(&ta, NULL, fail_race, &a), 0);
+	cr_assert_eq(pthread_create(&tb, NULL, fail_race, &b), 0);
+	for (int i = 0; i < FAIL_ROUNDS; i++) {
+		int stood;
+
+		atomic_store(&sh->io_err, 0);
+		pthread_barrier_wait(&go);
+		pthread_barrier_wait(&go);
+		stood = atomic_load(&sh->io_err);
+		cr_assert(stood == a.err || stood == b.err, "round %d: io_err %d", i, stood);
+		/* the loser was told the winner's error, not its own */
+		cr_assert_eq(a.got[i], stood, "round %d: %d returned, %d stood", i, a.got[i], stood);
+		cr_assert_eq(b.got[i], stood, "round %d: %d returned, %d stood", i, b.got[i], stood);
+		won_a += stood == a.err;
+		won_b += stood == b.err;
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	pthread_barrier_destroy(&go);
+	cr_log_info("first error: ENOSPC %u times, EIO %u times", won_a, won_b);
+	/* one after the other: the later one never overwrites */
+	cr_expect_eq(writer_fail(w, -EROFS), atomic_load(&sh->io_err));
+	cr_expect_neq(atomic_load(&sh->io_err), -EROFS);
+	atomic_store(&sh->io_err, 0);
+	cr_expect_eq(writer_fail(w, 0), -EIO, "an error without a cause is still an error");
+	cr_expect_eq(writer_fail(w, -ENOSPC), -EIO);
+	writer_free(w);
+	free(sh);
+}
+
+/* ---- writer_rotate: the one way a chunk ends, driven without a target */
+
+static unsigned ends[8], ends_n;
+static uint64_t rot_lost;
+
+static int count_ends(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	(void)arg;
+	(void)r;
+	if (e->type == CHUNK_EV_END && ends_n < 8)
+		ends[ends_n++] = e->kind;
+	if (e->type == CHUNK_EV_LOST)
+		rot_lost += e->count;
+	return 0;
+}
+
+/* The finished chunks of dir, read: their end reasons in ends[]. */
+static int read_chunks(const char *dir)
+{
+	static const struct chunk_visitor v = { NULL, NULL, count_ends, NULL };
+	struct tcf_dir_entry e[8];
+	int n = tcf_dir_scan(dir, e, 8), finished = 0;
+
+	ends_n = 0;
+	rot_lost = 0;
+	for (int i = 0; i < n; i++) {
+		char p[160];
+		struct chunk_report rep;
+
+		if (!strstr(e[i].name, ".tcf") || strstr(e[i].name, ".part"))
+			continue;
+		snprintf(p, sizeof(p), "%s/%.63s", dir, e[i].name);
+		chunk_read_file(p, &v, NULL, &rep);
+		finished++;
+	}
+	return finished;
+}
+
+Test(writer, rotate_ends_the_chunk_with_its_losses_and_the_first_error, .timeout = 30)
+{
+	char dir[] = "/tmp/tracerd-rotate-XXXXXX";
+	struct rec_shared *sh = calloc(1, sizeof(*sh));
+	struct rec_config cfg;
+	struct writer *w = NULL;
+	struct repo *repo = NULL;
+	pid_t owner;
+	int err;
+
+	cr_assert_not_null(mkdtemp(dir));
+	bare_shared(sh, &cfg);
+	cfg.pids[0] = getpid();
+	cfg.repo = dir;
+	cfg.ropts.target_pid = (uint32_t)getpid();
+	cr_assert_eq(repo_open(dir, &cfg.ropts, &repo, &owner), 0);
+	cr_assert_eq(writer_new(sh, repo, &w), 0);
+
+	/* losses to record start a chunk; the rotation ends it */
+	atomic_store(&sh->lost_ring, 5);
+	writer_rotate(w, WRITER_ROTATE_DUE);
+	cr_expect_eq(read_chunks(dir), 0, "not due: nothing ends");
+	writer_rotate(w, TCF_END_ROTATE);
+	cr_expect_eq(atomic_load(&sh->io_err), 0);
+	cr_assert_eq(read_chunks(dir), 1, "one chunk finished");
+	cr_expect_eq(ends[0], TCF_END_ROTATE);
+	cr_expect_eq(rot_lost, 5, "its losses recorded before it ended: %llu",
+		(unsigned long long)rot_lost);
+
+	/* a rotation that fails ends recording with the repository's error,
+	 * and it stays the first */
+	atomic_store(&sh->lost_ring, 7);
+	td_fault_arm(TD_FAULT_RENAME, 1);
+	writer_rotate(w, TCF_END_ROTATE);
+	cr_expect(td_fault_fired(), "the rotation's rename was failed");
+	td_fault_arm(0, 0);
+	err = atomic_load(&sh->io_err);
+	cr_expect_lt(err, 0, "the failed rotation is recording's error");
+	writer_rotate(w, TCF_END_ROTATE);
+	cr_expect_eq(atomic_load(&sh->io_err), err, "a later failure does not overwrite it");
+	cr_expect_eq(writer_fail(w, -EPERM), err);
+	writer_free(w); /* closes the failed repository */
 	free(sh);
 	{
 		char cmd[64];

@@ -1,0 +1,120 @@
+/* Private to the sampler thread's files: its state, and what its parts
+ * call of each other.
+ *
+ *   sampler.c       the thread: setup, the loop, the thread table, the
+ *                   rounds of stops and their callbacks, the perf
+ *                   drains, the exit holds and crashes
+ *   sampler-wall.c  wall mode's tick: blocked threads copied without a
+ *                   stop or repeated, runnable time sampled
+ *
+ * Everything here runs on the sampler thread; the rules of sampler.c's
+ * header hold in every part (nothing allocated, locked, logged or waited
+ * for while a target thread is stopped). */
+#ifndef TD_DAEMON_SAMPLER_INTERNAL_H
+#define TD_DAEMON_SAMPLER_INTERNAL_H
+
+#include "daemon-internal.h"
+
+#include "../common/map.h"
+
+#define S_MAX_THREADS REC_MAX_THREADS
+
+enum { ST_NEW, ST_SETTLE };
+
+#define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
+#define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
+#define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
+#define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
+#define S_MAX_EXITS 16		   /* leaders held at once */
+
+struct sthread {
+	pid_t tid, pid;
+	int fd;	    /* schedstat, -1 until opened */
+	int sys_fd; /* syscall, -1 until opened */
+	int stat_fd; /* stat, -1 until opened */
+	uint8_t state;
+	bool oncpu; /* its last sample found it running, not in a syscall */
+	bool perf;  /* the kernel samples it (pt_perf) */
+	bool have_last; /* last: its latest copy without a stop */
+	bool last_disk;
+	struct pt_blocked last;
+	uint64_t run_ns, run_count;
+	bool born;	       /* cloned while we record: all its run time is ours */
+	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
+	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
+	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
+	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
+	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
+	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
+	uint64_t block_runs;   /* wall mode: run_count when last seen blocked */
+	bool seen_blocked;     /* block_runs is set */
+	uint64_t woken_credit; /* wall mode with perf: woken-waiting ns not yet sampled */
+	uint64_t woken_sampled; /* wall mode with perf: woken ns sampled, not yet in wait_ns */
+	uint32_t window;
+	uint32_t ins;	      /* perf switches: times scheduled in, as drained */
+	uint32_t ins_looked;  /* ins at its last look through /proc */
+	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
+	bool leaving;	      /* held at its exit stop: sampled no more */
+};
+
+/* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
+ * chosen, targets; borrows: sh, cfg */
+struct sampler {
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
+	struct pt_tracer *t;
+	struct sthread *th; /* dense */
+	unsigned n;
+	struct td_map idx; /* tid -> index into th; fixed: never allocates */
+	struct targets targets;
+	struct pt_perf *perf; /* perf capture, else NULL */
+	unsigned nonperf;     /* threads the kernel does not sample */
+	bool switches;	      /* the kernel reports switches (wall mode with perf) */
+	bool switches_lost;   /* since the last tick: its ring lost records */
+	bool wake_writer;     /* something for the writer at once (an attach, a death) */
+	pid_t resize[16];     /* perf threads whose window grew, to reopen */
+	unsigned nresize;
+	pid_t *chosen;
+	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
+	int *cpu_of;   /* round_by_cpu: the CPU of chosen[i] */
+	uint64_t rng;
+	uint64_t tick_ns; /* the last tick of choose() or wall_tick() */
+	int tfd;	  /* the tick timer (timerfd), -1 until made */
+	uint64_t start_ns;	 /* when sampling began, for the duration */
+	uint64_t next_ns;	 /* the timer's next expiry */
+	uint64_t round_at;	 /* perf capture: the next round of the others */
+	uint64_t woke_writer_ns; /* the last wake_writer_due() that woke it */
+	uint32_t crash_id; /* of the last crash */
+	/* leaders held at their exit stop for the writer (exit_holds) */
+	struct exit_hold {
+		pid_t tid;
+		uint32_t id;	   /* of its REC_EV_EXITING; 0: not yet published */
+		uint64_t deadline; /* let go then, acknowledged or not */
+	} exits[S_MAX_EXITS];
+	unsigned nexits;
+	uint32_t exit_id; /* of the last REC_EV_EXITING */
+};
+
+/* ---- sampler.c */
+/* The time since the previous tick (a period at the first), and this
+ * tick's time for the next. */
+uint64_t tick_dt(struct sampler *s, uint64_t period);
+/* The thread's kept-open schedstat and syscall files; false if it has no
+ * process id yet or is gone. */
+bool probe_fds(struct sthread *st);
+/* In uninterruptible sleep (D): waiting for the disk or the like; its
+ * name in ret_name when stat could be read. */
+bool in_disk_wait(struct sthread *st, char ret_name[16]);
+/* Apply a pending window-growth request of the writer (grow[]). */
+void maybe_grow(struct sampler *s, struct sthread *st);
+/* A sample of pid's current image is on its way to the writer. */
+void mark_sampled(struct sampler *s, pid_t pid);
+
+/* ---- sampler-wall.c */
+/* wall mode, one tick: every thread.  Blocked ones are copied without a
+ * stop (or repeated); returns how many running ones it put in
+ * s->chosen for the round, unless the kernel samples them (perf): then
+ * only their time waiting for a CPU is sampled here. */
+unsigned wall_tick(struct sampler *s);
+
+#endif

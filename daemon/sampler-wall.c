@@ -1,0 +1,243 @@
+/* Wall mode's tick (sampler thread): every thread, every tick.  A thread
+ * blocked in a system call is copied without a stop (ptrace/blocked.c),
+ * or, when nothing changed since its last copy (same call, same place,
+ * same schedstat), repeated without a copy (REC_EV_REPEAT); a running one
+ * goes into the round of stops (sampler.c), unless the kernel samples it
+ * (perf capture): then only the time it waits for a CPU, which neither
+ * perf nor a copy sees, is sampled here.
+ *
+ * Guarantees: blocked and runnable time is sampled per period of the time
+ * since the last tick, not once a tick, so that late ticks cannot tilt
+ * the shares; a copy torn because the thread ran meanwhile is dropped and
+ * counted (lost_torn), never published.  Leaves to sampler.c the round of
+ * stops and the thread table. */
+#define _GNU_SOURCE
+#include "sampler-internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+/* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
+ * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT).
+ * futex: the words at its futex address this tick, or NULL. */
+static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t flags,
+	const uint32_t *futex)
+{
+	struct rec_event *e = ring_reserve(&s->sh->events);
+
+	if (!e) {
+		atomic_fetch_add_explicit(&s->sh->lost_ring, 1, memory_order_relaxed);
+		return;
+	}
+	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
+		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
+		.time_ns = td_now_ns() };
+	if (futex) {
+		memcpy(e->futex, futex, sizeof(e->futex));
+		e->status |= TD_SAMPLE_FUTEX;
+	}
+	ring_publish(&s->sh->events);
+	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+	mark_sampled(s, st->pid);
+}
+
+/* Add ns to a thread's credit of time not yet sampled (at most a second
+ * of it: more is a thread that was stopped or frozen, or a tick held up,
+ * not made up) and take from it the whole periods: how many samples. */
+static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
+{
+	unsigned n;
+
+	*credit = TD_MIN(*credit + ns, 1000000000u + period);
+	n = (unsigned)(*credit / period);
+	*credit -= n * period;
+	return n;
+}
+
+/* n repeats of a blocked thread's last stack: asleep in its call, or in
+ * disk sleep. */
+static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
+	const uint32_t *futex)
+{
+	while (n--)
+		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
+			futex);
+}
+
+/* Wall mode with perf: samples for the time a thread waited for a CPU,
+ * which neither perf (it did not run) nor a blocked copy (it was not
+ * blocked) sees.  Two kinds, told apart because their stacks differ:
+ *  - woken: not scheduled since it was last seen blocked (its run count
+ *    has not moved), it waits for a CPU inside its call: sampled at the
+ *    tick like a blocked thread, a sample per period since the last tick,
+ *    with its blocked stack;
+ *  - preempted: schedstat adds each wait to its total when the wait ends;
+ *    what it added since the last tick, less the woken time the ticks
+ *    already sampled, is spent a period at a time, with the stack of the
+ *    last perf sample if one came since it was last blocked (the writer
+ *    knows; else a frame that says the place is unknown). */
+static void runnable_ticks(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
+	bool blocked, uint64_t dt, bool looked)
+{
+	uint64_t period = 1000000000u / s->cfg->hz, paid;
+	unsigned n;
+
+	if (st->state == ST_NEW || b->wait_ns < st->wait_ns) {
+		st->wait_ns = b->wait_ns; /* first look: credit from here */
+		st->state = ST_SETTLE;
+		return;
+	}
+	if (!blocked && st->seen_blocked && b->run_count == st->block_runs) {
+		for (n = spend(&st->woken_credit, dt, period); n; n--) {
+			publish_repeat(s, st, TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL, NULL);
+			st->woken_sampled += period;
+		}
+	}
+	/* the wait schedstat added, less what the ticks sampled as woken
+	 * (what they sampled of a wait not yet ended stays to be paid) */
+	st->wait_credit += b->wait_ns - st->wait_ns;
+	if (looked && st->skip_ns) {
+		/* ticks without a look sampled it as blocked; the part of
+		 * them after its wake-up is in this wait too (over by at
+		 * most the waits for a CPU since it first ran again) */
+		paid = TD_MIN(b->wait_ns - st->wait_ns, st->skip_ns);
+		st->wait_credit -= paid;
+		st->skip_ns = 0;
+	}
+	st->wait_ns = b->wait_ns;
+	paid = TD_MIN(st->wait_credit, st->woken_sampled);
+	st->wait_credit -= paid;
+	st->woken_sampled = TD_MIN(st->woken_sampled - paid, 1000000000u + period);
+	for (n = spend(&st->wait_credit, 0, period); n; n--)
+		publish_repeat(s, st, TD_SAMPLE_RUNNABLE, NULL);
+}
+
+/* A thread blocked in futex(): the words at its futex address now, at the
+ * tick (one process_vm_readv), into words; NULL if not in futex() or
+ * unreadable.  The writer reads a lock's owner from them: read later, the
+ * lock may have changed hands many times. */
+static const uint32_t *futex_words(const struct sthread *st, const struct pt_blocked *b,
+	uint32_t words[TD_FUTEX_WORDS])
+{
+	size_t len = TD_FUTEX_WORDS * sizeof(*words);
+
+	if (b->sc.nr != SYS_futex || pt_read_memory(st->tid, b->sc.args[0], words, len) != (ssize_t)len)
+		return NULL;
+	return words;
+}
+
+/* wall mode, one tick: every thread.  Blocked ones are copied without a
+ * stop (or repeated); running ones are returned for the round, unless the
+ * kernel samples them (perf): then only their time waiting for a CPU is
+ * sampled here. */
+unsigned wall_tick(struct sampler *s)
+{
+	struct rec_shared *sh = s->sh;
+	uint64_t period = 1000000000u / s->cfg->hz;
+	/* With perf, running time is sampled per period of CPU time and
+	 * runnable time per period of wait: blocked time too is sampled per
+	 * period of the time since the last tick, not once a tick, so that
+	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
+	uint64_t dt = tick_dt(s, period);
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct sthread *st = &s->th[i];
+		struct td_sample *smp;
+		struct pt_blocked b;
+		uint32_t words[TD_FUTEX_WORDS];
+		const uint32_t *futex;
+		unsigned extra = 0; /* samples beyond the first */
+		bool same_place, unseen;
+		int r;
+
+		if (st->leaving)
+			continue; /* held at its exit: its time is over */
+		maybe_grow(s, st);
+		/* Not scheduled in since a look found it blocked: still in
+		 * that wait, without a look (two reads of /proc a thread a
+		 * tick were most of wall mode's cost with many idle
+		 * threads).  Woken but not yet run, it is taken as still
+		 * blocked; runnable_ticks pays that back. */
+		unseen = s->switches && !s->switches_lost && st->perf && st->have_last &&
+			st->ins == st->ins_looked;
+		if (unseen) {
+			b = st->last;
+			r = 1;
+		} else {
+			st->ins_looked = st->ins;
+			r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
+			if (r < 0)
+				continue;
+		}
+		if (st->perf)
+			runnable_ticks(s, st, &b, r == 1, dt, !unseen);
+		if (r == 1) {
+			st->block_runs = b.run_count;
+			st->seen_blocked = true;
+		}
+		if (r == 0) {
+			st->have_last = false;
+			if (!st->perf)
+				s->chosen[k++] = st->tid;
+			continue;
+		}
+		if (st->perf) {
+			extra = spend(&st->block_credit, dt, period);
+			if (!extra--)
+				continue; /* no whole period blocked yet */
+		}
+		if (unseen)
+			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
+		futex = futex_words(st, &b, words);
+		if (st->have_last && pt_blocked_same(&st->last, &b)) {
+			repeat_blocked(s, st, extra + 1, futex);
+			continue;
+		}
+		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
+			st->last.sc.pc == b.sc.pc;
+		st->have_last = false;
+		smp = ring_reserve_bytes(&sh->samples, td_sample_size(st->window));
+		if (!smp) {
+			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
+			continue;
+		}
+		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
+		if (r == -EAGAIN && same_place && st->perf) {
+			/* It ran while we copied, so the copy may be torn; but the
+			 * tick found it blocked, in the call, at the stack pointer
+			 * and pc of its last good copy (an event loop waiting again
+			 * where it always waits): that stack.  Dropping it would
+			 * count against waiting threads alone. */
+			st->have_last = true;
+			repeat_blocked(s, st, extra + 1, futex);
+			continue;
+		}
+		if (r == -EAGAIN) {
+			/* it ran while we copied: the copy may be torn */
+			atomic_fetch_add_explicit(&sh->lost_torn, 1, memory_order_relaxed);
+			continue;
+		}
+		if (r != 1)
+			continue; /* gone: its exit follows */
+		smp->comm[0] = '\0';
+		st->last_disk = in_disk_wait(st, smp->comm);
+		if (smp->comm[0])
+			smp->flags |= TD_SAMPLE_NAMED;
+		if (st->last_disk)
+			smp->flags |= TD_SAMPLE_DISK;
+		if (futex) {
+			memcpy(smp->futex, futex, sizeof(smp->futex));
+			smp->flags |= TD_SAMPLE_FUTEX;
+		}
+		st->last = b;
+		st->have_last = true;
+		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
+		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		mark_sampled(s, st->pid);
+		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
+	}
+	s->switches_lost = false;
+	return k;
+}

@@ -1,0 +1,217 @@
+/* The writer's crashes and deaths.  A crash (the sampler holds a thread
+ * in a fatal signal's delivery) is written with every stack of its
+ * process, its chunk finished and synced, then acknowledged so that the
+ * signal goes on.  In follow mode (a service's recording), each process
+ * met is followed to its death: a fatal one gets its cause on record (an
+ * OOM kill, read from its cgroup's count around the death) and an
+ * emergency dump reaching back over the window; every exit is told to the
+ * control loop.
+ *
+ * Guarantees: the evidence of a crash or a fatal death is in a finished
+ * chunk before anyone is told.  Leaves to writer.c the chunk and the
+ * notices, to the repository the dump (repo_emergency_into). */
+#define _GNU_SOURCE
+#include "writer-internal.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void crash_begin(struct writer *w, const struct rec_event *e)
+{
+	w->deaths.crash = w->deaths.last_crash = *e;
+}
+
+void crash_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack)
+{
+	const struct rec_event *c = &w->deaths.crash;
+
+	if (c->handshake_id && s->tid == c->tid)
+		chunk_writer_process_event(w->cw, c->time_ns, (uint32_t)s->pid, TCF_PROC_CRASH, 0,
+			c->signo, c->addr, tid, stack);
+}
+
+void crash_done(struct writer *w, const struct rec_event *e)
+{
+	void *p;
+
+	/* the crash's stacks were published before this event */
+	while ((p = ring_peek_bytes(&w->sh->samples))) {
+		do_sample(w, p);
+		ring_pop_bytes(&w->sh->samples);
+	}
+	/* the evidence on disk before the signal goes on */
+	writer_rotate(w, TCF_END_TARGET_CRASH);
+	w->deaths.crash.handshake_id = 0;
+	atomic_store(&w->sh->crash_acked, e->handshake_id);
+	wake_post(&w->sh->sampler_wake);
+}
+
+/* ---- follow: deaths, the OOM killer and emergency dumps */
+
+/* The oom_kill count of a cgroup v2 memory.events file, 0 if unreadable. */
+static uint64_t oom_kills_of(const char *path)
+{
+	char buf[1024], *p;
+
+	if (!path[0] || td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\noom_kill ");
+	return p ? strtoull(p + 10, NULL, 10) : 0;
+}
+
+static struct wproc *wproc_of(struct writer *w, pid_t pid)
+{
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->deaths.procs); i++)
+		if (w->deaths.procs[i].pid == pid)
+			return &w->deaths.procs[i];
+	return NULL;
+}
+
+/* Its cgroup's OOM kill count now, in its history. */
+static void oom_note(struct wproc *p, uint64_t now)
+{
+	unsigned i = p->oom_n++ % WRITER_OOM_READS;
+
+	p->oom_kills[i] = oom_kills_of(p->memory_events);
+	p->oom_ns[i] = now;
+}
+
+/* Did its cgroup count an OOM kill within WRITER_OOM_SPAN_NS before now?
+ * Against the newest read at least that old (else the oldest kept: the
+ * one when it was first seen, or 8 s ago). */
+static bool oom_killed(const struct wproc *p, uint64_t now)
+{
+	unsigned n = TD_MIN(p->oom_n, (unsigned)WRITER_OOM_READS);
+	uint64_t base = 0;
+	bool have = false;
+
+	for (unsigned k = 0; k < n; k++) {
+		/* oldest first */
+		unsigned i = (p->oom_n - n + k) % WRITER_OOM_READS;
+
+		if (!have || p->oom_ns[i] + WRITER_OOM_SPAN_NS <= now) {
+			base = p->oom_kills[i];
+			have = true;
+		}
+	}
+	return have && oom_kills_of(p->memory_events) > base;
+}
+
+/* A process met for the first time: where its cgroup counts OOM kills. */
+void wproc_add(struct writer *w, pid_t pid)
+{
+	struct wproc *p = wproc_of(w, pid);
+	char path[64], buf[1024];
+
+	if (p || !(p = wproc_of(w, 0)))
+		return;
+	*p = (struct wproc){ .pid = pid, .first_real_ns = td_real_ns() };
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return;
+	/* cgroup v2: the "0::" line's memory.events; v1 (a hybrid host):
+	 * the memory controller's memory.oom_control, which counts oom_kill
+	 * the same way */
+	for (int v = 2; v >= 1 && !p->memory_events[0]; v--) {
+		const char *key = v == 2 ? "0::" : ":memory:";
+		size_t klen = strlen(key);
+		char line[1024], *cg = NULL;
+
+		for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (v == 2 ? !strncmp(l, key, klen) :
+				     (strstr(l, key) && strstr(l, key) < strchr(l, '\n'))) {
+				cg = v == 2 ? l + klen : strstr(l, key) + klen;
+				break;
+			}
+		if (!cg)
+			continue;
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(cg, "\n"), cg);
+		if ((size_t)snprintf(p->memory_events, sizeof(p->memory_events), "%s%s%s",
+			    v == 2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", line,
+			    v == 2 ? "/memory.events" : "/memory.oom_control") >=
+				sizeof(p->memory_events) ||
+			access(p->memory_events, R_OK) < 0)
+			p->memory_events[0] = '\0';
+	}
+	oom_note(p, td_now_ns());
+}
+
+/* Every second: each process's OOM kill count, for oom_killed(). */
+void wprocs_refresh(struct writer *w, uint64_t now)
+{
+	if (now - w->deaths.oom_read_ns < 1000000000u)
+		return;
+	w->deaths.oom_read_ns = now;
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->deaths.procs); i++)
+		if (w->deaths.procs[i].pid)
+			oom_note(&w->deaths.procs[i], now);
+}
+
+/* A signal that ends a process abnormally: those that dump core, and
+ * SIGKILL (the OOM killer's, systemd's last resort, an operator's). */
+static bool fatal_signal(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGABRT: case SIGFPE: case SIGILL: case SIGSYS:
+	case SIGTRAP: case SIGQUIT: case SIGXCPU: case SIGXFSZ: case SIGKILL:
+		return true;
+	}
+	return false;
+}
+
+/* A thread's stack at its process's death (TD_SAMPLE_DEATH). */
+void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack)
+{
+	bool faulting = w->deaths.last_crash.pid == s->pid && w->deaths.last_crash.tid == s->tid &&
+			w->deaths.last_crash.signo == s->signo;
+
+	chunk_writer_death_stack(w->cw, s->time_ns, (uint32_t)s->pid, s->signo, tid, stack,
+		faulting ? TCF_DEATH_FAULTING : 0, faulting ? w->deaths.last_crash.addr : 0);
+	if (w->cfg->mode == REC_MODE_WALL)
+		episode_end(w, s->tid);
+}
+
+/* After a fatal death: its cause on record, the chunk finished (so that
+ * the evidence is on disk and whole), then REPO/emergency-PID-TIME.tcf
+ * reaching back to the window or to when the process was first seen. */
+static void emergency_dump(struct writer *w, const struct rec_event *e, const struct wproc *p,
+	bool oom)
+{
+	struct rec_notice n = { .kind = REC_NOTICE_EMERGENCY, .status = e->status, .oom = oom,
+		.id = { e->pid, e->start_time } };
+	uint64_t now = td_real_ns(), since = 0;
+
+	if (oom)
+		chunk_writer_oom_kill(w->cw, e->time_ns, (uint32_t)e->pid,
+			p ? oom_kills_of(p->memory_events) : 0);
+	if (w->cfg->emergency_window_ns && now > w->cfg->emergency_window_ns)
+		since = now - w->cfg->emergency_window_ns;
+	if (p && p->first_real_ns > since)
+		since = p->first_real_ns;
+	writer_rotate(w, TCF_END_TARGET_CRASH);
+	n.err = repo_emergency_into(w->repo, e->pid, since, n.path, sizeof(n.path), &n.chunks,
+		&n.bytes);
+	writer_notify(w, &n);
+}
+
+/* The process e->pid has exited (its exit record is written). */
+void process_died(struct writer *w, const struct rec_event *e)
+{
+	struct wproc *p = wproc_of(w, e->pid);
+	struct rec_notice n = { .kind = REC_NOTICE_EXIT, .status = e->status,
+		.id = { e->pid, e->start_time } };
+	int sig = WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
+
+	if (p && sig == SIGKILL && oom_killed(p, td_now_ns()))
+		n.oom = true;
+	if (fatal_signal(sig))
+		emergency_dump(w, e, p, n.oom);
+	writer_notify(w, &n);
+	if (p)
+		p->pid = 0;
+}

@@ -1,0 +1,244 @@
+/* Private to the writer thread's files: struct writer, and what its parts
+ * call of each other.
+ *
+ *   writer.c         the loop, the chunk being written (publish, rotate,
+ *                    the first error), the per-chunk ids and thread
+ *                    names, samples and events turned into records
+ *   writer-stacks.c  the libdwfl sessions, unwinding and symbolizing a
+ *                    sample into the chunk's stack, the saved unwinds
+ *                    that repeats reuse
+ *   writer-waits.c   wall mode's wait episodes (WAITS records)
+ *   writer-deaths.c  follow mode: deaths, the OOM killer, emergency
+ *                    dumps; and a crash's records
+ *
+ * Each part owns the sub-struct of struct writer named after it; the
+ * others read it, and only through that part's functions change it.
+ * Everything here runs on the writer thread (but writer_new, and
+ * writer_free after the join). */
+#ifndef TD_DAEMON_WRITER_INTERNAL_H
+#define TD_DAEMON_WRITER_INTERNAL_H
+
+#include "daemon-internal.h"
+
+#include "../chunkfmt/chunkfmt.h"
+#include "../common/map.h"
+#include "../symbolize/symbolize.h"
+
+/* An OOM kill counted at most this long before a SIGKILL death is its
+ * cause: the kernel counts the kill first, and the victim may take
+ * seconds to die (the OOM reaper steps in after 2 s) */
+#define WRITER_OOM_SPAN_NS 5000000000ull
+#define WRITER_OOM_READS 8 /* a second apart: more than the span */
+
+/* A process's libdwfl session (writer-stacks.c). */
+struct session {
+	pid_t pid;
+	struct sym_session *s;
+	uint64_t built_ns;
+	/* no renewal at once for this build: renew_due read the maps for
+	 * it, or it is a renewal that left the pc outside every module */
+	bool renew_later;
+};
+
+/* A wait episode in progress: from the first tick that found the thread
+ * blocked on an object (a fresh copy: it ran since its last one) until it
+ * is seen running, copied again, or gone.  Each blocked sample of it is a
+ * period of waiting.  What the waiter called and the names on its stack
+ * are kept to read the owner again whenever the lock's words, read at
+ * the tick, change.  An owner's stack is the one of its first sample after
+ * the one that found it owning (pending until then). */
+struct episode {
+	pid_t pid, tid; /* tid 0: free */
+	struct td_wait w;
+	uint64_t args[6];
+	char funcs[8][64];
+	unsigned nfuncs;
+	uint32_t futex[TD_FUTEX_WORDS]; /* the words the owner was read from */
+	uint64_t start_ns, wait_ns; /* wait_ns: in the current chunk */
+	uint32_t flags;		    /* TCF_WAITF_BEGAN_BEFORE */
+	uint32_t stack;		    /* the waiter's, in the current chunk */
+	unsigned nowners;
+	struct {
+		pid_t tid;
+		uint64_t wait_ns;
+		uint32_t stack;
+		bool pending; /* stack: from the owner's next sample */
+	} owners[TCF_WAIT_MAX_OWNERS];
+};
+
+/* owns: repo (until writer_main closes it), and through the parts the
+ * cache, the sessions, the maps, the names, the saved unwinds, the
+ * episodes; borrows: sh, cfg */
+struct writer {
+	struct rec_shared *sh;
+	const struct rec_config *cfg;
+	struct repo *repo;
+
+	/* the chunk being written (writer.c) */
+	struct chunk_writer *cw; /* the current chunk's, borrowed from repo */
+	bool cw_published;	 /* a block with samples of cw is on disk */
+	bool startup;		 /* no sample published yet: the sampler's priority */
+	uint64_t published_ns;	 /* the last publish() */
+	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
+
+	/* ids the current chunk defined (writer.c, and the location ids of
+	 * writer-stacks.c): cleared whenever a new chunk starts
+	 * (new_chunk_caches), since ids are per chunk */
+	struct writer_ids {
+		struct td_map threads, locs;
+		uint32_t end_loc[SYM_END_COUNT];
+		uint32_t preempted_loc; /* preempted_location() */
+		uint32_t nomaps_loc;	/* nomaps_stack() */
+	} ids;
+
+	/* thread names (writer.c) */
+	struct writer_names {
+		/* the latest name seen of a tid (by tid % size), for a thread
+		 * defined in a new chunk once it is gone: the stacks of a
+		 * death */
+		struct known_name {
+			pid_t tid;
+			char name[16];
+		} known[1024];
+		/* names of the threads this chunk defined, for renames; by
+		 * thread id (n: this chunk's, cleared with the ids) */
+		struct tname {
+			pid_t pid, tid;
+			char name[16];
+		} *t;
+		size_t n, cap, next; /* next: check_renames' round robin */
+		uint64_t checked_ns; /* the last check_renames */
+	} names;
+
+	/* unwinding and symbolizing (writer-stacks.c) */
+	struct writer_stacks {
+		struct sym_cache *cache;
+		struct session sess[REC_MAX_PIDS * 4];
+		struct sym_debug_stats debug_gone; /* of the sessions freed */
+		/* each process's image number (pid -> struct target's
+		 * image), as THREAD_NEW and EXEC tell it, for
+		 * rec_shared.maps_read */
+		struct td_map images;
+		/* the last unwind, and its frames as symbolized */
+		struct sym_unwound u;
+		struct sym_frame frames[SYM_MAX_FRAMES];
+		uint32_t loc_ids[SYM_MAX_FRAMES + 1];
+		/* The last unwind of each thread copied while blocked, which
+		 * a REPEAT sample (unchanged since) reuses without unwinding:
+		 * tid -> index + 1 in saved (not per chunk: the pcs are
+		 * re-resolved in whichever chunk is current).  Freed when the
+		 * thread exits. */
+		struct td_map last;
+		struct saved {
+			pid_t tid; /* 0: free */
+			unsigned n;
+			enum sym_end end;
+			bool perf; /* from a perf sample (it ran), not a blocked copy */
+			uint64_t *pc;
+			bool *act;
+		} *saved;
+		size_t nsaved, capsaved;
+	} stacks;
+
+	/* wall mode: each thread's wait episode (writer-waits.c) */
+	struct writer_waits {
+		struct td_map idx;	  /* tid -> index + 1 in eps */
+		struct td_map owner_wait; /* owners whose next sample episodes wait for */
+		struct episode *eps;
+		size_t n, cap;
+	} waits;
+
+	/* crashes and deaths (writer-deaths.c) */
+	struct writer_deaths {
+		struct rec_event crash; /* the crash being written, kind REC_EV_CRASH */
+		struct rec_event last_crash; /* the latest crash: its thread faulted */
+		/* follow (a service's recording): the processes seen, for
+		 * their deaths; a slot with pid 0 is free */
+		struct wproc {
+			pid_t pid;
+			uint64_t first_real_ns; /* when first seen (realtime) */
+			/* its cgroup's memory.events (v1: oom_control), "" if none */
+			char memory_events[320];
+			/* oom_kill there at the last reads (one a second),
+			 * newest at [oom_n - 1 mod WRITER_OOM_READS], and when */
+			uint64_t oom_kills[WRITER_OOM_READS], oom_ns[WRITER_OOM_READS];
+			unsigned oom_n;
+		} procs[TARGETS_MAX];
+		uint64_t oom_read_ns; /* the last refresh of every oom_kills */
+	} deaths;
+};
+
+/* The writer's maps hold ids (never 0): 0 from map_get means absent. */
+static inline uint32_t map_get(const struct td_map *m, uint64_t key)
+{
+	uint64_t v;
+
+	return td_map_get(m, key, &v) ? (uint32_t)v : 0;
+}
+
+static inline void map_put(struct td_map *m, uint64_t key, uint32_t val)
+{
+	if (td_map_set(m, key, val) < 0)
+		(void)0; /* no memory: the id is looked up (and defined) again */
+}
+
+/* ---- writer.c */
+/* The current chunk's writer (a new chunk's caches cleared and its
+ * metadata written), or NULL when the repository failed (writer_fail). */
+struct chunk_writer *current_chunk(struct writer *w);
+/* The chunk's id of thread tid, named name (NULL: read it from /proc now;
+ * a name that differs from the one known is recorded as a rename). */
+uint32_t thread_id_named(struct writer *w, pid_t pid, pid_t tid, const char *name);
+uint32_t thread_id(struct writer *w, pid_t pid, pid_t tid);
+/* Tell the control loop (the notices ring; dropped when it is full). */
+void writer_notify(struct writer *w, const struct rec_notice *n);
+/* A sample into the current chunk (the crash's stacks: writer-deaths.c). */
+void do_sample(struct writer *w, const struct td_sample *s);
+
+/* ---- writer-stacks.c */
+/* pid's session, built from its mappings now if create and it has none;
+ * NULL if it has none (or they cannot be read). */
+struct session *session_for(struct writer *w, pid_t pid, bool create);
+/* pid exec'ed or exited: its session goes (the location ids with it). */
+void session_drop(struct writer *w, pid_t pid);
+/* pid's process is gone: its PID may name the next target. */
+void maps_forget(struct writer *w, pid_t pid);
+/* What the debuginfo cache did, for rec_stats. */
+void debug_stats_store(struct writer *w);
+/* The chunk's stack of sample s, unwound (or, for a repeat, its thread's
+ * saved unwind); its frames stay in w->stacks.u. */
+uint32_t stack_of(struct writer *w, const struct td_sample *s);
+/* The chunk's stack for the frames in w->stacks.u. */
+uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid);
+/* tid's saved unwind (a new one if create), or NULL. */
+struct saved *saved_of(struct writer *w, pid_t tid, bool create);
+void saved_drop(struct writer *w, pid_t tid);
+
+/* ---- writer-waits.c */
+/* A blocked sample of s->tid, whose stack in this chunk is stack (its
+ * frames in w->stacks.u): its episode goes on or begins. */
+void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack);
+/* tid's sample came: the owners that waited for it take its stack. */
+void owner_seen(struct writer *w, pid_t tid, uint32_t stack);
+/* tid ran, exec'ed, exited or died: its episode is written and ends. */
+void episode_end(struct writer *w, pid_t tid);
+/* Before the chunk ends: what every open episode waited in it. */
+void episodes_close_chunk(struct writer *w);
+
+/* ---- writer-deaths.c */
+/* REC_EV_CRASH: the crash whose stacks follow. */
+void crash_begin(struct writer *w, const struct rec_event *e);
+/* The crashing thread's stack (a HELD sample of it): the crash record. */
+void crash_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack);
+/* REC_EV_CRASH_DONE: every stack of the crash is in the samples ring. */
+void crash_done(struct writer *w, const struct rec_event *e);
+/* A thread's stack at its process's death (TD_SAMPLE_DEATH). */
+void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack);
+/* follow: a process met for the first time, and every second the OOM
+ * kill counts of those met. */
+void wproc_add(struct writer *w, pid_t pid);
+void wprocs_refresh(struct writer *w, uint64_t now);
+/* follow: the process e->pid has exited (its exit record is written). */
+void process_died(struct writer *w, const struct rec_event *e);
+
+#endif

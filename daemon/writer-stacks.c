@@ -1,0 +1,397 @@
+/* The writer's stacks: a sample's copied stack unwound with its process's
+ * libdwfl session (built when first needed, dropped at exec and exit,
+ * renewed when a pc falls outside every known module after the maps
+ * changed: a dlopen), each frame symbolized through the caches into a
+ * location of the current chunk, and the chunk's stack of them.  A
+ * thread's last unwind is kept for the repeats (samples without stack
+ * bytes) that reuse it.
+ *
+ * Guarantees: a sample always gets a stack, if only one frame that says
+ * why there is no other (its process's maps never read, time runnable
+ * where no sample saw it, a stack cut short and why).  Tells the sampler,
+ * through rec_shared, which images have a session (maps_read: their exits
+ * need no hold) and which threads' windows are too small (grow[]).
+ * Leaves to writer.c the chunk itself and the thread ids. */
+#define _GNU_SOURCE
+#include "writer-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/buf.h"
+
+/* Tell the sampler that pid's current image has a session: its exit
+ * need not be held (rec_shared.maps_read). */
+static void maps_read(struct writer *w, pid_t pid)
+{
+	uint64_t image = 0;
+
+	if (!td_map_get(&w->stacks.images, (uint64_t)(uint32_t)pid, &image))
+		return; /* not told which: the sampler holds its exit, to be safe */
+	atomic_store_explicit(&w->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
+		(uint64_t)(uint32_t)pid << 32 | (uint32_t)image, memory_order_release);
+}
+
+/* pid's process is gone: its PID may name the next target. */
+void maps_forget(struct writer *w, pid_t pid)
+{
+	_Atomic uint64_t *slot = &w->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS];
+
+	td_map_remove(&w->stacks.images, (uint64_t)(uint32_t)pid);
+	if (atomic_load(slot) >> 32 == (uint32_t)pid)
+		atomic_store(slot, 0);
+}
+
+/* A session of pid's current mappings: 0, or -errno / -TD_E_* (-ESRCH
+ * for a process without mappings: a zombie's are empty). */
+static int session_build(struct writer *w, pid_t pid, struct sym_session **ret_session)
+{
+	struct sym_options o = { .debuginfo_dir = w->cfg->debuginfo_dir,
+		.cache_dir = w->cfg->cache_dir };
+	unsigned modules = 0, elf, dwarf;
+	int r = sym_session_new(pid, &o, w->stacks.cache, ret_session);
+
+	if (r < 0)
+		return r;
+	sym_session_modules(*ret_session, &modules, &elf, &dwarf);
+	if (!modules) {
+		sym_session_free(*ret_session);
+		*ret_session = NULL;
+		return -ESRCH;
+	}
+	maps_read(w, pid);
+	return 0;
+}
+
+struct session *session_for(struct writer *w, pid_t pid, bool create)
+{
+	struct session *free_slot = NULL;
+
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++) {
+		if (w->stacks.sess[i].pid == pid && w->stacks.sess[i].s)
+			return &w->stacks.sess[i];
+		if (!w->stacks.sess[i].s && !free_slot)
+			free_slot = &w->stacks.sess[i];
+	}
+	if (!create || !free_slot || session_build(w, pid, &free_slot->s) < 0)
+		return NULL;
+	free_slot->pid = pid;
+	free_slot->built_ns = td_now_ns();
+	free_slot->renew_later = false;
+	return free_slot;
+}
+
+static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_session *s)
+{
+	struct sym_debug_stats d;
+
+	sym_session_debug_stats(s, &d);
+	sum->reused += d.reused;
+	sum->created += d.created;
+	sum->failed += d.failed;
+	sum->tables_reused += d.tables_reused;
+	sum->tables_made += d.tables_made;
+	if (d.err)
+		sum->err = d.err;
+}
+
+/* What the debuginfo cache did, for rec_stats. */
+void debug_stats_store(struct writer *w)
+{
+	struct sym_debug_stats sum = w->stacks.debug_gone;
+
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++)
+		if (w->stacks.sess[i].s)
+			debug_stats_add(&sum, w->stacks.sess[i].s);
+	atomic_store(&w->sh->debug_reused, sum.reused);
+	atomic_store(&w->sh->debug_created, sum.created);
+	atomic_store(&w->sh->debug_failed, sum.failed);
+	atomic_store(&w->sh->tables_reused, sum.tables_reused);
+	atomic_store(&w->sh->tables_made, sum.tables_made);
+	atomic_store(&w->sh->debug_err, sum.err);
+}
+
+void session_drop(struct writer *w, pid_t pid)
+{
+	struct session *s = session_for(w, pid, false);
+
+	if (s) {
+		debug_stats_add(&w->stacks.debug_gone, s->s);
+		sym_session_free(s->s);
+		s->s = NULL;
+		s->pid = 0;
+	}
+	td_map_clear(&w->ids.locs); /* addresses mean something else now */
+}
+
+/* The process's mappings changed (dlopen): read them anew.  The old
+ * session stays when that fails (the process is gone): its modules still
+ * name what they named.  renew_due says when.  Returns whether it read
+ * them. */
+static bool session_renew(struct writer *w, struct session *se)
+{
+	struct sym_session *fresh;
+
+	se->built_ns = td_now_ns();
+	if (session_build(w, se->pid, &fresh) < 0)
+		return false;
+	debug_stats_add(&w->stacks.debug_gone, se->s);
+	sym_session_free(se->s);
+	se->s = fresh;
+	td_map_clear(&w->ids.locs); /* the cached locations were of the old session */
+	return true;
+}
+
+static void hex_to_bytes(const char *hex, uint8_t *out, unsigned *ret_n)
+{
+	unsigned n = 0;
+
+	while (hex && hex[0] && hex[1] && n < 64) {
+		unsigned v;
+
+		if (sscanf(hex, "%2x", &v) != 1)
+			break;
+		out[n++] = (uint8_t)v;
+		hex += 2;
+	}
+	*ret_n = n;
+}
+
+/* Location id of one physical frame in the current chunk. */
+static uint32_t location(struct writer *w, struct sym_session *ss, pid_t pid, uint64_t pc,
+	bool act)
+{
+	uint64_t key = ((uint64_t)(uint32_t)pid << 48) ^ (pc << 1) ^ act;
+	struct chunk_line lines[64];
+	uint32_t id = map_get(&w->ids.locs, key | 1ull << 63), mapping = 0;
+	int n;
+
+	if (id)
+		return id;
+	n = sym_session_symbolize(ss, pc, act, true, w->stacks.frames, 64);
+	for (int k = 0; k < n; k++) {
+		const struct sym_frame *f = &w->stacks.frames[k];
+
+		lines[k] = (struct chunk_line){
+			chunk_writer_function(w->cw, f->function ? f->function : "[unknown]", NULL,
+				f->file, f->start_line > 0 ? (uint32_t)f->start_line : 0),
+			(uint32_t)f->line, 0 };
+	}
+	if (n > 0 && w->stacks.frames[0].module) {
+		/* "[vdso: PID]" is libdwfl's name; the pid means nothing later */
+		struct chunk_mapping m = { .path = !strncmp(w->stacks.frames[0].module, "[vdso", 5) ?
+							   "[vdso]" :
+							   w->stacks.frames[0].module };
+		uint8_t bid[64];
+
+		hex_to_bytes(w->stacks.frames[0].build_id, bid, &m.build_id_len);
+		m.build_id = bid;
+		if (strstr(m.path, " (deleted)"))
+			m.flags |= TCF_MAP_DELETED;
+		mapping = chunk_writer_mapping(w->cw, &m);
+	}
+	id = chunk_writer_location(w->cw, mapping, mapping ? w->stacks.frames[0].offset : pc, lines,
+		(unsigned)(n > 0 ? n : 0));
+	if (id)
+		map_put(&w->ids.locs, key | 1ull << 63, id);
+	return id;
+}
+
+/* A synthetic root frame that keeps a partial stack's reason visible. */
+static uint32_t end_location(struct writer *w, enum sym_end end)
+{
+	char name[96];
+	struct chunk_line line;
+
+	if (w->ids.end_loc[end])
+		return w->ids.end_loc[end];
+	snprintf(name, sizeof(name), "[stack cut: %s]", sym_end_name(end));
+	line = (struct chunk_line){ chunk_writer_function(w->cw, name, NULL, NULL, 0), 0, 0 };
+	w->ids.end_loc[end] = chunk_writer_location(w->cw, 0, 0, &line, 1);
+	return w->ids.end_loc[end];
+}
+
+/* Is the innermost pc in no module the session knows?  The end reason
+ * alone does not tell: libdw's frame-pointer fallback may walk past such a
+ * pc and end on a failed read instead. */
+static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound *u)
+{
+	struct sym_frame f;
+
+	if (u->end == SYM_END_NO_MODULE)
+		return true;
+	return u->n && sym_session_symbolize(ss, u->pc[0], u->activation[0], false, &f, 1) >= 1 &&
+	       !f.module;
+}
+
+/* Renew the session of an unwind that met a pc outside its modules (u, by
+ * innermost_unmapped)?  At once when a file is mapped over that pc now
+ * (a library dlopen'ed since the build: python's C modules, plugins); the
+ * maps are read for that once per build, so code outside every file (a
+ * JIT's) costs one read per build.  Otherwise once a second at most. */
+static bool renew_due(struct session *se, pid_t tid, const struct sym_unwound *u)
+{
+	unsigned k = u->end == SYM_END_NO_MODULE && u->n ? u->n - 1 : 0;
+
+	if (td_now_ns() - se->built_ns > 1000000000u)
+		return true;
+	if (se->renew_later || !u->n)
+		return false;
+	se->renew_later = true;
+	/* the sampled thread's maps (its process's leader may be a zombie);
+	 * a return address may end its mapping: the call's */
+	return td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1;
+}
+
+/* A stack of one frame that says why there is no other: text, its
+ * location cached in *loc for the chunk. */
+static uint32_t note_stack(struct writer *w, uint32_t *loc, const char *text)
+{
+	if (!*loc) {
+		struct chunk_line line = { chunk_writer_function(w->cw, text, NULL, NULL, 0), 0, 0 };
+
+		*loc = chunk_writer_location(w->cw, 0, 0, &line, 1);
+	}
+	return chunk_writer_stack(w->cw, loc, 1);
+}
+
+/* Time a thread waited for a CPU after it ran, when no perf sample since
+ * says where it was preempted (its last stack is from before it ran):
+ * a frame that says so, rather than a stack it had left. */
+static uint32_t preempted_location(struct writer *w)
+{
+	return note_stack(w, &w->ids.preempted_loc, "[runnable: preempted where no sample saw it]");
+}
+
+/* A sample of a process whose mappings could not be read (it was gone
+ * before the writer came to it: its exit hold timed out): placed, and
+ * counted as not unwound, not dropped. */
+static uint32_t nomaps_stack(struct writer *w)
+{
+	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+	return note_stack(w, &w->ids.nomaps_loc, "[not unwound: its process's maps were not read]");
+}
+
+/* The chunk's stack for the unwound frames in w->stacks.u. */
+uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->stacks.u.n; i++)
+		w->stacks.loc_ids[n++] = location(w, ss, pid, w->stacks.u.pc[i], w->stacks.u.activation[i]);
+	if (w->stacks.u.end != SYM_END_OUTERMOST) {
+		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+		w->stacks.loc_ids[n++] = end_location(w, w->stacks.u.end);
+	}
+	return chunk_writer_stack(w->cw, w->stacks.loc_ids, n);
+}
+
+struct saved *saved_of(struct writer *w, pid_t tid, bool create)
+{
+	uint32_t k = map_get(&w->stacks.last, (uint64_t)(uint32_t)tid);
+	struct saved *sv;
+
+	/* the map keeps a tid's slot after its exit freed it, and the slot
+	 * may hold another thread since */
+	if (k && w->stacks.saved[k - 1].tid == tid)
+		return &w->stacks.saved[k - 1];
+	if (!create)
+		return NULL;
+	for (k = 0; k < w->stacks.nsaved && w->stacks.saved[k].tid; k++)
+		;
+	if (k == w->stacks.nsaved) {
+		if (td_array_grow(w->stacks.saved, w->stacks.capsaved, w->stacks.nsaved + 1, 64) < 0)
+			return NULL;
+		w->stacks.saved[w->stacks.nsaved++] = (struct saved){ 0 };
+	}
+	sv = &w->stacks.saved[k];
+	sv->tid = tid;
+	map_put(&w->stacks.last, (uint64_t)(uint32_t)tid, k + 1);
+	return sv;
+}
+
+/* Keep the unwind of a thread copied while blocked, for its repeats. */
+static void save_unwound(struct writer *w, pid_t tid, bool perf)
+{
+	struct saved *sv = saved_of(w, tid, true);
+	uint64_t *pc;
+	bool *act;
+
+	if (!sv)
+		return;
+	pc = realloc(sv->pc, (w->stacks.u.n + 1) * sizeof(*pc));
+	if (pc)
+		sv->pc = pc;
+	act = realloc(sv->act, (w->stacks.u.n + 1) * sizeof(*act));
+	if (act)
+		sv->act = act;
+	if (!pc || !act) {
+		sv->n = 0;
+		sv->end = SYM_END_NO_REGS;
+		return;
+	}
+	memcpy(sv->pc, w->stacks.u.pc, w->stacks.u.n * sizeof(*pc));
+	memcpy(sv->act, w->stacks.u.activation, w->stacks.u.n * sizeof(*act));
+	sv->n = w->stacks.u.n;
+	sv->end = w->stacks.u.end;
+	sv->perf = perf;
+}
+
+void saved_drop(struct writer *w, pid_t tid)
+{
+	struct saved *sv = saved_of(w, tid, false);
+
+	if (!sv)
+		return;
+	free(sv->pc);
+	free(sv->act);
+	*sv = (struct saved){ 0 };
+	/* the map keeps tid -> slot; a later thread of that tid reuses it */
+}
+
+uint32_t stack_of(struct writer *w, const struct td_sample *s)
+{
+	struct session *se = session_for(w, s->pid, true);
+
+	if (!se)
+		return nomaps_stack(w);
+	if (s->flags & TD_SAMPLE_REPEAT) {
+		/* unchanged since its last copy: the same frames */
+		struct saved *sv = saved_of(w, s->tid, false);
+		/* preempted after it ran: only a perf sample since shows where */
+		bool preempted = (s->flags & TD_SAMPLE_RUNNABLE) && !(s->flags & TD_SAMPLE_IN_SYSCALL);
+
+		if (sv && !(preempted && !sv->perf)) {
+			memcpy(w->stacks.u.pc, sv->pc, sv->n * sizeof(*sv->pc));
+			memcpy(w->stacks.u.activation, sv->act, sv->n * sizeof(*sv->act));
+			w->stacks.u.n = sv->n;
+			w->stacks.u.end = sv->end;
+			return stack_of_unwound(w, se->s, s->pid);
+		}
+		if (s->flags & TD_SAMPLE_RUNNABLE)
+			return preempted_location(w);
+		w->stacks.u.n = 0;
+		w->stacks.u.end = SYM_END_NO_REGS;
+		return stack_of_unwound(w, se->s, s->pid);
+	}
+	sym_session_unwind(se->s, s, &w->stacks.u);
+	/* the maps changed (dlopen): see them anew, then retry */
+	if (innermost_unmapped(se->s, &w->stacks.u) && renew_due(se, s->tid, &w->stacks.u) &&
+		session_renew(w, se)) {
+		sym_session_unwind(se->s, s, &w->stacks.u);
+		/* still outside every module (a file mapping libdwfl did not
+		 * report): renewing at once again would rebuild the session
+		 * at every sample; once a second will do */
+		se->renew_later = innermost_unmapped(se->s, &w->stacks.u);
+	}
+	if (w->stacks.u.end == SYM_END_WINDOW)
+		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
+			memory_order_relaxed);
+	/* the stack a repeat uses: a blocked thread's, and in wall mode a
+	 * running one's (its time waiting for a CPU repeats it) */
+	if ((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL)
+		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
+	return stack_of_unwound(w, se->s, s->pid);
+}
