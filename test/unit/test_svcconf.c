@@ -1,4 +1,4 @@
-/* Unit tests of the service's configuration (daemon/svcconf.c,
+/* Unit tests of the service's configuration (service/config.c,
  * tracerd.conf(5)): every refusal with its line and a reason that says
  * what to do, the defaults and every key, the syntax (comments, quotes,
  * whitespace), allocation failures, the matcher, svc_proc_read on a
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "../../common/td.h"
-#include "../../daemon/daemon.h"
+#include "../../service/service.h"
 #include "../helpers.h"
 
 #define NS 1000000000ull

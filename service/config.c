@@ -13,7 +13,7 @@
  * process matches.  What to do with a match (attach, keep a process on
  * its first rule, restart recordings on reload) is the service loop's. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "service.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* The service's follower table: which processes the service follows, has
  * asked a worker to attach, or was refused by, named by (PID, start time)
  * so that a PID reused by a later process names a new entry.  Pure
- * bookkeeping: it reads no /proc and attaches nothing (daemon/service.c
+ * bookkeeping: it reads no /proc and attaches nothing (service.c
  * does both and tells it what happened).
  *
  *   (none) --follow_add()--> ASKED --follow_answer(0)--> FOLLOWED
@@ -15,7 +15,7 @@
  * retries back off from FOLLOW_RETRY_MIN_NS, doubling to
  * FOLLOW_RETRY_MAX_NS, and say nothing more unless the reason changes. */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "service-internal.h"
 
 #include <errno.h>
 #include <stdio.h>
