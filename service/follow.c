@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/buf.h"
+
 void follow_init(struct follow *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -67,15 +69,8 @@ int follow_add(struct follow *f, const struct td_proc_id *id, int worker, const 
 
 	if (f->n == FOLLOW_MAX)
 		return -TD_E_LIMIT;
-	if (f->n == f->cap) {
-		unsigned cap = f->cap ? f->cap * 2 : 64;
-		struct follow_entry *ne = realloc(f->e, cap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		f->e = ne;
-		f->cap = cap;
-	}
+	if (td_array_grow(f->e, f->cap, (size_t)f->n + 1, 64) < 0)
+		return -ENOMEM;
 	e = &f->e[f->n++];
 	*e = (struct follow_entry){ .id = *id, .worker = worker, .state = FOLLOW_ASKED,
 		.seen = true };

@@ -43,7 +43,8 @@ struct follow_entry {
 /* owns: e */
 struct follow {
 	struct follow_entry *e;
-	unsigned n, cap;
+	unsigned n;
+	size_t cap; /* entries e has room for (td_array_grow) */
 };
 
 enum follow_outcome {
