@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/parse.h"
 #include "../common/td.h"
 
 #define SVC_FILE_MAX (1u << 20)
@@ -115,7 +116,8 @@ static int fail_nomem(struct parser *p)
 		"out of memory while reading the configuration; try again");
 }
 
-/* ---- small parsers (no locale: strtod and isspace would follow LC_*) */
+/* ---- small parsers (no locale: isspace would follow LC_*; sizes and
+ * durations are common/parse.c's) */
 
 static bool is_blank(char ch)
 {
@@ -152,139 +154,6 @@ static char *svc_strdup(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
-}
-
-/* A size: a whole number with an optional K, M, G or T (powers of 1024),
- * optionally followed by "B" or "iB"; "B" alone for bytes. */
-static bool parse_size(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	if (!is_digit(*s))
-		return false;
-	for (; is_digit(*s); s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	switch (*s) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		break;
-	case 'M':
-	case 'm':
-		shift = 20;
-		break;
-	case 'G':
-	case 'g':
-		shift = 30;
-		break;
-	case 'T':
-	case 't':
-		shift = 40;
-		break;
-	}
-	if (shift) {
-		s++;
-		if (s[0] == 'i' && s[1] == 'B')
-			s += 2;
-		else if (s[0] == 'B')
-			s++;
-	} else if (s[0] == 'B') {
-		s++;
-	}
-	if (*s || v > UINT64_MAX >> shift)
-		return false;
-	*ret = v << shift;
-	return true;
-}
-
-static const struct {
-	const char *name;
-	uint64_t ns;
-} svc_time_units[] = {
-	{ "us", 1000ull },
-	{ "usec", 1000ull },
-	{ "ms", 1000000ull },
-	{ "msec", 1000000ull },
-	{ "s", NS_PER_SEC },
-	{ "sec", NS_PER_SEC },
-	{ "second", NS_PER_SEC },
-	{ "seconds", NS_PER_SEC },
-	{ "m", 60 * NS_PER_SEC },
-	{ "min", 60 * NS_PER_SEC },
-	{ "minute", 60 * NS_PER_SEC },
-	{ "minutes", 60 * NS_PER_SEC },
-	{ "h", 3600 * NS_PER_SEC },
-	{ "hr", 3600 * NS_PER_SEC },
-	{ "hour", 3600 * NS_PER_SEC },
-	{ "hours", 3600 * NS_PER_SEC },
-	{ "d", 86400 * NS_PER_SEC },
-	{ "day", 86400 * NS_PER_SEC },
-	{ "days", 86400 * NS_PER_SEC },
-	{ "w", 604800 * NS_PER_SEC },
-	{ "week", 604800 * NS_PER_SEC },
-	{ "weeks", 604800 * NS_PER_SEC },
-};
-
-/* A duration as systemd.time(7) writes one: "30s", "10min", "1h 30min",
- * "1.5h"; a bare number is seconds.  In ns. */
-static bool parse_duration(const char *s, uint64_t *ret_ns)
-{
-	unsigned __int128 total = 0;
-	bool any = false;
-
-	for (;;) {
-		uint64_t whole = 0, frac = 0, scale = 1, unit = 0;
-		size_t ulen;
-
-		while (is_blank(*s))
-			s++;
-		if (!*s)
-			break;
-		if (!is_digit(*s))
-			return false;
-		for (; is_digit(*s); s++) {
-			if (whole > 1000000000000000ull)
-				return false;
-			whole = whole * 10 + (uint64_t)(*s - '0');
-		}
-		if (*s == '.') {
-			if (!is_digit(*++s))
-				return false;
-			for (; is_digit(*s); s++)
-				if (scale < NS_PER_SEC) {
-					frac = frac * 10 + (uint64_t)(*s - '0');
-					scale *= 10;
-				}
-		}
-		while (is_blank(*s))
-			s++;
-		for (ulen = 0; is_alpha(s[ulen]); ulen++)
-			;
-		if (ulen == 0) {
-			if (any || *s)
-				return false; /* "5" alone is 5 s; "1h 5" is a typo */
-			unit = NS_PER_SEC;
-		}
-		for (size_t i = 0; ulen && i < TD_ARRAY_SIZE(svc_time_units); i++)
-			if (strlen(svc_time_units[i].name) == ulen &&
-				!memcmp(svc_time_units[i].name, s, ulen))
-				unit = svc_time_units[i].ns;
-		if (!unit)
-			return false;
-		s += ulen;
-		total += (unsigned __int128)whole * unit + (unsigned __int128)frac * unit / scale;
-		if (total > UINT64_MAX)
-			return false;
-		any = true;
-	}
-	if (!any)
-		return false;
-	*ret_ns = (uint64_t)total;
-	return true;
 }
 
 static bool has_glob(const char *s)
@@ -340,7 +209,7 @@ static int set_max_size(struct parser *p, const char *key, char *v)
 {
 	uint64_t size;
 
-	if (!parse_size(v, &size) || size < (1ull << 20) || size > (1ull << 50))
+	if (td_size_parse(v, &size) < 0 || size < (1ull << 20) || size > (1ull << 50))
 		return fail(p, "%s= must be a size from 1M to 1024T: a whole number of bytes "
 			       "or one with K, M, G or T (powers of 1024), e.g. 2G",
 			key);
@@ -353,7 +222,7 @@ static int set_duration(struct parser *p, const char *key, const char *v, uint64
 {
 	uint64_t ns;
 
-	if (!parse_duration(v, &ns) || ns < min_ns || ns > max_ns)
+	if (td_duration_parse(v, &ns) < 0 || ns < min_ns || ns > max_ns)
 		return fail(p, "%s= must be a duration from %s, a number with a unit "
 			       "(ms, s, min, h, d, w), e.g. 30s, 10min or 1h 30min",
 			key, range);
