@@ -1,5 +1,6 @@
 /* The command line's shared pieces (cli/cli.c): the option parsers'
- * answers and messages, and the debuginfo cache directory it chooses. */
+ * answers and messages (the grammars themselves are test_parse.c's), and
+ * the debuginfo cache directory it chooses. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ static void size_refused(const char *s)
 	catch_begin();
 	ok = td_parse_size("--x", s, 1, 1u << 30, &v);
 	snprintf(want, sizeof(want),
-		"tracerd: --x: '%s' is not a size from 1 to 1073741824 bytes (suffixes K, M, G)\n", s);
+		"tracerd: --x: '%s' is not a size from 1 to 1073741824 bytes (suffixes K, M, G, T)\n", s);
 	cr_expect_not(ok, "'%s' accepted", s);
 	cr_expect_str_eq(catch_end(), want);
 }
@@ -87,9 +88,56 @@ Test(cli, parse_size_and_pid)
 	size_refused("-1");
 	size_refused("");
 	size_refused("4G");
+	size_refused("17179869185G"); /* 2^64 + 1 GiB: too large, not 1 GiB */
 	pid_refused("0");
 	pid_refused("42a");
 	pid_refused("99999999999");
+}
+
+static void duration_refused(const char *s, const char *why)
+{
+	char want[256];
+	uint64_t v = 7;
+	bool ok;
+
+	catch_begin();
+	ok = td_parse_duration("--since", s, &v);
+	snprintf(want, sizeof(want), "tracerd: --since: '%s' %s\n", s, why);
+	cr_expect_not(ok, "'%s' accepted", s);
+	cr_expect_eq(v, 7, "'%s': written on failure", s);
+	cr_expect_str_eq(catch_end(), want);
+}
+
+/* Every form the man pages promise (tracerd(8), OPTIONS), the decimals of
+ * the old strtod parser included; one line for what is refused. */
+Test(cli, parse_duration)
+{
+	static const char not_one[] = "is not a duration; give a number with a unit: us, ms, s, "
+				      "m, h, d or w (e.g. 10m or 1h 30m)";
+	uint64_t v;
+
+	catch_begin();
+	cr_expect(td_parse_duration("--since", "5m", &v));
+	cr_expect_eq(v, 300000000000ull);
+	cr_expect(td_parse_duration("--since", "1.5s", &v));
+	cr_expect_eq(v, 1500000000ull);
+	cr_expect(td_parse_duration("--since", "250ms", &v));
+	cr_expect_eq(v, 250000000ull);
+	cr_expect(td_parse_duration("--since", "1h 30m", &v));
+	cr_expect_eq(v, 5400000000000ull);
+	cr_expect(td_parse_duration("--since", "24h", &v));
+	cr_expect_eq(v, 86400000000000ull);
+	cr_expect(td_parse_duration("--since", "7d", &v));
+	cr_expect_eq(v, 604800000000000ull);
+	cr_expect(td_parse_duration("--since", "10", &v));
+	cr_expect_eq(v, 10000000000ull, "a number alone is seconds");
+	cr_expect_str_eq(catch_end(), "", "what is accepted is accepted silently");
+	duration_refused("soon", not_one);
+	duration_refused("", not_one);
+	duration_refused("-5m", not_one);
+	duration_refused("1,5s", not_one);
+	duration_refused("99999999999999999999d",
+		"is longer than tracerd can count (about 584 years); give a shorter duration");
 }
 
 /* The default cache directory as user uid would have it (root: seteuid
