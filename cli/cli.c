@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/parse.h"
 #include "../common/td.h"
 #include "../symbolize/symbolize.h"
 
@@ -197,71 +198,31 @@ bool td_parse_pid(const char *opt, const char *s, pid_t *ret)
 
 bool td_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		goto bad;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10, end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20, end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30, end++;
-		break;
+	/* too large to count (-ERANGE) is out of range like any other */
+	if (td_size_parse(s, &v) < 0 || v < min || v > max) {
+		td_msg("%s: '%s' is not a size from %llu to %llu bytes (suffixes K, M, G, T)", opt,
+			s, (unsigned long long)min, (unsigned long long)max);
+		return false;
 	}
-	if (*end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end || v < min || v > max)
-		goto bad;
 	*ret = v;
 	return true;
-bad:
-	td_msg("%s: '%s' is not a size from %llu to %llu bytes (suffixes K, M, G)", opt, s,
-		(unsigned long long)min, (unsigned long long)max);
-	return false;
 }
 
 bool td_parse_duration(const char *opt, const char *s, uint64_t *ret_ns)
 {
-	char *end;
-	double v;
-	uint64_t unit = 1000000000u;
+	int e = td_duration_parse(s, ret_ns);
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		goto bad;
-	if (!strcmp(end, "ms"))
-		unit = 1000000u;
-	else if (!strcmp(end, "s") || !*end)
-		unit = 1000000000u;
-	else if (!strcmp(end, "m"))
-		unit = 60000000000u;
-	else if (!strcmp(end, "h"))
-		unit = 3600000000000u;
-	else if (!strcmp(end, "d"))
-		unit = 86400000000000u;
-	else
-		goto bad;
-	if (v * (double)unit > 1e19)
-		goto bad;
-	*ret_ns = (uint64_t)(v * (double)unit);
-	return true;
-bad:
-	td_msg("%s: '%s' is not a duration; give a number with ms, s, m, h or d (e.g. 10m)", opt,
-		s);
-	return false;
+	if (e == -ERANGE)
+		td_msg("%s: '%s' is longer than tracerd can count (about 584 years); give a shorter "
+		       "duration",
+			opt, s);
+	else if (e < 0)
+		td_msg("%s: '%s' is not a duration; give a number with a unit: us, ms, s, m, h, d "
+		       "or w (e.g. 10m or 1h 30m)",
+			opt, s);
+	return e == 0;
 }
 
 const char *td_cache_dir_default(char *buf, size_t len)

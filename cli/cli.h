@@ -40,9 +40,11 @@ int td_bad_option(const char *cmd, int c, char *const *argv);
 
 /* Parse a PID or TID argument; false (and a message) if it is not one. */
 bool td_parse_pid(const char *opt, const char *s, pid_t *ret);
-/* Parse a size with optional K/M/G suffix (powers of 1024). */
+/* The value of option opt as a size from min to max bytes, or a duration
+ * in ns (common/parse.h has the grammars); false, after a line that says
+ * what to give, if it is none (too large to count included).  The caller
+ * returns TD_EXIT_USAGE then. */
 bool td_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *ret);
-/* Parse a duration: a number with ms, s, m, h or d (default s), in ns. */
 bool td_parse_duration(const char *opt, const char *s, uint64_t *ret_ns);
 
 /* The default directory of the debuginfo cache (tracerd(8), FILES):

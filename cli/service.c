@@ -1,5 +1,5 @@
 /* tracerd service [--config FILE] [--check] [--verbose]: the front end of
- * the system service (daemon/service.c does the work).
+ * the system service (service/service.c does the work).
  *
  * What it adds: the journal and the service manager.  Under systemd
  * ($JOURNAL_STREAM names our stdout) each message is one stdout line with
@@ -22,7 +22,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "../daemon/daemon.h"
+#include "../service/service.h"
 
 #define DEFAULT_CONFIG "/etc/tracerd/tracerd.conf"
 

@@ -1,4 +1,4 @@
-/* The service's configuration, tracerd.conf(5), and the process matcher.
+/* The service's configuration, tracerd.conf(5).
  *
  * svc_config_load/svc_config_parse turn a file shaped like a systemd unit
  * file into a struct svc_config, checking everything before they return:
@@ -7,17 +7,12 @@
  * the text and what to do (struct svc_config_error); the caller words it
  * for the journal.  Every length a file controls is bounded: the file
  * (1 MiB), a line (4096 bytes), a name (63), the rules (SVC_MAX_RULES).
- *
- * svc_proc_read reads what the rules look at from /proc through one open
- * /proc/PID directory, and svc_config_match picks the first rule that a
- * process matches.  What to do with a match (attach, keep a process on
- * its first rule, restart recordings on reload) is the service loop's. */
+ * Which process a rule takes in is match.c's. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "service.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/parse.h"
 #include "../common/td.h"
 
 #define SVC_FILE_MAX (1u << 20)
@@ -32,7 +28,6 @@
 /* Directory= plus "/" NAME "/emergency-PID-TIME.tcf" stays below PATH_MAX */
 #define SVC_DIRECTORY_MAX 3968
 #define SVC_COMM_MAX 15		/* TASK_COMM_LEN - 1: the kernel cuts longer names */
-#define SVC_PF_KTHREAD 0x00200000u /* include/linux/sched.h */
 
 #define NS_PER_SEC 1000000000ull
 
@@ -121,7 +116,8 @@ static int fail_nomem(struct parser *p)
 		"out of memory while reading the configuration; try again");
 }
 
-/* ---- small parsers (no locale: strtod and isspace would follow LC_*) */
+/* ---- small parsers (no locale: isspace would follow LC_*; sizes and
+ * durations are common/parse.c's) */
 
 static bool is_blank(char ch)
 {
@@ -158,139 +154,6 @@ static char *svc_strdup(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
-}
-
-/* A size: a whole number with an optional K, M, G or T (powers of 1024),
- * optionally followed by "B" or "iB"; "B" alone for bytes. */
-static bool parse_size(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	if (!is_digit(*s))
-		return false;
-	for (; is_digit(*s); s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	switch (*s) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		break;
-	case 'M':
-	case 'm':
-		shift = 20;
-		break;
-	case 'G':
-	case 'g':
-		shift = 30;
-		break;
-	case 'T':
-	case 't':
-		shift = 40;
-		break;
-	}
-	if (shift) {
-		s++;
-		if (s[0] == 'i' && s[1] == 'B')
-			s += 2;
-		else if (s[0] == 'B')
-			s++;
-	} else if (s[0] == 'B') {
-		s++;
-	}
-	if (*s || v > UINT64_MAX >> shift)
-		return false;
-	*ret = v << shift;
-	return true;
-}
-
-static const struct {
-	const char *name;
-	uint64_t ns;
-} svc_time_units[] = {
-	{ "us", 1000ull },
-	{ "usec", 1000ull },
-	{ "ms", 1000000ull },
-	{ "msec", 1000000ull },
-	{ "s", NS_PER_SEC },
-	{ "sec", NS_PER_SEC },
-	{ "second", NS_PER_SEC },
-	{ "seconds", NS_PER_SEC },
-	{ "m", 60 * NS_PER_SEC },
-	{ "min", 60 * NS_PER_SEC },
-	{ "minute", 60 * NS_PER_SEC },
-	{ "minutes", 60 * NS_PER_SEC },
-	{ "h", 3600 * NS_PER_SEC },
-	{ "hr", 3600 * NS_PER_SEC },
-	{ "hour", 3600 * NS_PER_SEC },
-	{ "hours", 3600 * NS_PER_SEC },
-	{ "d", 86400 * NS_PER_SEC },
-	{ "day", 86400 * NS_PER_SEC },
-	{ "days", 86400 * NS_PER_SEC },
-	{ "w", 604800 * NS_PER_SEC },
-	{ "week", 604800 * NS_PER_SEC },
-	{ "weeks", 604800 * NS_PER_SEC },
-};
-
-/* A duration as systemd.time(7) writes one: "30s", "10min", "1h 30min",
- * "1.5h"; a bare number is seconds.  In ns. */
-static bool parse_duration(const char *s, uint64_t *ret_ns)
-{
-	unsigned __int128 total = 0;
-	bool any = false;
-
-	for (;;) {
-		uint64_t whole = 0, frac = 0, scale = 1, unit = 0;
-		size_t ulen;
-
-		while (is_blank(*s))
-			s++;
-		if (!*s)
-			break;
-		if (!is_digit(*s))
-			return false;
-		for (; is_digit(*s); s++) {
-			if (whole > 1000000000000000ull)
-				return false;
-			whole = whole * 10 + (uint64_t)(*s - '0');
-		}
-		if (*s == '.') {
-			if (!is_digit(*++s))
-				return false;
-			for (; is_digit(*s); s++)
-				if (scale < NS_PER_SEC) {
-					frac = frac * 10 + (uint64_t)(*s - '0');
-					scale *= 10;
-				}
-		}
-		while (is_blank(*s))
-			s++;
-		for (ulen = 0; is_alpha(s[ulen]); ulen++)
-			;
-		if (ulen == 0) {
-			if (any || *s)
-				return false; /* "5" alone is 5 s; "1h 5" is a typo */
-			unit = NS_PER_SEC;
-		}
-		for (size_t i = 0; ulen && i < TD_ARRAY_SIZE(svc_time_units); i++)
-			if (strlen(svc_time_units[i].name) == ulen &&
-				!memcmp(svc_time_units[i].name, s, ulen))
-				unit = svc_time_units[i].ns;
-		if (!unit)
-			return false;
-		s += ulen;
-		total += (unsigned __int128)whole * unit + (unsigned __int128)frac * unit / scale;
-		if (total > UINT64_MAX)
-			return false;
-		any = true;
-	}
-	if (!any)
-		return false;
-	*ret_ns = (uint64_t)total;
-	return true;
 }
 
 static bool has_glob(const char *s)
@@ -346,7 +209,7 @@ static int set_max_size(struct parser *p, const char *key, char *v)
 {
 	uint64_t size;
 
-	if (!parse_size(v, &size) || size < (1ull << 20) || size > (1ull << 50))
+	if (td_size_parse(v, &size) < 0 || size < (1ull << 20) || size > (1ull << 50))
 		return fail(p, "%s= must be a size from 1M to 1024T: a whole number of bytes "
 			       "or one with K, M, G or T (powers of 1024), e.g. 2G",
 			key);
@@ -359,7 +222,7 @@ static int set_duration(struct parser *p, const char *key, const char *v, uint64
 {
 	uint64_t ns;
 
-	if (!parse_duration(v, &ns) || ns < min_ns || ns > max_ns)
+	if (td_duration_parse(v, &ns) < 0 || ns < min_ns || ns > max_ns)
 		return fail(p, "%s= must be a duration from %s, a number with a unit "
 			       "(ms, s, min, h, d, w), e.g. 30s, 10min or 1h 30min",
 			key, range);
@@ -882,238 +745,4 @@ void svc_config_free(struct svc_config *c)
 bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b)
 {
 	return a && b && !strcmp(a->name, b->name) && a->hz == b->hz && a->mode == b->mode;
-}
-
-/* ---- matching */
-
-unsigned svc_config_needs(const struct svc_config *c)
-{
-	unsigned need = 0;
-
-	for (unsigned i = 0; c && i < c->nrules; i++) {
-		const struct svc_rule *r = &c->rules[i];
-
-		need |= (r->comm ? SVC_NEED_COMM : 0) | (r->exe ? SVC_NEED_EXE : 0) |
-			(r->cmdline ? SVC_NEED_CMDLINE : 0) | (r->unit ? SVC_NEED_UNIT : 0);
-	}
-	return need;
-}
-
-bool svc_unit_match(const char *glob, const char *cgroup_path)
-{
-	const char *s = cgroup_path;
-
-	if (!glob || !s)
-		return false;
-	while (*s) {
-		size_t n;
-		char comp[256]; /* NAME_MAX + 1: no cgroup is named longer */
-
-		s += strspn(s, "/");
-		n = strcspn(s, "/");
-		if (n > 0 && n < sizeof(comp)) {
-			memcpy(comp, s, n);
-			comp[n] = '\0';
-			if (!ends_with(comp, ".slice") && fnmatch(glob, comp, 0) == 0)
-				return true;
-		}
-		s += n;
-	}
-	return false;
-}
-
-static bool rule_matches(const struct svc_rule *r, const struct svc_proc *p)
-{
-	if (r->comm && (!p->comm[0] || fnmatch(r->comm, p->comm, 0) != 0))
-		return false;
-	if (r->exe && (!p->exe[0] || fnmatch(r->exe, p->exe, 0) != 0))
-		return false;
-	if (r->cmdline && (!p->cmdline[0] || regexec(&r->cmdline_re, p->cmdline, 0, NULL, 0)))
-		return false;
-	if (r->unit && (!p->cgroup[0] || !svc_unit_match(r->unit, p->cgroup)))
-		return false;
-	return true;
-}
-
-int svc_config_match(const struct svc_config *c, const struct svc_proc *p)
-{
-	if (!c || !p || p->kernel)
-		return -1;
-	for (unsigned i = 0; i < c->nrules; i++)
-		if (rule_matches(&c->rules[i], p))
-			return (int)i;
-	return -1;
-}
-
-/* ---- reading a process */
-
-/* pid, start_time, kernel and comm from stat.  comm (field 2) may hold
- * spaces and parentheses: it ends at the last ')'. */
-static int read_stat(int dfd, struct svc_proc *p)
-{
-	char buf[4096], *open, *close_paren, *f;
-	unsigned long long flags = 0, start = 0;
-	size_t n;
-	int r;
-
-	r = td_read_text(dfd, "stat", buf, sizeof(buf));
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	open = strchr(buf, '(');
-	close_paren = strrchr(buf, ')');
-	if (!open || !close_paren || close_paren < open || close_paren[1] != ' ')
-		return -TD_E_CORRUPT;
-	n = TD_MIN((size_t)(close_paren - open - 1), sizeof(p->comm) - 1);
-	memcpy(p->comm, open + 1, n);
-	p->comm[n] = '\0';
-	f = close_paren + 2; /* field 3, the state */
-	for (int field = 3; field <= 22; field++) {
-		if (field == 9 && sscanf(f, "%llu", &flags) != 1)
-			return -TD_E_CORRUPT;
-		if (field == 22 && sscanf(f, "%llu", &start) != 1)
-			return -TD_E_CORRUPT;
-		if (field < 22) {
-			f = strchr(f, ' ');
-			if (!f)
-				return -TD_E_CORRUPT;
-			f++;
-		}
-	}
-	p->kernel = (flags & SVC_PF_KTHREAD) != 0;
-	p->start_time = start;
-	return 0;
-}
-
-static bool gone_err(int err)
-{
-	return err == -ENOENT || err == -ESRCH;
-}
-
-/* exe's target without " (deleted)"; "" if unreadable (a kernel thread, a
- * zombie, no permission). */
-static int read_exe(int dfd, struct svc_proc *p)
-{
-	ssize_t n = readlinkat(dfd, "exe", p->exe, sizeof(p->exe));
-	static const char deleted[] = " (deleted)";
-
-	if (n < 0 || (size_t)n >= sizeof(p->exe)) {
-		p->exe[0] = '\0';
-		return n < 0 ? -errno : 0;
-	}
-	p->exe[n] = '\0';
-	if ((size_t)n >= sizeof(deleted) - 1 &&
-		!memcmp(p->exe + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1))
-		p->exe[n - (sizeof(deleted) - 1)] = '\0';
-	return 0;
-}
-
-static int read_cmdline(int dfd, struct svc_proc *p)
-{
-	int n = td_read_text(dfd, "cmdline", p->cmdline, sizeof(p->cmdline));
-
-	if (n < 0) {
-		p->cmdline[0] = '\0';
-		return n;
-	}
-	while (n > 0 && p->cmdline[n - 1] == '\0')
-		n--;
-	for (int i = 0; i < n; i++)
-		if (p->cmdline[i] == '\0')
-			p->cmdline[i] = ' ';
-	p->cmdline[n] = '\0';
-	return 0;
-}
-
-/* The path of the first line of buf that is "ID:" then hierarchy then the
- * path, into p->cgroup; false if there is none, or it does not fit.  id
- * NULL: any number. */
-static bool cgroup_line(const char *buf, const char *id, const char *hierarchy,
-	struct svc_proc *p)
-{
-	size_t hlen = strlen(hierarchy), n;
-	const char *s = buf, *f;
-
-	for (; *s; s += n + (s[n] == '\n')) {
-		n = strcspn(s, "\n");
-		f = s + strspn(s, "0123456789");
-		if (f == s || *f != ':' ||
-			(id && (strlen(id) != (size_t)(f - s) || strncmp(s, id, strlen(id)))))
-			continue;
-		f++;
-		if ((size_t)(s + n - f) < hlen || strncmp(f, hierarchy, hlen))
-			continue;
-		f += hlen;
-		if (f == s + n || (size_t)(s + n - f) >= sizeof(p->cgroup))
-			return false;
-		memcpy(p->cgroup, f, (size_t)(s + n - f));
-		p->cgroup[s + n - f] = '\0';
-		return true;
-	}
-	return false;
-}
-
-/* The unified hierarchy's line, "0::PATH"; on a cgroup v1 system, the
- * path systemd keeps in its own named hierarchy, "N:name=systemd:PATH". */
-static int read_cgroup(int dfd, struct svc_proc *p)
-{
-	char buf[16384];
-	int n = td_read_text(dfd, "cgroup", buf, sizeof(buf));
-
-	p->cgroup[0] = '\0';
-	if (n < 0)
-		return n;
-	if (!cgroup_line(buf, "0", ":", p))
-		cgroup_line(buf, NULL, "name=systemd:", p);
-	return 0;
-}
-
-int svc_proc_read(const char *proc_root, pid_t pid, unsigned need, struct svc_proc *ret_proc)
-{
-	struct svc_proc *p;
-	char path[4096];
-	int dfd, r, gone = 0;
-
-	if (pid <= 0)
-		return -ESRCH;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid) >= sizeof(path))
-		return -ENAMETOOLONG;
-	/* the one directory: on procfs, once the process is gone every file
-	 * under it fails, even if its PID names a new process */
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	p = td_calloc(1, sizeof(*p)); /* 9 KiB: not on a thread's stack twice */
-	if (!p) {
-		r = -ENOMEM;
-		goto out_close;
-	}
-	p->pid = pid;
-	r = read_stat(dfd, p);
-	if (r < 0)
-		goto out_free;
-	if (need & SVC_NEED_EXE) {
-		r = read_exe(dfd, p);
-		gone |= gone_err(r);
-	}
-	if (need & SVC_NEED_CMDLINE) {
-		r = read_cmdline(dfd, p);
-		gone |= gone_err(r);
-	}
-	if (need & SVC_NEED_UNIT) {
-		r = read_cgroup(dfd, p);
-		gone |= gone_err(r);
-	}
-	/* a kernel thread's or a zombie's exe is ENOENT too: only a stat that
-	 * is gone as well means the process is */
-	if (gone && faccessat(dfd, "stat", F_OK, 0) < 0 && gone_err(-errno)) {
-		r = -ESRCH;
-		goto out_free;
-	}
-	*ret_proc = *p;
-	r = 0;
-out_free:
-	free(p);
-out_close:
-	close(dfd);
-	return r;
 }

@@ -1,5 +1,5 @@
 /* A rule's worker: the process that records one [Target] rule of the
- * service (daemon-internal.h says why a process of its own).  It opens a
+ * service (service-internal.h says why a process of its own).  It opens a
  * recorder in follow mode on the rule's repository, attaches what the
  * service asks for, and passes its recorder's notices and a heartbeat
  * back.  It ends on SIGTERM, when the service goes (its socket hangs up,
@@ -7,7 +7,7 @@
  * its recording fails; every end goes through rec_free, which detaches
  * every target and finishes the chunk. */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "service-internal.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -47,8 +47,7 @@ Test(service, in_a_real_systemd, .timeout = 180)
 
 	if (!is_root())
 		cr_skip_test("needs root to boot a container with systemd-nspawn");
-	if (!have_command("systemd-nspawn"))
-		cr_skip_test("systemd-nspawn is missing (apt-get install systemd-container)");
+	need_command("systemd-nspawn", "systemd-container");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd), "sh '%s/test/systemd/scenario.sh' '%s' '%s' '%s' 2>&1",
 		TD_SOURCE_DIR, TD_BUILD_DIR, TD_FIXTURE_DIR, dir);

@@ -1,10 +1,10 @@
 /* tracerd service: the loop that follows the processes a config names.
  *
- * One worker process per [Target] rule (worker.c; daemon-internal.h says
+ * One worker process per [Target] rule (worker.c; service-internal.h says
  * why processes), forked by this one, which starts no thread.  This loop:
  *   - scans /proc every ScanInterval (and at once after a start or a
  *     reload), matches each process it does not know yet against the
- *     rules (svcconf.c) and asks that rule's worker to attach it;
+ *     rules (config.c) and asks that rule's worker to attach it;
  *   - keeps the follower table (follow.c): a process is (PID, start time),
  *     a refusal is said once and retried with backoff;
  *   - hears from the workers: attach answers, exits, emergency dumps, a
@@ -18,7 +18,7 @@
  * again by the next scan.  Nothing here prints: messages and states go
  * through struct svc_hooks. */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "service-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +37,9 @@
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
+
+#include "../common/td.h"
+#include "../symbolize/symbolize.h"
 
 #define WORKER_OPEN_NS 15000000000ull	   /* for a worker to open its recording */
 #define WORKER_STOP_NS 10000000000ull	   /* for a worker to finish after SIGTERM */

@@ -1,9 +1,9 @@
-/* Unit tests of the service's configuration (daemon/svcconf.c,
- * tracerd.conf(5)): every refusal with its line and a reason that says
- * what to do, the defaults and every key, the syntax (comments, quotes,
- * whitespace), allocation failures, the matcher, svc_proc_read on a
- * fake /proc tree and on the real one, and the examples the project ships
- * (systemd/tracerd.conf, the man page's). */
+/* Unit tests of the service's configuration (service/config.c,
+ * tracerd.conf(5)) and its matcher (service/match.c): every refusal with
+ * its line and a reason that says what to do, the defaults and every key,
+ * the syntax (comments, quotes, whitespace), allocation failures, the
+ * matcher, svc_proc_read on a fake /proc tree and on the real one, and the
+ * examples the project ships (systemd/tracerd.conf, the man page's). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "../../common/td.h"
-#include "../../daemon/daemon.h"
+#include "../../service/service.h"
 #include "../helpers.h"
 
 #define NS 1000000000ull

@@ -1,10 +1,10 @@
-/* The service's follower table (daemon/follow.c): a process is (PID, start
+/* The service's follower table (service/follow.c): a process is (PID, start
  * time); refusals are said once and retried with backoff; a scan forgets
  * what is gone. */
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "../../daemon/daemon-internal.h"
+#include "../../service/service-internal.h"
 
 #define S 1000000000ull
 

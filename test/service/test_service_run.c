@@ -1,5 +1,5 @@
-/* tracerd service on this machine, without systemd (test_service.c runs it
- * under a real one): it follows the processes its rules name, follows a
+/* tracerd service on this machine, without systemd (test_service_systemd.c
+ * runs it under a real one): it follows the processes its rules name, follows a
  * restart, picks up a new rule on SIGHUP and keeps its config when the new
  * one is bad, says once that a process another tracer holds cannot be
  * followed and follows it once it is free, writes an emergency dump when a
@@ -181,7 +181,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 240)
+Test(service, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 240)
 {
 	struct svc s;
 	char want[128], repo[160], *log;
@@ -251,7 +251,7 @@ Test(svc, follows_restarts_and_reloads_and_leaves_targets_running, .timeout = 24
 	svc_cleanup(&s);
 }
 
-Test(svc, a_crash_leaves_an_emergency_dump, .timeout = 120)
+Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 {
 	struct svc s;
 	char want[128], cmd[512], *out, *log, *p;
@@ -286,7 +286,7 @@ Test(svc, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	svc_cleanup(&s);
 }
 
-Test(svc, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 120)
+Test(service, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 120)
 {
 	struct svc s;
 	char want[128];
@@ -316,7 +316,7 @@ Test(svc, a_process_another_tracer_holds_is_said_once_then_followed, .timeout = 
 	svc_cleanup(&s);
 }
 
-Test(svc, a_bad_config_refuses_to_start)
+Test(service, a_bad_config_refuses_to_start)
 {
 	char dir[] = "/tmp/tracerd-svc-XXXXXX", conf[96];
 	const char *argv[] = { "tracerd", "service", "--config", conf, NULL };
@@ -374,7 +374,7 @@ static bool oom_cgroup(char *ret_dir, size_t len, const char *limit)
 	return true;
 }
 
-Test(svc, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
+Test(service, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
 {
 	char cg[600], file[700], pidtext[32], want[128], *log;
 

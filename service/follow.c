@@ -1,7 +1,7 @@
 /* The service's follower table: which processes the service follows, has
  * asked a worker to attach, or was refused by, named by (PID, start time)
  * so that a PID reused by a later process names a new entry.  Pure
- * bookkeeping: it reads no /proc and attaches nothing (daemon/service.c
+ * bookkeeping: it reads no /proc and attaches nothing (service.c
  * does both and tells it what happened).
  *
  *   (none) --follow_add()--> ASKED --follow_answer(0)--> FOLLOWED
@@ -15,12 +15,14 @@
  * retries back off from FOLLOW_RETRY_MIN_NS, doubling to
  * FOLLOW_RETRY_MAX_NS, and say nothing more unless the reason changes. */
 #define _GNU_SOURCE
-#include "daemon-internal.h"
+#include "service-internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../common/buf.h"
 
 void follow_init(struct follow *f)
 {
@@ -67,15 +69,8 @@ int follow_add(struct follow *f, const struct td_proc_id *id, int worker, const 
 
 	if (f->n == FOLLOW_MAX)
 		return -TD_E_LIMIT;
-	if (f->n == f->cap) {
-		unsigned cap = f->cap ? f->cap * 2 : 64;
-		struct follow_entry *ne = realloc(f->e, cap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		f->e = ne;
-		f->cap = cap;
-	}
+	if (td_array_grow(f->e, f->cap, (size_t)f->n + 1, 64) < 0)
+		return -ENOMEM;
 	e = &f->e[f->n++];
 	*e = (struct follow_entry){ .id = *id, .worker = worker, .state = FOLLOW_ASKED,
 		.seen = true };
