@@ -15,7 +15,7 @@
  * Nothing here prints or exits: cli/dump.c turns the result and the
  * failures into words and an exit status. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "dump.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -179,7 +179,7 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 
 	for (unsigned i = 0; i < out->nframes && n < TD_ARRAY_SIZE(funcs); i++)
 		funcs[n++] = dump_string(d->res, d->res->frames[out->first_frame + i].function);
-	td_wait_classify(d->pid, th->tid,
+	wait_classify(d->pid, th->tid,
 		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
 		NULL, out->state, funcs, n, &out->wait);
 }
