@@ -13,9 +13,12 @@
  *   sem_t   futex at the semaphore; no owner
  *   join    futex at the joined thread's tid word, whose value (the futex
  *           call's third argument) is that thread's TID: the owner
- * An owner is believed only if it is a live thread of the process; what
- * is not recognised stays a plain futex.  Nothing here stops a thread:
- * memory is read with process_vm_readv (pt_read_memory). */
+ * An owner is believed only if it is a live thread of the process, but
+ * for a join seen at a tick (futex words given): the futex sleeps only
+ * while the tid word holds the TID, which the kernel clears when that
+ * thread exits, so it was live then.  What is not recognised stays a
+ * plain futex.  Nothing here stops a thread: memory is read with
+ * process_vm_readv (pt_read_memory). */
 #define _GNU_SOURCE
 #include "waits.h"
 

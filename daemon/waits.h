@@ -49,10 +49,10 @@ enum tcf_wait_kind wait_tcf_kind(enum wait_kind k);
 const char *wait_syscall_name(long nr);
 /* Classify thread tid of pid, blocked in system call nr (-1: none) with
  * args, in /proc state 'state', its stack's function names funcs (leaf
- * first, NULL for unknown).  futex: for futex(), the TD_FUTEX_WORDS words
- * at args[0] as read when the thread was seen (owners are read from
- * them), NULL to read them now.  Reads the target's memory and
- * /proc/PID/fd; stops nothing. */
+ * first, NULL for unknown; the first twelve are looked at).  futex: for
+ * futex(), the TD_FUTEX_WORDS words at args[0] as read when the thread
+ * was seen (owners are read from them), NULL to read them now.  Reads the
+ * target's memory and /proc/PID/fd; stops nothing. */
 void wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], const uint32_t *futex,
 	char state, const char *const *funcs, unsigned nfuncs, struct wait_info *ret);
 
