@@ -58,7 +58,7 @@ enum tcf_record {
 };
 
 /* What a wait episode waited for (WAITS records); the names are
- * td_wait_kind_name()'s.  Never renumber. */
+ * wait_kind_name()'s.  Never renumber. */
 enum tcf_wait_kind {
 	TCF_WAIT_OTHER = 0,
 	TCF_WAIT_MUTEX = 1,

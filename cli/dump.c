@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "../common/td.h"
-#include "../daemon/daemon.h"
+#include "../daemon/dump.h"
+#include "../daemon/waits.h"
 
 static void usage(FILE *f)
 {
@@ -116,30 +117,30 @@ static const char *name_of(const struct dump_result *r, pid_t tid)
 
 /* "waiting for mutex 0x... held by 4815 (dl-b)" and the like; "" when the
  * thread waits for nothing we can name. */
-static void wait_words(const struct dump_result *r, const struct td_wait *w, char *buf,
+static void wait_words(const struct dump_result *r, const struct wait_info *w, char *buf,
 	size_t len)
 {
-	const char *call = td_syscall_name(w->nr);
+	const char *call = wait_syscall_name(w->nr);
 	char held[64] = "";
 
 	if (w->owner)
 		snprintf(held, sizeof(held), " held by %d (%s)", (int)w->owner,
 			name_of(r, w->owner));
 	switch (w->kind) {
-	case TD_WAIT_MUTEX:
+	case WAIT_MUTEX:
 		snprintf(buf, len, "waiting for mutex 0x%" PRIx64 "%s", w->object, held);
 		break;
-	case TD_WAIT_RWLOCK:
+	case WAIT_RWLOCK:
 		snprintf(buf, len, "waiting for rwlock 0x%" PRIx64 "%s%s", w->object,
 			w->owner ? " (write)" : "", held);
 		break;
-	case TD_WAIT_CONDVAR:
+	case WAIT_CONDVAR:
 		snprintf(buf, len, "waiting on condition variable 0x%" PRIx64, w->object);
 		break;
-	case TD_WAIT_SEMAPHORE:
+	case WAIT_SEMAPHORE:
 		snprintf(buf, len, "waiting on semaphore 0x%" PRIx64, w->object);
 		break;
-	case TD_WAIT_JOIN:
+	case WAIT_JOIN:
 		if (w->owner)
 			snprintf(buf, len, "waiting to join thread %d (%s)", (int)w->owner,
 				name_of(r, w->owner));
@@ -147,10 +148,10 @@ static void wait_words(const struct dump_result *r, const struct td_wait *w, cha
 			snprintf(buf, len, "waiting to join a thread (futex 0x%" PRIx64 ")",
 				w->object);
 		break;
-	case TD_WAIT_FUTEX:
+	case WAIT_FUTEX:
 		snprintf(buf, len, "waiting on futex 0x%" PRIx64, w->object);
 		break;
-	case TD_WAIT_FD:
+	case WAIT_FD:
 		if (w->object == (uint64_t)-1)
 			snprintf(buf, len, "waiting in %s on a set of descriptors",
 				call ? call : "a system call");
@@ -158,17 +159,17 @@ static void wait_words(const struct dump_result *r, const struct td_wait *w, cha
 			snprintf(buf, len, "waiting in %s on fd %d%s%s%s", call ? call : "a system call",
 				(int)w->object, w->what[0] ? " (" : "", w->what, w->what[0] ? ")" : "");
 		break;
-	case TD_WAIT_SLEEP:
+	case WAIT_SLEEP:
 		snprintf(buf, len, "sleeping in %s", call ? call : "a system call");
 		break;
-	case TD_WAIT_SIGNAL:
+	case WAIT_SIGNAL:
 		snprintf(buf, len, "waiting for a signal in %s", call ? call : "a system call");
 		break;
-	case TD_WAIT_DISK:
+	case WAIT_DISK:
 		snprintf(buf, len, "in uninterruptible (disk) sleep%s%s", call ? " in " : "",
 			call ? call : "");
 		break;
-	case TD_WAIT_OTHER:
+	case WAIT_OTHER:
 		if (w->what[0])
 			snprintf(buf, len, "blocked in %s", w->what);
 		else
@@ -179,23 +180,23 @@ static void wait_words(const struct dump_result *r, const struct td_wait *w, cha
 	}
 }
 
-static void print_wait_json(const struct td_wait *w)
+static void print_wait_json(const struct wait_info *w)
 {
-	if (w->kind == TD_WAIT_NONE)
+	if (w->kind == WAIT_NONE)
 		return;
-	printf(", \"wait\": {\"kind\": \"%s\"", td_wait_kind_name(w->kind));
-	if (w->kind == TD_WAIT_FD)
+	printf(", \"wait\": {\"kind\": \"%s\"", wait_kind_name(w->kind));
+	if (w->kind == WAIT_FD)
 		printf(", \"fd\": %d", w->object == (uint64_t)-1 ? -1 : (int)w->object);
-	else if (w->kind != TD_WAIT_SLEEP && w->kind != TD_WAIT_SIGNAL &&
-		 w->kind != TD_WAIT_DISK && w->kind != TD_WAIT_OTHER)
+	else if (w->kind != WAIT_SLEEP && w->kind != WAIT_SIGNAL &&
+		 w->kind != WAIT_DISK && w->kind != WAIT_OTHER)
 		printf(", \"object\": \"0x%" PRIx64 "\"", w->object);
 	if (w->owner)
 		printf(", \"owner_tid\": %d", (int)w->owner);
-	if (td_syscall_name(w->nr)) {
+	if (wait_syscall_name(w->nr)) {
 		fputs(", \"syscall\": ", stdout);
-		td_json_string(stdout, td_syscall_name(w->nr), 0);
+		td_json_string(stdout, wait_syscall_name(w->nr), 0);
 	}
-	if (w->what[0] && w->kind == TD_WAIT_FD) {
+	if (w->what[0] && w->kind == WAIT_FD) {
 		fputs(", \"target\": ", stdout);
 		td_json_string(stdout, w->what, 0);
 	}

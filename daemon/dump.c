@@ -15,13 +15,14 @@
  * Nothing here prints or exits: cli/dump.c turns the result and the
  * failures into words and an exit status. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "dump.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/buf.h"
 #include "../common/td.h"
 #include "../ptrace/ptrace.h"
 
@@ -121,20 +122,11 @@ static uint32_t intern(struct dump *d, const char *s, uint32_t prev)
 	if (prev && !strcmp(r->strings + prev, s))
 		return prev;
 	len = strlen(s) + 1;
-	if (r->strings_len + len > d->strings_cap) {
-		size_t cap = d->strings_cap ? d->strings_cap : 4096;
-		char *n;
-
-		while (r->strings_len + len > cap)
-			cap *= 2;
-		if (cap > UINT32_MAX)
-			return 0; /* over the bound: shown as unknown */
-		n = realloc(r->strings, cap);
-		if (!n)
-			return 0;
-		r->strings = n;
-		d->strings_cap = cap;
-	}
+	/* offsets are 32-bit: a string past that bound is shown as unknown,
+	 * as one that finds no memory is */
+	if (r->strings_len + len > UINT32_MAX ||
+		td_array_grow(r->strings, d->strings_cap, r->strings_len + len, 4096) < 0)
+		return 0;
 	memcpy(r->strings + r->strings_len, s, len);
 	r->strings_len += len;
 	return (uint32_t)(r->strings_len - len);
@@ -143,19 +135,11 @@ static uint32_t intern(struct dump *d, const char *s, uint32_t prev)
 static int add_frame(struct dump *d, const struct sym_frame *f)
 {
 	struct dump_result *r = d->res;
-	struct dump_frame *prev = r->nframes ? &r->frames[r->nframes - 1] : NULL;
-	struct dump_frame *out;
+	struct dump_frame *prev, *out;
 
-	if (r->nframes == d->frames_cap) {
-		size_t cap = d->frames_cap ? d->frames_cap * 2 : 256;
-		struct dump_frame *n = realloc(r->frames, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		r->frames = n;
-		d->frames_cap = cap;
-		prev = r->nframes ? &r->frames[r->nframes - 1] : NULL;
-	}
+	if (td_array_grow(r->frames, d->frames_cap, (size_t)r->nframes + 1, 256) < 0)
+		return -ENOMEM;
+	prev = r->nframes ? &r->frames[r->nframes - 1] : NULL;
 	out = &r->frames[r->nframes];
 	*out = (struct dump_frame){ .pc = f->pc, .offset = f->offset, .line = f->line,
 		.inlined = f->inlined };
@@ -179,7 +163,7 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 
 	for (unsigned i = 0; i < out->nframes && n < TD_ARRAY_SIZE(funcs); i++)
 		funcs[n++] = dump_string(d->res, d->res->frames[out->first_frame + i].function);
-	td_wait_classify(d->pid, th->tid,
+	wait_classify(d->pid, th->tid,
 		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
 		NULL, out->state, funcs, n, &out->wait);
 }

@@ -4,7 +4,7 @@
  *
  * futex waits are told apart by the glibc function on the stack (the
  * layouts below are glibc's private business: facts of glibc 2.36, see
- * ../shared/design/waits-notes.md), and owners are read from the objects:
+ * docs/notes/waits.md), and owners are read from the objects:
  *   mutex   futex at the mutex; owner: __owner at offset 8, or for a PI or
  *           robust mutex the lock word itself (value & FUTEX_TID_MASK)
  *   rwlock  futex at __wrphase_futex (+8) or __writers_futex (+12);
@@ -13,11 +13,14 @@
  *   sem_t   futex at the semaphore; no owner
  *   join    futex at the joined thread's tid word, whose value (the futex
  *           call's third argument) is that thread's TID: the owner
- * An owner is believed only if it is a live thread of the process; what
- * is not recognised stays a plain futex.  Nothing here stops a thread:
- * memory is read with process_vm_readv (pt_read_memory). */
+ * An owner is believed only if it is a live thread of the process, but
+ * for a join seen at a tick (futex words given): the futex sleeps only
+ * while the tid word holds the TID, which the kernel clears when that
+ * thread exits, so it was live then.  What is not recognised stays a
+ * plain futex.  Nothing here stops a thread: memory is read with
+ * process_vm_readv (pt_read_memory). */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "waits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/sample.h"
+#include "../common/td.h"
 #include "../ptrace/ptrace.h"
 
 #define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
@@ -37,24 +42,24 @@
 #define FUTEX_OP_LOCK_PI2 13
 #define FUTEX_TID 0x3fffffffu
 
-enum tcf_wait_kind td_wait_tcf_kind(enum td_wait_kind k)
+enum tcf_wait_kind wait_tcf_kind(enum wait_kind k)
 {
-	static const enum tcf_wait_kind kinds[] = { [TD_WAIT_MUTEX] = TCF_WAIT_MUTEX,
-		[TD_WAIT_RWLOCK] = TCF_WAIT_RWLOCK, [TD_WAIT_CONDVAR] = TCF_WAIT_CONDVAR,
-		[TD_WAIT_SEMAPHORE] = TCF_WAIT_SEMAPHORE, [TD_WAIT_JOIN] = TCF_WAIT_JOIN,
-		[TD_WAIT_FUTEX] = TCF_WAIT_FUTEX, [TD_WAIT_FD] = TCF_WAIT_FD,
-		[TD_WAIT_SLEEP] = TCF_WAIT_SLEEP, [TD_WAIT_SIGNAL] = TCF_WAIT_SIGNAL,
-		[TD_WAIT_DISK] = TCF_WAIT_DISK };
+	static const enum tcf_wait_kind kinds[] = { [WAIT_MUTEX] = TCF_WAIT_MUTEX,
+		[WAIT_RWLOCK] = TCF_WAIT_RWLOCK, [WAIT_CONDVAR] = TCF_WAIT_CONDVAR,
+		[WAIT_SEMAPHORE] = TCF_WAIT_SEMAPHORE, [WAIT_JOIN] = TCF_WAIT_JOIN,
+		[WAIT_FUTEX] = TCF_WAIT_FUTEX, [WAIT_FD] = TCF_WAIT_FD,
+		[WAIT_SLEEP] = TCF_WAIT_SLEEP, [WAIT_SIGNAL] = TCF_WAIT_SIGNAL,
+		[WAIT_DISK] = TCF_WAIT_DISK };
 
 	return (unsigned)k < TD_ARRAY_SIZE(kinds) ? kinds[k] : TCF_WAIT_OTHER;
 }
 
-const char *td_wait_kind_name(enum td_wait_kind k)
+const char *wait_kind_name(enum wait_kind k)
 {
-	return k == TD_WAIT_NONE ? "none" : tcf_wait_kind_name(td_wait_tcf_kind(k));
+	return k == WAIT_NONE ? "none" : tcf_wait_kind_name(wait_tcf_kind(k));
 }
 
-const char *td_syscall_name(long nr)
+const char *wait_syscall_name(long nr)
 {
 	static const struct {
 		long nr;
@@ -142,7 +147,7 @@ static void fd_target(pid_t pid, int fd, char *buf, size_t len)
 }
 
 static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uint32_t *futex,
-	const char *const *funcs, unsigned nfuncs, struct td_wait *w)
+	const char *const *funcs, unsigned nfuncs, struct wait_info *w)
 {
 	static const char *const mutex_fns[] = { "lll_lock_wait", "pthread_mutex_lock",
 		"pthread_mutex_timedlock", "pthread_mutex_clocklock", "pthread_mutex_cond_lock",
@@ -157,11 +162,11 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 	unsigned cmd = (unsigned)args[1] & FUTEX_CMD_MASK;
 	uint32_t v;
 
-	w->kind = TD_WAIT_FUTEX;
+	w->kind = WAIT_FUTEX;
 	w->object = uaddr;
 	if (cmd == FUTEX_OP_LOCK_PI || cmd == FUTEX_OP_LOCK_PI2) {
 		/* a PI mutex: the lock word holds the owner's TID */
-		w->kind = TD_WAIT_MUTEX;
+		w->kind = WAIT_MUTEX;
 		if (futex_word(tid, uaddr, futex, 0, &v) && live_thread(pid, (pid_t)(v & FUTEX_TID)))
 			w->owner = (pid_t)(v & FUTEX_TID);
 		return;
@@ -173,26 +178,26 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 	 * under pthread_join that is the TID, at the tick (it may be gone
 	 * now); elsewhere, a word that holds a live thread's TID */
 	if (on_stack(funcs, nfuncs, join_fns)) {
-		w->kind = TD_WAIT_JOIN;
+		w->kind = WAIT_JOIN;
 		if ((pid_t)args[2] > 0 && (futex || live_thread(pid, (pid_t)args[2])))
 			w->owner = (pid_t)args[2];
 		return;
 	}
 	if (!on_stack(funcs, nfuncs, cond_fns) && live_thread(pid, (pid_t)args[2]) &&
 		futex_word(tid, uaddr, futex, 0, &v) && v == (uint32_t)args[2]) {
-		w->kind = TD_WAIT_JOIN;
+		w->kind = WAIT_JOIN;
 		w->owner = (pid_t)args[2];
 		return;
 	}
 	if (on_stack(funcs, nfuncs, cond_fns)) {
 		/* __g_signals[0] at +0x28 or [1] at +0x2c; the condition is
 		 * 8-byte aligned (it holds 64-bit counters) */
-		w->kind = TD_WAIT_CONDVAR;
+		w->kind = WAIT_CONDVAR;
 		w->object = uaddr & 7 ? uaddr - 0x2c : uaddr - 0x28;
 		return;
 	}
 	if (on_stack(funcs, nfuncs, rwlock_fns)) {
-		w->kind = TD_WAIT_RWLOCK;
+		w->kind = WAIT_RWLOCK;
 		/* __wrphase_futex (+8) or __writers_futex (+12): the base whose
 		 * __cur_writer (+24) is a live thread */
 		for (int off = 8; off <= 12; off += 4)
@@ -206,14 +211,14 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 		return;
 	}
 	if (on_stack(funcs, nfuncs, sem_fns)) {
-		w->kind = TD_WAIT_SEMAPHORE;
+		w->kind = WAIT_SEMAPHORE;
 		return;
 	}
 	if (on_stack(funcs, nfuncs, mutex_fns) ||
 		(futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))) {
 		uint32_t lock;
 
-		w->kind = TD_WAIT_MUTEX;
+		w->kind = WAIT_MUTEX;
 		if (futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))
 			w->owner = (pid_t)v; /* __owner */
 		else if (futex_word(tid, uaddr, futex, 0, &lock) &&
@@ -222,14 +227,13 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 	}
 }
 
-void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
-	const uint32_t *futex, char state, const char *const *funcs, unsigned nfuncs,
-	struct td_wait *ret)
+void wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], const uint32_t *futex,
+	char state, const char *const *funcs, unsigned nfuncs, struct wait_info *ret)
 {
-	struct td_wait w = { .kind = TD_WAIT_OTHER, .nr = nr };
+	struct wait_info w = { .kind = WAIT_OTHER, .nr = nr };
 
 	if (nr < 0) {
-		w.kind = state == 'D' ? TD_WAIT_DISK : TD_WAIT_NONE;
+		w.kind = state == 'D' ? WAIT_DISK : WAIT_NONE;
 		*ret = w;
 		return;
 	}
@@ -259,7 +263,7 @@ void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
 	case SYS_fsync:
 	case SYS_fdatasync:
 	case SYS_io_uring_enter:
-		w.kind = TD_WAIT_FD;
+		w.kind = WAIT_FD;
 		w.object = args[0];
 		fd_target(pid, (int)args[0], w.what, sizeof(w.what));
 		break;
@@ -268,7 +272,7 @@ void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
 		/* the first pollfd names what it waits on */
 		int32_t fd;
 
-		w.kind = TD_WAIT_FD;
+		w.kind = WAIT_FD;
 		if (args[1] >= 1 && pt_read_memory(tid, args[0], &fd, sizeof(fd)) == sizeof(fd) &&
 			fd >= 0) {
 			w.object = (uint64_t)fd;
@@ -280,24 +284,24 @@ void td_wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6],
 	}
 	case SYS_select:
 	case SYS_pselect6:
-		w.kind = TD_WAIT_FD;
+		w.kind = WAIT_FD;
 		w.object = (uint64_t)-1; /* a set of them */
 		break;
 	case SYS_nanosleep:
 	case SYS_clock_nanosleep:
-		w.kind = TD_WAIT_SLEEP;
+		w.kind = WAIT_SLEEP;
 		break;
 	case SYS_pause:
 	case SYS_rt_sigsuspend:
 	case SYS_rt_sigtimedwait:
-		w.kind = TD_WAIT_SIGNAL;
+		w.kind = WAIT_SIGNAL;
 		break;
 	default:
 		break;
 	}
-	if (state == 'D' && w.kind != TD_WAIT_FD)
-		w.kind = TD_WAIT_DISK;
-	if (w.kind == TD_WAIT_OTHER && td_syscall_name(nr))
-		snprintf(w.what, sizeof(w.what), "%s", td_syscall_name(nr));
+	if (state == 'D' && w.kind != WAIT_FD)
+		w.kind = WAIT_DISK;
+	if (w.kind == WAIT_OTHER && wait_syscall_name(nr))
+		snprintf(w.what, sizeof(w.what), "%s", wait_syscall_name(nr));
 	*ret = w;
 }

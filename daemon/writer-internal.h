@@ -23,6 +23,7 @@
 #include "../chunkfmt/chunkfmt.h"
 #include "../common/map.h"
 #include "../symbolize/symbolize.h"
+#include "waits.h"
 
 /* An OOM kill counted at most this long before a SIGKILL death is its
  * cause: the kernel counts the kill first, and the victim may take
@@ -49,7 +50,7 @@ struct session {
  * the one that found it owning (pending until then). */
 struct episode {
 	pid_t pid, tid; /* tid 0: free */
-	struct td_wait w;
+	struct wait_info w;
 	uint64_t args[6];
 	char funcs[8][64];
 	unsigned nfuncs;

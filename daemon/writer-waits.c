@@ -8,7 +8,7 @@
  * Guarantees: every open episode is written before its chunk ends
  * (episodes_close_chunk, called by writer_rotate); at most the first
  * TCF_WAIT_MAX_OWNERS owners of an episode are kept.  Leaves to
- * common/ (td_wait_classify) what a blocked call waits for, and to
+ * waits.c (wait_classify) what a blocked call waits for, and to
  * writer-stacks.c the stacks. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
@@ -53,7 +53,7 @@ static uint32_t saved_stack(struct writer *w, pid_t pid, pid_t tid)
 static void episode_write(struct writer *w, struct episode *ep, bool goes_on)
 {
 	struct chunk_wait cw = { .time_ns = ep->start_ns, .wait_ns = ep->wait_ns,
-		.stack_id = ep->stack, .kind = td_wait_tcf_kind(ep->w.kind),
+		.stack_id = ep->stack, .kind = wait_tcf_kind(ep->w.kind),
 		.flags = ep->flags | (goes_on ? TCF_WAITF_GOES_ON : 0), .object = ep->w.object };
 
 	if (ep->wait_ns && w->cw) {
@@ -146,18 +146,18 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 		}
 		for (i = 0; i < ep->nfuncs; i++)
 			funcs[i] = ep->funcs[i];
-		td_wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args, futex,
+		wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args, futex,
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
 		if (futex)
 			memcpy(ep->futex, futex, sizeof(ep->futex));
-	} else if ((ep->w.kind == TD_WAIT_MUTEX || ep->w.kind == TD_WAIT_RWLOCK) && futex &&
+	} else if ((ep->w.kind == WAIT_MUTEX || ep->w.kind == WAIT_RWLOCK) && futex &&
 		   memcmp(futex, ep->futex, sizeof(ep->futex))) {
 		/* the lock changed hands while it waited: its owner at this
 		 * tick (the classifier checks the owner is a live thread, in
 		 * /proc: only when the lock's words moved, not at every tick) */
 		for (i = 0; i < ep->nfuncs; i++)
 			funcs[i] = ep->funcs[i];
-		td_wait_classify(s->pid, s->tid, ep->w.nr, ep->args, futex, 'S', funcs, ep->nfuncs,
+		wait_classify(s->pid, s->tid, ep->w.nr, ep->args, futex, 'S', funcs, ep->nfuncs,
 			&ep->w);
 		memcpy(ep->futex, futex, sizeof(ep->futex));
 	}

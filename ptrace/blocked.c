@@ -1,8 +1,8 @@
 /* Capturing a thread that is blocked in a system call without stopping it.
  *
  * Interrupting a thread asleep in epoll_wait, sigtimedwait and a few other
- * calls makes the call return EINTR to the program (ptrace-notes.md), and
- * every interrupt costs the thread two context switches.  A blocked thread
+ * calls makes the call return EINTR to the program (docs/notes/ptrace.md),
+ * and every interrupt costs the thread two context switches.  A blocked thread
  * needs no stop: /proc/PID/task/TID/syscall gives its system call, the
  * arguments, the user stack pointer and pc, and its stack can be copied
  * with process_vm_readv while it sleeps.  The copy is trusted only if the

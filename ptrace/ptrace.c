@@ -8,25 +8,29 @@
  * this file neither allocates, logs nor takes a lock: capture() touches only
  * the caller's slot and the preallocated tables.
  *
- * Per-thread states (struct pt_thread), with the function that moves them:
+ * Per-thread states (struct pt_thread), with the function that moves them
+ * (dispatch() hands each stop to the on_*_stop() for its kind):
  *
- *   (unknown) --attach()/dispatch(new tid)--> RUNNING
+ *   (unknown) --attach_one(), on_clone_stop(), adopt()--> RUNNING
  *   RUNNING  --pt_tracer_sample(): PTRACE_INTERRUPT--> want=1
- *   want=1   --dispatch(EVENT_STOP): capture(), finish()--> RUNNING
+ *   want=1   --on_event_stop(): capture()--> RUNNING
  *                                    (PTRACE_CONT, or PTRACE_LISTEN when the
  *                                     stop is a job-control group-stop)
- *   any      --dispatch(signal-delivery-stop)--> PTRACE_CONT(sig): RUNNING
- *   any      --dispatch(EVENT_EXIT), ops->hold_exit()--> held_exit
+ *   any      --on_signal_stop()--> PTRACE_CONT(sig): RUNNING
+ *   any      --on_signal_stop(), ops->hold()--> held_sig
+ *   held_sig --pt_tracer_release(): PTRACE_CONT(sig)--> RUNNING
+ *   any      --on_exit_stop(), ops->hold_exit()--> held_exit
  *   held_exit --pt_tracer_release_exit(): PTRACE_CONT--> (its exit follows)
- *   any      --detach(): INTERRUPT, dispatch(): PTRACE_DETACH--> (removed)
- *   any      --dispatch(WIFEXITED/WIFSIGNALED)--> (removed)
+ *   any      --pt_tracer_detach(): INTERRUPT, on_event_stop(): PTRACE_DETACH
+ *                                    --> (removed)
+ *   any      --thread_gone() (WIFEXITED/WIFSIGNALED)--> (removed)
  *
  * Stops are collected with waitpid(-1, __WALL) and dispatched by tid, never
  * with a wait on one tid: when a process exits, an interrupted thread may
  * already be a zombie and the leader's exit is only reported after the other
- * zombies are reaped (ptrace-notes.md).  Consequence for callers: the tracer
- * thread reaps every child of the process it runs in, so it must have none
- * of its own that something else waits for.
+ * zombies are reaped (docs/notes/ptrace.md).  Consequence for callers: the
+ * tracer thread reaps every child of the process it runs in, so it must have
+ * none of its own that something else waits for.
  */
 #define _GNU_SOURCE
 #include "ptrace.h"
@@ -667,11 +671,156 @@ static void rearm(struct pt_thread *th)
 		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0); /* ESRCH: its exit follows */
 }
 
+/* The first stop of a tid we do not know: a new thread's first stop can
+ * come before its creator's PTRACE_EVENT_CLONE.  It is taken into the
+ * table if it belongs to a process we trace and there is room, else let
+ * go at once (over the bound).  NULL then. */
+static struct pt_thread *adopt(struct pt_tracer *t, pid_t tid)
+{
+	pid_t pid = td_tgid_of(tid);
+	struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .tid = tid, .pid = pid };
+	struct pt_thread *th = pid ? thread_insert(t, tid, pid) : NULL;
+
+	if (!th) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return NULL;
+	}
+	emit(t, &ev);
+	return th;
+}
+
+/* PTRACE_EVENT_CLONE: th made a thread, whose tid the event message holds.
+ * The new thread's own first stop may have come first (it is known then),
+ * and it may even have run, exited and been reaped already: waitpid finds
+ * the newest tracee first, so a thread that lives for microseconds can be
+ * gone before its creator's report is read.  Taking that report as a
+ * birth would count the thread twice and keep a ghost in the table that
+ * no exit ever removes.  A thread that exited but is not reaped yet still
+ * exists here; its exit follows. */
+static void on_clone_stop(struct pt_tracer *t, struct pt_thread *th)
+{
+	unsigned long msg = 0;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0 && !thread_find(t, (pid_t)msg) &&
+		!(tgkill(th->pid, (pid_t)msg, 0) < 0 && errno == ESRCH)) {
+		struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .pid = th->pid,
+			.tid = (pid_t)msg };
+
+		if (thread_insert(t, (pid_t)msg, th->pid))
+			emit(t, &ev);
+	}
+	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	rearm(th);
+}
+
+/* PTRACE_EVENT_EXEC: the other threads were reported dead before this;
+ * the exec'ing thread, whose former tid the event message holds, now
+ * carries the leader's tid. */
+static void on_exec_stop(struct pt_tracer *t, struct pt_thread *th)
+{
+	struct pt_event ev = { .kind = PT_EVENT_EXEC, .pid = th->pid, .tid = th->tid,
+		.old_tid = th->tid };
+	struct pt_proc *p = proc_find(t, th->pid);
+	unsigned long msg = 0;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0 && (pid_t)msg != th->tid) {
+		struct pt_thread *old = thread_find(t, (pid_t)msg);
+
+		ev.old_tid = (pid_t)msg;
+		if (old)
+			thread_remove(t, old);
+	}
+	if (p)
+		p->nvmas = 0; /* the old mappings are gone */
+	emit(t, &ev);
+	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	rearm(th);
+}
+
+/* PTRACE_EVENT_EXIT: the thread is leaving; a death by a signal is the
+ * last look at its stack (exit_mm comes after this stop).  The exit status
+ * (the event message) is the process's: a thread zapped by an exec leaves
+ * with 0 and is not a death.  An interrupt of ours it took instead is
+ * counted gone when its exit comes.  ops->hold_exit may keep it here. */
+static void on_exit_stop(struct pt_tracer *t, struct pt_thread *th)
+{
+	struct td_sample *smp = NULL;
+	uint64_t stop_start = td_now_ns();
+	unsigned long msg = 0;
+
+	if (th->held_sig) {
+		/* killed while held in a signal stop (another thread's exit):
+		 * that stop is over, its signal moot */
+		th->held_sig = 0;
+		t->nheld--;
+	}
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0 && WIFSIGNALED((int)msg) && t->ops &&
+		t->ops->slot_get) {
+		if (!th->want) {
+			th->want = true;
+			t->pending++;
+		}
+		smp = capture(t, th, TD_SAMPLE_DEATH);
+		if (smp)
+			smp->signo = WTERMSIG((int)msg);
+	}
+	if (smp) {
+		/* handed on before the hold is decided: a death's stack is a
+		 * sample the writer must unwind too */
+		smp->stopped_ns = td_now_ns() - stop_start;
+		t->stats->captured++;
+		t->ops->slot_put(t->arg, smp);
+	}
+	if (!th->detach_want && t->ops && t->ops->hold_exit &&
+		t->ops->hold_exit(t->arg, th->pid, th->tid)) {
+		/* stays at its exit until pt_tracer_release_exit; an interrupt
+		 * of ours it owes will never stop it */
+		th->held_exit = true;
+		if (th->want) {
+			th->want = false;
+			t->pending--;
+			t->stats->gone++;
+		}
+	} else {
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+	}
+}
+
+/* A signal-delivery-stop: the signal goes on at once (with the detach, if
+ * one is wanted), unless ops->hold keeps the thread stopped for a crash
+ * capture until pt_tracer_release.  It took the place of an interrupt of
+ * ours, if one was pending: rearm() asks again. */
+static void on_signal_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
+{
+	struct pt_event ev = { .kind = PT_EVENT_SIGNAL, .pid = th->pid, .tid = th->tid,
+		.signo = sig };
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si) == 0)
+		ev.addr = (uint64_t)(uintptr_t)si.si_addr;
+	emit(t, &ev);
+	if (!th->detach_want && t->ops && t->ops->hold && t->ops->hold(t->arg, &ev)) {
+		th->held_sig = sig;
+		th->held_addr = ev.addr;
+		t->nheld++;
+		return;
+	}
+	if (th->detach_want) {
+		ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig);
+		thread_remove(t, th);
+	} else {
+		ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)sig);
+		rearm(th);
+	}
+}
+
+/* One report of waitpid(-1, __WALL) for tid, handed to the function for
+ * its kind of stop (the event is in the status's high bits, 0 for a
+ * signal-delivery-stop). */
 static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 {
 	struct pt_thread *th = thread_find(t, tid);
-	unsigned long msg = 0;
-	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		if (th)
@@ -680,141 +829,24 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	sig = WSTOPSIG(status);
-	event = (unsigned)status >> 16;
-	if (!th) {
-		/* A new thread's first stop can come before its creator's
-		 * PTRACE_EVENT_CLONE. */
-		pid_t pid = td_tgid_of(tid);
-		struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .tid = tid, .pid = pid };
-
-		th = pid ? thread_insert(t, tid, pid) : NULL;
-		if (!th) {
-			ptrace(PTRACE_DETACH, tid, 0, 0); /* over the bound */
-			return;
-		}
-		emit(t, &ev);
-	}
-
-	switch (event) {
+	if (!th && !(th = adopt(t, tid)))
+		return;
+	switch ((unsigned)status >> 16) {
 	case PTRACE_EVENT_STOP:
-		on_event_stop(t, th, sig);
+		on_event_stop(t, th, WSTOPSIG(status));
 		return;
 	case PTRACE_EVENT_CLONE:
-		/* The new thread's own first stop may have come first (it is
-		 * known then), and it may even have run, exited and been
-		 * reaped already: waitpid finds the newest tracee first, so a
-		 * thread that lives for microseconds can be gone before its
-		 * creator's report is read.  Taking that report as a birth
-		 * would count the thread twice and keep a ghost in the table
-		 * that no exit ever removes.  A thread that exited but is not
-		 * reaped yet still exists here; its exit follows. */
-		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(t, (pid_t)msg) &&
-			!(tgkill(th->pid, (pid_t)msg, 0) < 0 && errno == ESRCH)) {
-			struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .pid = th->pid,
-				.tid = (pid_t)msg };
-
-			if (thread_insert(t, (pid_t)msg, th->pid))
-				emit(t, &ev);
-		}
-		ptrace(PTRACE_CONT, tid, 0, 0);
-		rearm(th);
+		on_clone_stop(t, th);
 		return;
-	case PTRACE_EVENT_EXEC: {
-		struct pt_event ev = { .kind = PT_EVENT_EXEC, .pid = th->pid, .tid = tid,
-			.old_tid = tid };
-		struct pt_proc *p = proc_find(t, th->pid);
-
-		/* The other threads were reported dead before this; the
-		 * exec'ing thread now carries the leader's tid. */
-		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && (pid_t)msg != tid) {
-			struct pt_thread *old = thread_find(t, (pid_t)msg);
-
-			ev.old_tid = (pid_t)msg;
-			if (old)
-				thread_remove(t, old);
-		}
-		if (p)
-			p->nvmas = 0; /* the old mappings are gone */
-		emit(t, &ev);
-		ptrace(PTRACE_CONT, tid, 0, 0);
-		rearm(th);
+	case PTRACE_EVENT_EXEC:
+		on_exec_stop(t, th);
 		return;
-	}
-	case PTRACE_EVENT_EXIT: {
-		/* The thread is leaving; a death by a signal is the last look
-		 * at its stack (exit_mm comes after this stop).  The exit
-		 * status is the process's: a thread zapped by an exec leaves
-		 * with 0 and is not a death.  An interrupt of ours it took
-		 * instead is counted gone when its exit comes. */
-		struct td_sample *smp = NULL;
-		uint64_t stop_start = td_now_ns();
-
-		if (th->held_sig) {
-			/* killed while held in a signal stop (another thread's
-			 * exit): that stop is over, its signal moot */
-			th->held_sig = 0;
-			t->nheld--;
-		}
-
-		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && WIFSIGNALED((int)msg) &&
-			t->ops && t->ops->slot_get) {
-			if (!th->want) {
-				th->want = true;
-				t->pending++;
-			}
-			smp = capture(t, th, TD_SAMPLE_DEATH);
-			if (smp)
-				smp->signo = WTERMSIG((int)msg);
-		}
-		if (smp) {
-			/* handed on before the hold is decided: a death's
-			 * stack is a sample the writer must unwind too */
-			smp->stopped_ns = td_now_ns() - stop_start;
-			t->stats->captured++;
-			t->ops->slot_put(t->arg, smp);
-		}
-		if (!th->detach_want && t->ops && t->ops->hold_exit &&
-			t->ops->hold_exit(t->arg, th->pid, tid)) {
-			/* stays at its exit until pt_tracer_release_exit; an
-			 * interrupt of ours it owes will never stop it */
-			th->held_exit = true;
-			if (th->want) {
-				th->want = false;
-				t->pending--;
-				t->stats->gone++;
-			}
-		} else {
-			ptrace(PTRACE_CONT, tid, 0, 0);
-		}
+	case PTRACE_EVENT_EXIT:
+		on_exit_stop(t, th);
 		return;
-	}
-	case 0: {
-		/* Signal-delivery-stop: the signal goes on at once.  It took
-		 * the place of an interrupt of ours, if one was pending:
-		 * rearm() asks again. */
-		struct pt_event ev = { .kind = PT_EVENT_SIGNAL, .pid = th->pid, .tid = tid,
-			.signo = sig };
-		siginfo_t si;
-
-		if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0)
-			ev.addr = (uint64_t)(uintptr_t)si.si_addr;
-		emit(t, &ev);
-		if (!th->detach_want && t->ops && t->ops->hold && t->ops->hold(t->arg, &ev)) {
-			th->held_sig = sig; /* stays stopped until pt_tracer_release */
-			th->held_addr = ev.addr;
-			t->nheld++;
-			return;
-		}
-		if (th->detach_want) {
-			ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
-			thread_remove(t, th);
-		} else {
-			ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig);
-			rearm(th);
-		}
+	case 0:
+		on_signal_stop(t, th, WSTOPSIG(status));
 		return;
-	}
 	default:
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		rearm(th);
