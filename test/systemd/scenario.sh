@@ -156,7 +156,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# As the design note for this machine measured: / and /etc a tmpfs, the
+# As docs/notes/systemd-test.md records it: / and /etc a tmpfs, the
 # host's /usr under the install tree, cgroup v2 only, no machined.
 # perf_event_open is let through nspawn's own seccomp filter, which denies
 # it (a host does not): else tracerd would fall back to ptrace stops.
