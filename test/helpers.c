@@ -1,6 +1,7 @@
 /* Test helpers: start fixtures, run tracerd, read /proc. */
 #define _GNU_SOURCE
 #include "helpers.h"
+#include "../common/buf.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -120,10 +121,8 @@ static void slurp2(int fo, int fe, char **out, char **err)
 
 			if (!(pfd[i].revents & (POLLIN | POLLHUP)))
 				continue;
-			if (*l + 4096 + 1 > *c) {
-				*c *= 2;
-				*b = realloc(*b, *c);
-			}
+			cr_assert_eq(td_array_grow(*b, *c, *l + 4096 + 1, 4096), 0,
+				"no memory for tracerd's output");
 			n = read(pfd[i].fd, *b + *l, *c - *l - 1);
 			if (n <= 0) {
 				if (i)
