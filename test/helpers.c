@@ -582,6 +582,41 @@ bool have_command(const char *name)
 	return system(cmd) == 0;
 }
 
+char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0;
+
+	cr_assert_not_null(f, "missing %s", path);
+	if (getdelim(&buf, &cap, '\0', f) < 0) {
+		free(buf);
+		buf = strdup("");
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Headless Debian chromium: --dump-dom runs the page's script and prints
+ * the DOM it built; the URL hash applies the same zoom and search as a click
+ * and typing. */
+char *chromium_page(const char *url, const char *extra, char **ret_log)
+{
+	char cmd[2048], *text, *log;
+
+	snprintf(cmd, sizeof(cmd),
+		"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+		"--disable-background-networking --disable-component-update --disable-sync "
+		"--user-data-dir=%s/chromium-profile --enable-logging=stderr --v=0 %s '%s' "
+		"2>%s/chromium.log",
+		TD_BUILD_DIR, extra, url, TD_BUILD_DIR);
+	text = shell_output(cmd, NULL);
+	snprintf(cmd, sizeof(cmd), "%s/chromium.log", TD_BUILD_DIR);
+	log = read_all(cmd);
+	*ret_log = log;
+	return text;
+}
+
 char *html_page_data(const char *page, int *ret_status)
 {
 	char cmd[1024];

@@ -98,6 +98,9 @@ bool is_root(void);
 /* What sh -c cmd writes to its standard output, whole (never NULL; the
  * caller frees it); *ret_status, when asked, as pclose() returns it. */
 char *shell_output(const char *cmd, int *ret_status);
+/* The whole of the file at path (the test fails if it cannot be read);
+ * the caller frees it. */
+char *read_all(const char *path);
 /* Is the program name on the PATH? */
 bool have_command(const char *name);
 /* The one way a test meets a missing tool: skip it (cr_skip_test) with
@@ -109,5 +112,9 @@ void need_command(const char *name, const char *package);
  * script).  *ret_status as shell_output() gives it: non-zero when the
  * data cannot be read so (the output then says why). */
 char *html_page_data(const char *page, int *ret_status);
+/* What headless chromium prints of url with the options extra (the DOM,
+ * with --dump-dom: the page's scripts have run); *ret_log gets its log,
+ * where the page's console errors show.  The caller frees both. */
+char *chromium_page(const char *url, const char *extra, char **ret_log);
 
 #endif

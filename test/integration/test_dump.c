@@ -213,14 +213,14 @@ static int eu_stack_chains(pid_t pid, const char *module, pid_t *tids, char chai
 
 static void agree_with_eu_stack(const char *fixture)
 {
-	pid_t pid = fx_start(fixture, NULL), tids[64];
 	static char chains[64][1024];
 	struct run_result r;
 	char ours[4096];
+	pid_t pid, tids[64];
 	int n;
 
-	if (access("/usr/bin/eu-stack", X_OK))
-		cr_skip_test("eu-stack is not installed (apt-get install elfutils)");
+	need_command("eu-stack", "elfutils");
+	pid = fx_start(fixture, NULL);
 	cr_assert_gt(pid, 0);
 	wait_parked(pid, "spin", TEST_PATIENCE_MS);
 	kill(pid, SIGSTOP);
@@ -783,6 +783,31 @@ static unsigned long long addr_of(const char *text, const char *name)
 	return strtoull(p + strlen(key), NULL, 16);
 }
 
+/* Record fx_locks (pid) for a second in mode (wall or cpu) into repo. */
+static void record_locks(pid_t pid, const char *mode, const char *repo)
+{
+	char p[32];
+	const char *argv[] = { "tracerd", "--pid", p, "--mode", mode, "-d", "1s", "-q", "-r", repo,
+		NULL };
+	struct run_result r;
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+}
+
+/* The html page of the recording in repo, written to page. */
+static void html_of(const char *repo, const char *page)
+{
+	const char *argv[] = { "tracerd", "report", repo, "-f", "html", "-o", page, NULL };
+	struct run_result r;
+
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+}
+
 /* The JSON object of thread name in a dump --json (up to the next one). */
 static char *thread_json(const char *out, const char *name)
 {
@@ -940,10 +965,8 @@ static void expect_site(const char *out, const char *name, const char *kind,
  * will do: every waiter waits all of it. */
 Test(dump, waits_recorded_with_their_owners, .timeout = 120)
 {
-	char text[1024], p[32], dir[] = "/tmp/tracerd-waits-XXXXXX", repo[64];
+	char text[1024], dir[] = "/tmp/tracerd-waits-XXXXXX", repo[64];
 	pid_t pid = start_locks(NULL, text, sizeof(text));
-	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
-		NULL };
 	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", NULL };
 	const char *txt[] = { "tracerd", "report", repo, "--format", "waits", NULL };
 	struct run_result r;
@@ -951,10 +974,7 @@ Test(dump, waits_recorded_with_their_owners, .timeout = 120)
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	run_tracerd(&r, rec);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	record_locks(pid, "wall", repo);
 	run_tracerd(&r, rep);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect(!strncmp(r.out, "{\"mode\":\"wall\",", 15), "%.200s", r.out);
@@ -1101,9 +1121,7 @@ static void expect_tag(const char *tags, const char *key, const char *value)
  * object and its owner. */
 Test(dump, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
 {
-	char text[1024], p[32], dir[] = "/tmp/tracerd-waitspb-XXXXXX", repo[64], pb[96];
-	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
-		NULL };
+	char text[1024], dir[] = "/tmp/tracerd-waitspb-XXXXXX", repo[64], pb[96];
 	const char *js[] = { "tracerd", "report", repo, "--format", "waits", "--json", NULL };
 	const char *top[] = { "tracerd", "report", repo, "--limit", "1", NULL };
 	const char *pprof[] = { "tracerd", "report", repo, "-f", "pprof", "-o", pb, NULL };
@@ -1113,9 +1131,7 @@ Test(dump, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
 	pid_t pid, holder;
 	double v;
 
-	if (system("command -v go >/dev/null 2>&1") != 0)
-		cr_skip_test("go is not on PATH (apt-get install golang-go): go tool pprof "
-			     "cannot read the pprof back");
+	need_command("go", "golang-go");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
 	snprintf(pb, sizeof(pb), "%s/wall.pb.gz", dir);
@@ -1126,10 +1142,7 @@ Test(dump, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
 		"-nodecount=1000",
 		dir, dir, dir);
 	pid = start_locks(NULL, text, sizeof(text));
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	run_tracerd(&r, rec);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	record_locks(pid, "wall", repo);
 
 	/* what tracerd itself says of this recording */
 	run_tracerd(&r, js);
@@ -1279,16 +1292,12 @@ static char *page_site(const char *data, const char *kind, const char *object, c
 /* The waits view of a wall recording's page: its sites are --format
  * waits' sites; the mutex's leaf in the waits flame graph weighs the time
  * --format waits says it was waited for, under the kind and the waiter's
- * stack; its owner is lk-mholder, with its stack; the table the browser
- * draws names lk-mholder in the mutex's row.  A cpu recording's page has
- * no waits view. */
+ * stack; its owner is lk-mholder, with its stack.  A cpu recording's page
+ * has no waits view. */
 Test(dump, waits_in_the_html_page, .timeout = 180)
 {
-	char text[1024], p[32], dir[] = "/tmp/tracerd-hwaits-XXXXXX", repo[64], page[80];
+	char text[1024], dir[] = "/tmp/tracerd-hwaits-XXXXXX", repo[64], page[80];
 	char cpu_repo[64], cpu_page[80], obj[32], want[256], cmd[512], *data, *site, *f[12];
-	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "1s", "-q", "-r", repo,
-		NULL };
-	const char *html[] = { "tracerd", "report", repo, "-f", "html", "-o", page, NULL };
 	const char *json[] = { "tracerd", "report", repo, "-f", "waits", "--json", "--limit", "0",
 		NULL };
 	unsigned long long nsites = 0, wait_ns = 0, graph_ns = 0, site_ns;
@@ -1296,22 +1305,15 @@ Test(dump, waits_in_the_html_page, .timeout = 180)
 	int status, n = 0;
 	pid_t pid, holder;
 
-	if (!have_command("node"))
-		cr_skip_test("node is not installed (apt-get install nodejs): the page's data "
-			     "cannot be read as a browser reads it");
+	need_command("node", "nodejs");
 	pid = start_locks(NULL, text, sizeof(text));
 	holder = task_by_name(pid, "lk-mholder");
 	cr_assert_gt(holder, 0);
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/wall", dir);
 	snprintf(page, sizeof(page), "%s/wall.html", dir);
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	run_tracerd(&r, rec);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	run_tracerd(&r, html);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	record_locks(pid, "wall", repo);
+	html_of(repo, page);
 	data = html_page_data(page, &status);
 	cr_assert_eq(status, 0, "%s", data);
 	run_tracerd(&r, json);
@@ -1371,46 +1373,11 @@ Test(dump, waits_in_the_html_page, .timeout = 180)
 	run_result_free(&r);
 	free(data);
 
-	/* what the browser draws: the mutex's row names its owner */
-	if (have_command("chromium")) {
-		char *dom, *row, *end;
-		const char *td;
-
-		snprintf(cmd, sizeof(cmd),
-			"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
-			"--disable-background-networking --disable-component-update --disable-sync "
-			"--user-data-dir=%s/chromium --dump-dom 'file://%s#view=waits' 2>/dev/null",
-			dir, page);
-		dom = shell_output(cmd, NULL);
-		snprintf(want, sizeof(want), "<td>%s</td>", obj);
-		td = strstr(dom, want);
-		cr_assert_not_null(td, "no row of %s in the table:\n%.3000s", obj,
-			strstr(dom, "id=\"waits\"") ? strstr(dom, "id=\"waits\"") : dom);
-		for (row = dom + (td - dom); row > dom && strncmp(row, "<tr>", 4); row--)
-			;
-		end = strstr(td, "</tr>");
-		cr_assert_not_null(end);
-		*end = '\0';
-		snprintf(want, sizeof(want), "<summary>lk-mholder (%d): ", (int)holder);
-		cr_expect(strstr(row, want), "the mutex's row names its owner: %s", row);
-		free(dom);
-	} else {
-		cr_log_warn("chromium is not installed: the waits table was not drawn");
-	}
-
 	/* a cpu recording of the same threads: no waits view */
 	snprintf(cpu_repo, sizeof(cpu_repo), "%s/cpu", dir);
 	snprintf(cpu_page, sizeof(cpu_page), "%s/cpu.html", dir);
-	rec[4] = "cpu";
-	rec[9] = cpu_repo;
-	html[2] = cpu_repo;
-	html[6] = cpu_page;
-	run_tracerd(&r, rec);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	run_tracerd(&r, html);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	record_locks(pid, "cpu", cpu_repo);
+	html_of(cpu_repo, cpu_page);
 	data = html_page_data(cpu_page, &status);
 	cr_assert_eq(status, 0, "%s", data);
 	cr_expect(!strncmp(data, "mode\t\"cpu\"\n", 11) && strstr(data, "\nnowaits\n"),
@@ -1418,6 +1385,44 @@ Test(dump, waits_in_the_html_page, .timeout = 180)
 	free(data);
 
 	fx_stop(pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* What a browser draws of a wall recording's page: the waits table names
+ * lk-mholder in the mutex's row. */
+Test(dump, waits_table_names_the_owner_in_chromium, .timeout = 180)
+{
+	char text[1024], dir[] = "/tmp/tracerd-hwaits-XXXXXX", repo[64], page[80], url[128];
+	char want[256], cmd[128], *dom, *log, *row, *end;
+	const char *td;
+	pid_t pid, holder;
+
+	need_command("chromium", "chromium");
+	pid = start_locks(NULL, text, sizeof(text));
+	holder = task_by_name(pid, "lk-mholder");
+	cr_assert_gt(holder, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/wall", dir);
+	snprintf(page, sizeof(page), "%s/wall.html", dir);
+	record_locks(pid, "wall", repo);
+	fx_stop(pid);
+	html_of(repo, page);
+	snprintf(url, sizeof(url), "file://%s#view=waits", page);
+	dom = chromium_page(url, "--dump-dom", &log);
+	snprintf(want, sizeof(want), "<td>0x%llx</td>", addr_of(text, "mutex"));
+	td = strstr(dom, want);
+	cr_assert_not_null(td, "no row of %s in the table:\n%.3000s", want,
+		strstr(dom, "id=\"waits\"") ? strstr(dom, "id=\"waits\"") : dom);
+	for (row = dom + (td - dom); row > dom && strncmp(row, "<tr>", 4); row--)
+		;
+	end = strstr(td, "</tr>");
+	cr_assert_not_null(end);
+	*end = '\0';
+	snprintf(want, sizeof(want), "<summary>lk-mholder (%d): ", (int)holder);
+	cr_expect(strstr(row, want), "the mutex's row names its owner: %s", row);
+	free(dom);
+	free(log);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }

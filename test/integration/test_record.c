@@ -693,23 +693,33 @@ Test(record, exec_symbolized_against_the_new_image)
 	fx_stop(fx);
 }
 
+/* fx_crash recorded until it crashes (on SIGUSR1, once the repository
+ * holds samples); its wait status. */
+static int crash_recorded(void)
+{
+	pid_t fx = fx_start(FX("fx_crash"), "3600000"), t;
+	int st;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_expect(repo_until(has_samples), "recording");
+	kill(fx, SIGUSR1);
+	waitpid(fx, &st, 0);
+	cr_expect_eq(tracerd_wait(t), 0, "a target that dies is a clean finish: %s",
+		slurp(errfile));
+	return st;
+}
+
 Test(record, crash_captured_before_the_process_dies)
 {
-	pid_t fx, t;
+	pid_t fx;
 	int st_alone, st_traced;
 	struct found f;
 
 	fx = fx_start(FX("fx_crash"), "300");
 	cr_assert_gt(fx, 0);
 	waitpid(fx, &st_alone, 0);
-	fx = fx_start(FX("fx_crash"), "3600000"); /* crashes on SIGUSR1 */
-	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, NULL, NULL, NULL);
-	cr_expect(repo_until(has_samples), "recording");
-	kill(fx, SIGUSR1);
-	waitpid(fx, &st_traced, 0);
-	cr_expect_eq(tracerd_wait(t), 0, "a target that dies is a clean finish: %s",
-		slurp(errfile));
+	st_traced = crash_recorded();
 	cr_expect(WIFSIGNALED(st_traced) && WTERMSIG(st_traced) == SIGSEGV);
 	cr_expect_eq(st_traced, st_alone, "the same exit status as without tracerd");
 	f = scan_repo();
@@ -741,18 +751,24 @@ Test(record, crash_captured_before_the_process_dies)
 		}
 		run_result_free(&r);
 	}
-	/* and in pprof, as go tool pprof reads it: "crash_leaf FILE:LINE s=START" */
-	if (system("command -v go >/dev/null 2>&1") == 0) {
-		char want[64], *raw = pprof_raw();
-		const char *hit;
+}
 
-		hit = strstr(raw, " crash_leaf test/fixtures/fx_crash.c:");
-		snprintf(want, sizeof(want), " s=%d\n",
-			source_line("test/fixtures/fx_crash.c", "int crash_leaf(double end)"));
-		cr_expect(hit && strstr(hit, want) && strstr(hit, want) < strchrnul(hit + 1, '\n') + 1,
-			"pprof's function crash_leaf starts at%s%s", want, raw);
-		free(raw);
-	}
+/* Functions carry where DWARF declares them in pprof too, as go tool
+ * pprof reads it: "crash_leaf FILE:LINE s=START". */
+Test(record, crash_function_starts_in_pprof)
+{
+	char want[64], *raw;
+	const char *hit;
+
+	need_command("go", "golang-go");
+	crash_recorded();
+	raw = pprof_raw();
+	hit = strstr(raw, " crash_leaf test/fixtures/fx_crash.c:");
+	snprintf(want, sizeof(want), " s=%d\n",
+		source_line("test/fixtures/fx_crash.c", "int crash_leaf(double end)"));
+	cr_expect(hit && strstr(hit, want) && strstr(hit, want) < strchrnul(hit + 1, '\n') + 1,
+		"pprof's function crash_leaf starts at%s%s", want, raw);
+	free(raw);
 }
 
 static bool samples_600(const struct found *f)
@@ -1330,11 +1346,6 @@ static void pprof_keeps_real_addresses(const char *want_a, const char *want_b)
 	const char *at;
 	unsigned seen_a = 0, seen_b = 0, seen_main = 0;
 
-	if (system("command -v go >/dev/null 2>&1") != 0) {
-		cr_log_warn("go is not on PATH (apt-get install golang-go): pprof's addresses "
-			    "not checked");
-		return;
-	}
 	raw = pprof_raw();
 	at = strstr(raw, "\nLocations\n");
 	cr_assert(at, "%s", raw);
@@ -1368,20 +1379,28 @@ static void pprof_keeps_real_addresses(const char *want_a, const char *want_b)
 	free(raw);
 }
 
+/* The names a stripped libfx_hot.so's hot_a and hot_b get: where they
+ * start, which the unstripped copy's symbols say. */
+static void hot_names(char want_a[static 64], char want_b[static 64])
+{
+	unsigned long a_at = nm_addr(FX("libfx_hot_full.so"), "hot_a"),
+		      b_at = nm_addr(FX("libfx_hot_full.so"), "hot_b");
+
+	cr_assert(a_at && b_at && a_at != b_at, "no hot_a, hot_b in libfx_hot_full.so");
+	snprintf(want_a, 64, "libfx_hot.so+%#lx", a_at);
+	snprintf(want_b, 64, "libfx_hot.so+%#lx", b_at);
+}
+
 /* A stripped library's static functions have no name anywhere: each is
  * placed by where it starts (its FDE in .eh_frame), named MODULE+0xSTART,
  * and keeps its own samples: hot_a has two thirds of them. */
 Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
 {
-	unsigned long a_at = nm_addr(FX("libfx_hot_full.so"), "hot_a"),
-		      b_at = nm_addr(FX("libfx_hot_full.so"), "hot_b");
 	char want_a[64], want_b[64];
 	unsigned long long a = 0, b = 0, other = 0;
 	struct run_result r;
 
-	cr_assert(a_at && b_at && a_at != b_at, "no hot_a, hot_b in libfx_hot_full.so");
-	snprintf(want_a, sizeof(want_a), "libfx_hot.so+%#lx", a_at);
-	snprintf(want_b, sizeof(want_b), "libfx_hot.so+%#lx", b_at);
+	hot_names(want_a, want_b);
 	folded_of(FX("fx_hot"), &r);
 	for (const char *line = r.out; *line;) {
 		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
@@ -1405,6 +1424,18 @@ Test(record, stripped_functions_placed_by_their_start, .timeout = 120)
 		other, r.out);
 	cr_expect(a * 100 > (a + b) * 58 && a * 100 < (a + b) * 75,
 		"hot_a %llu of %llu samples, want two thirds", a, a + b);
+	run_result_free(&r);
+}
+
+/* The same recording in pprof: see pprof_keeps_real_addresses. */
+Test(record, stripped_functions_keep_their_addresses_in_pprof, .timeout = 120)
+{
+	char want_a[64], want_b[64];
+	struct run_result r;
+
+	need_command("go", "golang-go");
+	hot_names(want_a, want_b);
+	folded_of(FX("fx_hot"), &r);
 	run_result_free(&r);
 	pprof_keeps_real_addresses(want_a, want_b);
 }
@@ -1964,6 +1995,7 @@ Test(record, attach_refusals_say_the_real_cause)
 	run_result_free(&r);
 	if (geteuid() != 0)
 		cr_skip_test("the rest is about what stops root");
+	need_command("setpriv", "util-linux");
 	snprintf(cmd, sizeof(cmd),
 		"setpriv --bounding-set -sys_ptrace --inh-caps -sys_ptrace %s --pid 1 -r %s 2>&1",
 		TRACERD, repo);

@@ -23,21 +23,6 @@
 
 #define GOLD(f) TD_SOURCE_DIR "/test/golden/" f
 
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0;
-
-	cr_assert_not_null(f, "missing %s", path);
-	if (getdelim(&buf, &cap, '\0', f) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	fclose(f);
-	return buf;
-}
-
 /* The text formats open with the mode ("mode: ...", and in wall mode
  * "time: ..."): what follows it. */
 static const char *body(const char *out)
@@ -564,9 +549,7 @@ static void pprof_agrees_with_top(const char *file)
 	int no, nt, fd;
 	char *text;
 
-	if (system("command -v go >/dev/null 2>&1") != 0)
-		cr_skip_test("go is not installed (apt-get install golang-go): go tool pprof "
-			     "cannot check our output");
+	need_command("go", "golang-go");
 	snprintf(in, sizeof(in), GOLD("%s.tcf"), file);
 	fd = mkstemp(pb);
 	close(fd);
@@ -730,9 +713,7 @@ Test(report, pprof_wait_samples_synthetic, .timeout = 120)
 {
 	char dir[] = "/tmp/tracerd-pwaits-XXXXXX", tcf[512], cmd[600], *raw;
 
-	if (system("command -v go >/dev/null 2>&1") != 0)
-		cr_skip_test("go is not on PATH (apt-get install golang-go): go tool pprof "
-			     "cannot read the pprof back");
+	need_command("go", "golang-go");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(tcf, sizeof(tcf), "%s/wall.tcf", dir);
 
@@ -780,12 +761,14 @@ static void speedscope_valid(const char *file)
 	struct run_result r;
 	int fd, status;
 
+	need_command("node", "nodejs");
+	need_command("npm", "npm");
 	snprintf(modules, sizeof(modules), "%s/node/node_modules", TD_BUILD_DIR);
 	snprintf(cmd, sizeof(cmd), "%s/scripts/install-node-tools %s/node >/dev/null 2>&1",
 		TD_SOURCE_DIR, TD_BUILD_DIR);
-	if (system("command -v node >/dev/null 2>&1") != 0 || system(cmd) != 0)
-		cr_skip_test("node, npm or the npm registry is not available: cannot fetch "
-			     "speedscope's schema and ajv to validate against it");
+	if (system(cmd) != 0)
+		cr_skip_test("the npm registry is not available: cannot fetch speedscope's "
+			     "schema and ajv to validate against it");
 	snprintf(in, sizeof(in), GOLD("%s.tcf"), file);
 	fd = mkstemp(out);
 	close(fd);
@@ -845,13 +828,15 @@ static void speedscope_imports(const char *file, const char *format, double peri
 	struct run_result r, top;
 	int rows = 0, functions = 0, status;
 
+	need_command("node", "nodejs");
+	need_command("npm", "npm");
+	need_command("chromium", "chromium");
 	snprintf(modules, sizeof(modules), "%s/node/node_modules", TD_BUILD_DIR);
 	snprintf(cmd, sizeof(cmd), "%s/scripts/install-node-tools %s/node >/dev/null 2>&1",
 		TD_SOURCE_DIR, TD_BUILD_DIR);
-	if (system("command -v node >/dev/null 2>&1") != 0 ||
-		system("command -v chromium >/dev/null 2>&1") != 0 || system(cmd) != 0)
-		cr_skip_test("node, chromium, npm or the npm registry is not available: cannot "
-			     "load our output into speedscope");
+	if (system(cmd) != 0)
+		cr_skip_test("the npm registry is not available: cannot fetch speedscope to "
+			     "load our output into");
 	snprintf(in, sizeof(in), GOLD("%s.tcf"), file);
 	snprintf(out, sizeof(out), "%s/test-%s.%s", TD_BUILD_DIR, file,
 		!strcmp(format, "folded") ? "folded" : "speedscope.json");
@@ -976,26 +961,6 @@ Test(report, folded_and_speedscope_imported_by_speedscope, .timeout = 240)
 	speedscope_imports("rec-crash", "speedscope", (double)(uint64_t)(1e9 / 99));
 }
 
-/* Headless Debian chromium: --dump-dom runs the page's script and prints
- * the DOM it built; the URL hash applies the same zoom and search as a click
- * and typing. */
-static char *chromium(const char *url, const char *extra, char **ret_log)
-{
-	char cmd[2048], *text, *log;
-
-	snprintf(cmd, sizeof(cmd),
-		"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
-		"--disable-background-networking --disable-component-update --disable-sync "
-		"--user-data-dir=%s/chromium-profile --enable-logging=stderr --v=0 %s '%s' "
-		"2>%s/chromium.log",
-		TD_BUILD_DIR, extra, url, TD_BUILD_DIR);
-	text = shell_output(cmd, NULL);
-	snprintf(cmd, sizeof(cmd), "%s/chromium.log", TD_BUILD_DIR);
-	log = read_all(cmd);
-	*ret_log = log;
-	return text;
-}
-
 static int count(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -1030,9 +995,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 	struct run_result r;
 	FILE *png;
 
-	if (system("command -v chromium >/dev/null 2>&1") != 0)
-		cr_skip_test("chromium is not installed (apt-get install chromium): the flame "
-			     "graph page cannot be loaded");
+	need_command("chromium", "chromium");
 	snprintf(html, sizeof(html), "%s/test-flamegraph.html", TD_BUILD_DIR);
 	run_tracerd(&r, argv);
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -1048,7 +1011,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 
 	/* the expected frames render */
 	snprintf(url, sizeof(url), "file://%s", html);
-	dom = chromium(url, "--dump-dom", &log);
+	dom = chromium_page(url, "--dump-dom", &log);
 	cr_expect(strstr(dom, ">crash_leaf<") && strstr(dom, ">main<") && strstr(dom, ">now<"),
 		"frames drawn:\n%.2000s", dom);
 	/* coloured by kind: the program's code, the C runtime's */
@@ -1062,7 +1025,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 
 	/* zoom: the clicked frame spans the full width, like the root */
 	snprintf(url, sizeof(url), "file://%s#zoom=now", html);
-	dom = chromium(url, "--dump-dom", &log);
+	dom = chromium_page(url, "--dump-dom", &log);
 	{
 		const char *root = strstr(dom, ">all<"), *z = strstr(dom, ">now<");
 		char wr[32] = "", wz[32] = "";
@@ -1084,7 +1047,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 
 	/* search: highlight and the matched share (now: 47 of 49 samples) */
 	snprintf(url, sizeof(url), "file://%s#search=^now$", html);
-	dom = chromium(url, "--dump-dom", &log);
+	dom = chromium_page(url, "--dump-dom", &log);
 	cr_expect(!strcmp(frame_class(dom, "now"), "f k-p m") && strstr(dom, "matched 95.92%"),
 		"search highlights 'now' and matches 95.92%%:\n%.3000s", dom);
 	/* the highlight is the class m, after the frame's kind */
@@ -1117,7 +1080,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 			snprintf(url, sizeof(url),
 				"file://%s#thread=%s&search=^net::detail::inline_helper_10..$", sh,
 				threads[t]);
-			dom = chromium(url, "--dump-dom", &log);
+			dom = chromium_page(url, "--dump-dom", &log);
 			snprintf(cmd, sizeof(cmd), "matched %s<", want);
 			cr_expect(strstr(dom, cmd), "%s: want '%s' in:\n%.600s", threads[t], cmd,
 				strstr(dom, "id=\"match\"") ? strstr(dom, "id=\"match\"") : dom);
@@ -1131,7 +1094,7 @@ Test(report, html_flame_graph_in_chromium, .timeout = 180)
 	snprintf(shot, sizeof(shot), "--screenshot=%s/test-flamegraph.png --window-size=1200,500",
 		TD_BUILD_DIR);
 	snprintf(url, sizeof(url), "file://%s#search=crash", html);
-	free(chromium(url, shot, &log));
+	free(chromium_page(url, shot, &log));
 	free(log);
 	snprintf(shot, sizeof(shot), "%s/test-flamegraph.png", TD_BUILD_DIR);
 	png = fopen(shot, "rb");
@@ -1198,39 +1161,59 @@ static void write_evil_chunk(const char *path)
 	close(o.fd);
 }
 
-/* Every string from the recording reaches the page's data intact and
- * cannot end its script: the data read as a browser reads it (up to the
- * first "</script") is JSON and gives back each name exactly; and the page
- * a browser draws shows them as text, runs none of them (its title is its
- * own) and creates no element from them, in both views. */
-Test(report, html_escapes_what_the_recording_names, .timeout = 120)
+/* The page tracerd draws of the evil chunk: its paths (chunk, page: the
+ * caller removes both) and the page's text. */
+static char *evil_page(char chunk[static 32], char page[static 64])
 {
-	char chunk[] = "/tmp/tracerd-evil-XXXXXX", page[64], url[128], cmd[256], *text, *data, *dom;
 	const char *argv[] = { "tracerd", "report", chunk, "-f", "html", "-o", page, NULL };
-	const char *views[] = { "", "#view=waits" };
 	struct run_result r;
-	int fd = mkstemp(chunk), status, closes = 0;
+	int fd;
 
+	snprintf(chunk, 32, "/tmp/tracerd-evil-XXXXXX");
+	fd = mkstemp(chunk);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	snprintf(page, sizeof(page), "%s.html", chunk);
+	snprintf(page, 64, "%s.html", chunk);
 	write_evil_chunk(chunk);
 	run_tracerd(&r, argv);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_free(&r);
+	return read_all(page);
+}
 
-	/* the page's own two scripts, and no other end of one */
-	text = read_all(page);
+static void evil_page_remove(const char *chunk, const char *page)
+{
+	unlink(chunk);
+	unlink(page);
+}
+
+/* Every string from the recording reaches the page's data intact and
+ * cannot end its script: the page holds its own two scripts and no other
+ * end of one, and opens no comment. */
+Test(report, html_escapes_what_the_recording_names, .timeout = 120)
+{
+	char chunk[32], page[64], *text = evil_page(chunk, page);
+	int closes = 0;
+
 	for (const char *p = text; *p; p++)
 		closes += !strncasecmp(p, "</script", 8);
 	cr_expect_eq(closes, 2, "%d ends of a script in the page", closes);
 	cr_expect(!strstr(text, "<!--"), "no comment opens in the page");
 	free(text);
+	evil_page_remove(chunk, page);
+}
 
-	if (!have_command("node"))
-		cr_skip_test("node is not installed (apt-get install nodejs): the page's data "
-			     "cannot be read as a browser reads it");
+/* The data read as a browser reads it (up to the first "</script") is
+ * JSON and gives back each name exactly. */
+Test(report, html_data_gives_back_what_the_recording_names, .timeout = 120)
+{
+	char chunk[32], page[64], *data;
+	int status;
+
+	need_command("node", "nodejs");
+	free(evil_page(chunk, page));
 	data = html_page_data(page, &status);
+	evil_page_remove(chunk, page);
 	cr_assert_eq(status, 0, "%s", data);
 	/* as JSON.stringify writes them */
 	cr_expect(strstr(data, "\t\"</script><script>document.title='pwned'</script>\"\t101\n"),
@@ -1244,15 +1227,23 @@ Test(report, html_escapes_what_the_recording_names, .timeout = 120)
 			       "\"main\"]\t[[\"\\\"'&amp;<!--<b>x</b>\",102,30000000,"),
 		"the mutex's stack and its owner:\n%s", data);
 	free(data);
+}
 
-	if (!have_command("chromium"))
-		cr_skip_test("chromium is not installed (apt-get install chromium): the data is "
-			     "escaped, the page was not drawn");
+/* The page a browser draws shows the names as text, runs none of them
+ * (its title is its own) and creates no element from them, in both
+ * views. */
+Test(report, html_draws_what_the_recording_names_as_text, .timeout = 120)
+{
+	char chunk[32], page[64], url[128], *dom;
+	const char *views[] = { "", "#view=waits" };
+
+	need_command("chromium", "chromium");
+	free(evil_page(chunk, page));
 	for (int v = 0; v < 2; v++) {
 		char *log;
 
 		snprintf(url, sizeof(url), "file://%s%s", page, views[v]);
-		dom = chromium(url, "--dump-dom", &log);
+		dom = chromium_page(url, "--dump-dom", &log);
 		cr_expect(strstr(dom, "<title>tracerd flame graph</title>"),
 			"%s: no name ran as a script: %.300s", url, dom);
 		cr_expect(!strstr(dom, "<img") && !strstr(dom, "<b>x") && !strstr(dom, "<b>1") &&
@@ -1274,8 +1265,7 @@ Test(report, html_escapes_what_the_recording_names, .timeout = 120)
 		free(dom);
 		free(log);
 	}
-	snprintf(cmd, sizeof(cmd), "rm -f %s %s", chunk, page);
-	cr_expect_eq(system(cmd), 0);
+	evil_page_remove(chunk, page);
 }
 
 /* ---- emergency dumps: the death leads */
