@@ -16,6 +16,10 @@
 #define TD_SOURCE_DIR "."
 #endif
 
+/* A fixture built from test/fixtures/, and a golden file of test/golden/. */
+#define FX(name) TD_FIXTURE_DIR "/" name
+#define GOLD(f) TD_SOURCE_DIR "/test/golden/" f
+
 /* How long a test waits for a condition before it calls it failed: a
  * bound for a hang, never an expectation of speed (the suite must pass on a
  * loaded machine). */
