@@ -1,4 +1,9 @@
-/* Test helpers: start fixtures, run tracerd, read /proc. */
+/* Helpers for every test: start and stop fixtures, run tracerd and capture
+ * what it says, read threads' states and counters from /proc, parse a
+ * dump's frames, sum a report's column, and meet a missing tool with
+ * need_command(), the one way a test skips for one.  A helper that cannot
+ * go on fails the calling test through Criterion's asserts; what a suite
+ * shares alone stays with it (record.h: the record suites' harness). */
 #define _GNU_SOURCE
 #include "helpers.h"
 #include "../common/buf.h"
@@ -188,6 +193,15 @@ int run_tracerd(struct run_result *r, const char *const *argv)
 int run_tracerd_as_nobody(struct run_result *r, const char *const *argv)
 {
 	return run(r, argv, true);
+}
+
+void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2)
+{
+	char p[32];
+	const char *argv[8] = { "tracerd", "dump", "--pid", p, extra1, extra2, NULL };
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	cr_assert_eq(run_tracerd(r, argv), 0);
 }
 
 void run_result_free(struct run_result *r)
@@ -572,6 +586,40 @@ char *shell_output(const char *cmd, int *ret_status)
 	if (ret_status)
 		*ret_status = st;
 	return text ? text : strdup("");
+}
+
+/* Sum of the col-th space-separated field of each line after skip lines;
+ * col < 0: the last field. */
+unsigned long long sum_column(const char *text, int skip_lines, int col)
+{
+	unsigned long long s = 0;
+	int i = 0;
+
+	for (const char *p = text; *p; i++) {
+		const char *end = strchrnul(p, '\n');
+		char line[256];
+
+		snprintf(line, sizeof(line), "%.*s", (int)(end - p), p);
+		if (i >= skip_lines && end > p) {
+			if (col < 0) {
+				/* lines can be long (deep C++ names): no copy */
+				const char *q = end;
+
+				while (q > p && q[-1] != ' ')
+					q--;
+				s += strtoull(q, NULL, 10);
+			} else {
+				char *save, *tok = strtok_r(line, " ", &save);
+
+				for (int c = 0; tok && c < col; c++)
+					tok = strtok_r(NULL, " ", &save);
+				if (tok)
+					s += strtoull(tok, NULL, 10);
+			}
+		}
+		p = *end ? end + 1 : end;
+	}
+	return s;
 }
 
 bool have_command(const char *name)

@@ -1,4 +1,5 @@
-/* Test helpers: start fixtures, run tracerd, read /proc. */
+/* Test helpers: start fixtures, run tracerd, read /proc, skip for a
+ * missing tool (helpers.c says more). */
 #ifndef TD_TEST_HELPERS_H
 #define TD_TEST_HELPERS_H
 
@@ -49,6 +50,8 @@ int run_tracerd(struct run_result *r, const char *const *argv);
 /* Same, in a child that first drops to uid/gid 65534. */
 int run_tracerd_as_nobody(struct run_result *r, const char *const *argv);
 void run_result_free(struct run_result *r);
+/* tracerd dump --pid pid [extra1 [extra2]] (NULL: none), into r. */
+void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2);
 
 /* One-letter state of a thread, '?' if gone. */
 char task_state(pid_t pid, pid_t tid);
@@ -94,6 +97,11 @@ int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n);
 /* Names of frames whose module is 'module', in order, joined by ' '. */
 void own_chain(const struct pframe *f, int n, const char *module, char *buf, size_t len);
 
+/* Sum of the col-th space-separated field of each line of text after
+ * skip_lines; col < 0: the last field (a report's table or folded
+ * stacks). */
+unsigned long long sum_column(const char *text, int skip_lines, int col);
+
 /* Line number of the first line of path containing marker, 0 if none. */
 int source_line(const char *path, const char *marker);
 
@@ -105,7 +113,8 @@ char *shell_output(const char *cmd, int *ret_status);
 /* The whole of the file at path (the test fails if it cannot be read);
  * the caller frees it. */
 char *read_all(const char *path);
-/* Is the program name on the PATH? */
+/* Is the program name on the PATH?  (A test that needs it calls
+ * need_command() instead.) */
 bool have_command(const char *name);
 /* The one way a test meets a missing tool: skip it (cr_skip_test) with
  * the reason, "no NAME on this machine (apt-get install PACKAGE)", unless
