@@ -1,6 +1,12 @@
-/* Test helpers: start fixtures, run tracerd, read /proc. */
+/* Helpers for every test: start and stop fixtures, run tracerd and capture
+ * what it says, read threads' states and counters from /proc, parse a
+ * dump's frames, sum a report's column, and meet a missing tool with
+ * need_command(), the one way a test skips for one.  A helper that cannot
+ * go on fails the calling test through Criterion's asserts; what a suite
+ * shares alone stays with it (record.h: the record suites' harness). */
 #define _GNU_SOURCE
 #include "helpers.h"
+#include "../common/buf.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -120,10 +126,8 @@ static void slurp2(int fo, int fe, char **out, char **err)
 
 			if (!(pfd[i].revents & (POLLIN | POLLHUP)))
 				continue;
-			if (*l + 4096 + 1 > *c) {
-				*c *= 2;
-				*b = realloc(*b, *c);
-			}
+			cr_assert_eq(td_array_grow(*b, *c, *l + 4096 + 1, 4096), 0,
+				"no memory for tracerd's output");
 			n = read(pfd[i].fd, *b + *l, *c - *l - 1);
 			if (n <= 0) {
 				if (i)
@@ -189,6 +193,15 @@ int run_tracerd(struct run_result *r, const char *const *argv)
 int run_tracerd_as_nobody(struct run_result *r, const char *const *argv)
 {
 	return run(r, argv, true);
+}
+
+void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2)
+{
+	char p[32];
+	const char *argv[8] = { "tracerd", "dump", "--pid", p, extra1, extra2, NULL };
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	cr_assert_eq(run_tracerd(r, argv), 0);
 }
 
 void run_result_free(struct run_result *r)
@@ -575,12 +588,81 @@ char *shell_output(const char *cmd, int *ret_status)
 	return text ? text : strdup("");
 }
 
+/* Sum of the col-th space-separated field of each line after skip lines;
+ * col < 0: the last field. */
+unsigned long long sum_column(const char *text, int skip_lines, int col)
+{
+	unsigned long long s = 0;
+	int i = 0;
+
+	for (const char *p = text; *p; i++) {
+		const char *end = strchrnul(p, '\n');
+		char line[256];
+
+		snprintf(line, sizeof(line), "%.*s", (int)(end - p), p);
+		if (i >= skip_lines && end > p) {
+			if (col < 0) {
+				/* lines can be long (deep C++ names): no copy */
+				const char *q = end;
+
+				while (q > p && q[-1] != ' ')
+					q--;
+				s += strtoull(q, NULL, 10);
+			} else {
+				char *save, *tok = strtok_r(line, " ", &save);
+
+				for (int c = 0; tok && c < col; c++)
+					tok = strtok_r(NULL, " ", &save);
+				if (tok)
+					s += strtoull(tok, NULL, 10);
+			}
+		}
+		p = *end ? end + 1 : end;
+	}
+	return s;
+}
+
 bool have_command(const char *name)
 {
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", name);
 	return system(cmd) == 0;
+}
+
+char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0;
+
+	cr_assert_not_null(f, "missing %s", path);
+	if (getdelim(&buf, &cap, '\0', f) < 0) {
+		free(buf);
+		buf = strdup("");
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Headless Debian chromium: --dump-dom runs the page's script and prints
+ * the DOM it built; the URL hash applies the same zoom and search as a click
+ * and typing. */
+char *chromium_page(const char *url, const char *extra, char **ret_log)
+{
+	char cmd[2048], *text, *log;
+
+	snprintf(cmd, sizeof(cmd),
+		"timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+		"--disable-background-networking --disable-component-update --disable-sync "
+		"--user-data-dir=%s/chromium-profile --enable-logging=stderr --v=0 %s '%s' "
+		"2>%s/chromium.log",
+		TD_BUILD_DIR, extra, url, TD_BUILD_DIR);
+	text = shell_output(cmd, NULL);
+	snprintf(cmd, sizeof(cmd), "%s/chromium.log", TD_BUILD_DIR);
+	log = read_all(cmd);
+	*ret_log = log;
+	return text;
 }
 
 char *html_page_data(const char *page, int *ret_status)

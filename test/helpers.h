@@ -1,4 +1,5 @@
-/* Test helpers: start fixtures, run tracerd, read /proc. */
+/* Test helpers: start fixtures, run tracerd, read /proc, skip for a
+ * missing tool (helpers.c says more). */
 #ifndef TD_TEST_HELPERS_H
 #define TD_TEST_HELPERS_H
 
@@ -15,6 +16,10 @@
 #ifndef TD_SOURCE_DIR
 #define TD_SOURCE_DIR "."
 #endif
+
+/* A fixture built from test/fixtures/, and a golden file of test/golden/. */
+#define FX(name) TD_FIXTURE_DIR "/" name
+#define GOLD(f) TD_SOURCE_DIR "/test/golden/" f
 
 /* How long a test waits for a condition before it calls it failed: a
  * bound for a hang, never an expectation of speed (the suite must pass on a
@@ -45,6 +50,8 @@ int run_tracerd(struct run_result *r, const char *const *argv);
 /* Same, in a child that first drops to uid/gid 65534. */
 int run_tracerd_as_nobody(struct run_result *r, const char *const *argv);
 void run_result_free(struct run_result *r);
+/* tracerd dump --pid pid [extra1 [extra2]] (NULL: none), into r. */
+void dump_text(pid_t pid, struct run_result *r, const char *extra1, const char *extra2);
 
 /* One-letter state of a thread, '?' if gone. */
 char task_state(pid_t pid, pid_t tid);
@@ -90,6 +97,11 @@ int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n);
 /* Names of frames whose module is 'module', in order, joined by ' '. */
 void own_chain(const struct pframe *f, int n, const char *module, char *buf, size_t len);
 
+/* Sum of the col-th space-separated field of each line of text after
+ * skip_lines; col < 0: the last field (a report's table or folded
+ * stacks). */
+unsigned long long sum_column(const char *text, int skip_lines, int col);
+
 /* Line number of the first line of path containing marker, 0 if none. */
 int source_line(const char *path, const char *marker);
 
@@ -98,7 +110,11 @@ bool is_root(void);
 /* What sh -c cmd writes to its standard output, whole (never NULL; the
  * caller frees it); *ret_status, when asked, as pclose() returns it. */
 char *shell_output(const char *cmd, int *ret_status);
-/* Is the program name on the PATH? */
+/* The whole of the file at path (the test fails if it cannot be read);
+ * the caller frees it. */
+char *read_all(const char *path);
+/* Is the program name on the PATH?  (A test that needs it calls
+ * need_command() instead.) */
 bool have_command(const char *name);
 /* The one way a test meets a missing tool: skip it (cr_skip_test) with
  * the reason, "no NAME on this machine (apt-get install PACKAGE)", unless
@@ -109,5 +125,9 @@ void need_command(const char *name, const char *package);
  * script).  *ret_status as shell_output() gives it: non-zero when the
  * data cannot be read so (the output then says why). */
 char *html_page_data(const char *page, int *ret_status);
+/* What headless chromium prints of url with the options extra (the DOM,
+ * with --dump-dom: the page's scripts have run); *ret_log gets its log,
+ * where the page's console errors show.  The caller frees both. */
+char *chromium_page(const char *url, const char *extra, char **ret_log);
 
 #endif

@@ -213,10 +213,8 @@ Test(docs, man_pages_render_under_groff)
 	char cmd[512], *out;
 	int status;
 
-	out = shell_output("command -v man && command -v groff", &status);
-	free(out);
-	if (status != 0)
-		cr_skip_test("no man or groff on this machine (apt-get install man-db groff-base)");
+	need_command("man", "man-db");
+	need_command("groff", "groff-base");
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
 		snprintf(cmd, sizeof(cmd),
 			"MANWIDTH=80 man --warnings -l %s/man/%s 2>&1 >/dev/null", TD_SOURCE_DIR,
