@@ -11,7 +11,6 @@
 #include "../../symbolize/symbolize-internal.h"
 #include "../helpers.h"
 
-#define FX(name) TD_FIXTURE_DIR "/" name
 #define WINDOW (64u * 1024)
 
 static inline struct td_sample *one_get(void *arg, pid_t pid, pid_t tid, uint32_t *w)

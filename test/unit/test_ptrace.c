@@ -16,7 +16,6 @@
 #include "../../ptrace/ptrace.h"
 #include "../helpers.h"
 
-#define FX(name) TD_FIXTURE_DIR "/" name
 #define WINDOW (32u * 1024)
 
 struct slots {
