@@ -398,10 +398,181 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 	return ok;
 }
 
+static bool decode_sample_types(struct chunk_reader *r, struct tcf_cur *c)
+{
+	uint64_t n = tcf_get_varint(c);
+	uint32_t ids[2 * TCF_MAX_VALUES];
+
+	if (c->bad || n > TCF_MAX_VALUES)
+		return false;
+	for (unsigned i = 0; i < 2 * n; i++)
+		ids[i] = (uint32_t)tcf_get_varint(c);
+	if (c->bad)
+		return false;
+	/* kept as string ids: names resolve when asked, so the record may
+	 * precede or follow its strings within the chunk */
+	memcpy(r->sample_types, ids, 2 * n * sizeof(*ids));
+	r->nsample_types = (unsigned)n;
+	return true;
+}
+
+static bool decode_meta(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_META };
+	uint64_t n = tcf_get_varint(c);
+
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		uint64_t kl = tcf_get_varint(c);
+		const uint8_t *k = tcf_get_bytes(c, kl);
+		uint64_t vl = tcf_get_varint(c);
+		const uint8_t *v = tcf_get_bytes(c, vl);
+
+		if (!k || !v)
+			return false;
+		e.key = arena_copy(r, k, kl);
+		e.value = arena_copy(r, v, vl);
+		emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_thread_events(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_THREAD };
+	uint64_t n = tcf_get_varint(c);
+
+	if (n > (uint64_t)(c->end - c->p))
+		return false;
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+		e.thread_id = (uint32_t)tcf_get_varint(c);
+		e.kind = (unsigned)tcf_get_varint(c);
+		e.arg = tcf_get_varint(c);
+		if (!c->bad)
+			emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_process_event(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_PROCESS };
+
+	e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	e.pid = (uint32_t)tcf_get_varint(c);
+	e.kind = (unsigned)tcf_get_varint(c);
+	e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	e.signo = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	e.fault_addr = tcf_get_varint(c);
+	e.thread_id = (uint32_t)tcf_get_varint(c);
+	e.stack_id = (uint32_t)tcf_get_varint(c);
+	if (c->bad)
+		return false;
+	if (e.kind == TCF_PROC_OOM_KILL) {
+		e.count = e.fault_addr; /* the field holds the oom_kill count */
+		e.fault_addr = 0;
+	}
+	/* a death's thread and stack are defined before it, as a sample's
+	 * are */
+	if ((e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK) &&
+		(e.thread_id > r->n_threads || e.stack_id > r->n_nodes ||
+			(e.thread_id && !r->threads[e.thread_id].tid &&
+				!r->threads[e.thread_id].pid)))
+		r->rep->unknown_refs++;
+	emit_event(r, &e);
+	return true;
+}
+
+/* One wait episode's part into *w; false if the owners are too many. */
+static bool decode_wait(struct chunk_reader *r, struct tcf_cur *c, uint64_t base,
+	struct chunk_wait *w)
+{
+	uint64_t k;
+
+	w->time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	w->wait_ns = tcf_get_varint(c);
+	w->thread_id = (uint32_t)tcf_get_varint(c);
+	w->stack_id = (uint32_t)tcf_get_varint(c);
+	k = tcf_get_varint(c);
+	w->kind = k > TCF_WAIT_MAX ? TCF_WAIT_OTHER : (enum tcf_wait_kind)k;
+	w->flags = (uint32_t)tcf_get_varint(c);
+	w->object = tcf_get_varint(c);
+	w->what = (uint32_t)tcf_get_varint(c);
+	k = tcf_get_varint(c);
+	if (k > TCF_WAIT_MAX_OWNERS)
+		return false;
+	w->nowners = (unsigned)k;
+	for (unsigned o = 0; o < w->nowners; o++) {
+		w->owners[o].thread_id = (uint32_t)tcf_get_varint(c);
+		w->owners[o].wait_ns = tcf_get_varint(c);
+		w->owners[o].stack_id = (uint32_t)tcf_get_varint(c);
+	}
+	return true;
+}
+
+static bool decode_waits(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_WAIT };
+	uint64_t n = tcf_get_varint(c);
+
+	if (n > (uint64_t)(c->end - c->p))
+		return false;
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		struct chunk_wait w = { 0 };
+
+		if (!decode_wait(r, c, base, &w))
+			return false;
+		if (c->bad)
+			break;
+		e.time_ns = w.time_ns;
+		e.thread_id = w.thread_id;
+		e.stack_id = w.stack_id;
+		e.wait = &w;
+		emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_lost(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_LOST };
+
+	e.count = tcf_get_varint(c);
+	e.kind = (unsigned)tcf_get_varint(c);
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+static bool decode_clock_sync(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_CLOCK_SYNC };
+
+	e.time_ns = tcf_get_varint(c);
+	e.real_ns = tcf_get_varint(c);
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+static bool decode_chunk_end(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_END };
+
+	e.kind = (unsigned)tcf_get_varint(c);
+	e.total_samples = tcf_get_varint(c);
+	e.total_blocks = tcf_get_varint(c);
+	e.time_ns = tcf_get_varint(c);
+	e.real_ns = tcf_get_varint(c);
+	e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+/* One record of a known type: false if it is malformed. */
 static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur *c, uint64_t base)
 {
-	struct chunk_event e = { 0 };
-
 	switch (type) {
 	case TCF_REC_STRINGS:
 		return decode_strings(r, c);
@@ -417,146 +588,24 @@ static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur 
 		return decode_threads(r, c);
 	case TCF_REC_SAMPLES:
 		return decode_samples(r, c, base);
-	case TCF_REC_SAMPLE_TYPES: {
-		uint64_t n = tcf_get_varint(c);
-		uint32_t ids[2 * TCF_MAX_VALUES];
-
-		if (c->bad || n > TCF_MAX_VALUES)
-			return false;
-		for (unsigned i = 0; i < 2 * n; i++)
-			ids[i] = (uint32_t)tcf_get_varint(c);
-		if (c->bad)
-			return false;
-		/* kept as string ids: names resolve when asked, so the record
-		 * may precede or follow its strings within the chunk */
-		memcpy(r->sample_types, ids, 2 * n * sizeof(*ids));
-		r->nsample_types = (unsigned)n;
-		return true;
-	}
+	case TCF_REC_SAMPLE_TYPES:
+		return decode_sample_types(r, c);
 	case TCF_REC_INDEX:
 		return true; /* an accelerator: this reader scans */
-	case TCF_REC_META: {
-		uint64_t n = tcf_get_varint(c);
-
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			uint64_t kl = tcf_get_varint(c);
-			const uint8_t *k = tcf_get_bytes(c, kl);
-			uint64_t vl = tcf_get_varint(c);
-			const uint8_t *v = tcf_get_bytes(c, vl);
-
-			if (!k || !v)
-				return false;
-			e.type = CHUNK_EV_META;
-			e.key = arena_copy(r, k, kl);
-			e.value = arena_copy(r, v, vl);
-			emit_event(r, &e);
-		}
-		return !c->bad;
-	}
-	case TCF_REC_THREAD_EVENTS: {
-		uint64_t n = tcf_get_varint(c);
-
-		if (n > (uint64_t)(c->end - c->p))
-			return false;
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			e.type = CHUNK_EV_THREAD;
-			e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-			e.thread_id = (uint32_t)tcf_get_varint(c);
-			e.kind = (unsigned)tcf_get_varint(c);
-			e.arg = tcf_get_varint(c);
-			if (!c->bad)
-				emit_event(r, &e);
-		}
-		return !c->bad;
-	}
+	case TCF_REC_META:
+		return decode_meta(r, c);
+	case TCF_REC_THREAD_EVENTS:
+		return decode_thread_events(r, c, base);
 	case TCF_REC_PROCESS_EVENT:
-		e.type = CHUNK_EV_PROCESS;
-		e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-		e.pid = (uint32_t)tcf_get_varint(c);
-		e.kind = (unsigned)tcf_get_varint(c);
-		e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		e.signo = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		e.fault_addr = tcf_get_varint(c);
-		e.thread_id = (uint32_t)tcf_get_varint(c);
-		e.stack_id = (uint32_t)tcf_get_varint(c);
-		if (c->bad)
-			return false;
-		if (e.kind == TCF_PROC_OOM_KILL) {
-			e.count = e.fault_addr; /* the field holds the oom_kill count */
-			e.fault_addr = 0;
-		}
-		/* a death's thread and stack are defined before it, as a
-		 * sample's are */
-		if ((e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK) &&
-			(e.thread_id > r->n_threads || e.stack_id > r->n_nodes ||
-				(e.thread_id && !r->threads[e.thread_id].tid &&
-					!r->threads[e.thread_id].pid)))
-			r->rep->unknown_refs++;
-		emit_event(r, &e);
-		return true;
-	case TCF_REC_WAITS: {
-		uint64_t n = tcf_get_varint(c);
-
-		if (n > (uint64_t)(c->end - c->p))
-			return false;
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			struct chunk_wait w = { 0 };
-			uint64_t k;
-
-			w.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-			w.wait_ns = tcf_get_varint(c);
-			w.thread_id = (uint32_t)tcf_get_varint(c);
-			w.stack_id = (uint32_t)tcf_get_varint(c);
-			k = tcf_get_varint(c);
-			w.kind = k > TCF_WAIT_MAX ? TCF_WAIT_OTHER : (enum tcf_wait_kind)k;
-			w.flags = (uint32_t)tcf_get_varint(c);
-			w.object = tcf_get_varint(c);
-			w.what = (uint32_t)tcf_get_varint(c);
-			k = tcf_get_varint(c);
-			if (k > TCF_WAIT_MAX_OWNERS)
-				return false;
-			w.nowners = (unsigned)k;
-			for (unsigned o = 0; o < w.nowners; o++) {
-				w.owners[o].thread_id = (uint32_t)tcf_get_varint(c);
-				w.owners[o].wait_ns = tcf_get_varint(c);
-				w.owners[o].stack_id = (uint32_t)tcf_get_varint(c);
-			}
-			if (c->bad)
-				break;
-			e.type = CHUNK_EV_WAIT;
-			e.time_ns = w.time_ns;
-			e.thread_id = w.thread_id;
-			e.stack_id = w.stack_id;
-			e.wait = &w;
-			emit_event(r, &e);
-		}
-		return !c->bad;
-	}
+		return decode_process_event(r, c, base);
+	case TCF_REC_WAITS:
+		return decode_waits(r, c, base);
 	case TCF_REC_LOST:
-		e.type = CHUNK_EV_LOST;
-		e.count = tcf_get_varint(c);
-		e.kind = (unsigned)tcf_get_varint(c);
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_lost(r, c);
 	case TCF_REC_CLOCK_SYNC:
-		e.type = CHUNK_EV_CLOCK_SYNC;
-		e.time_ns = tcf_get_varint(c);
-		e.real_ns = tcf_get_varint(c);
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_clock_sync(r, c);
 	case TCF_REC_CHUNK_END:
-		e.type = CHUNK_EV_END;
-		e.kind = (unsigned)tcf_get_varint(c);
-		e.total_samples = tcf_get_varint(c);
-		e.total_blocks = tcf_get_varint(c);
-		e.time_ns = tcf_get_varint(c);
-		e.real_ns = tcf_get_varint(c);
-		e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_chunk_end(r, c);
 	}
 	return true;
 }
