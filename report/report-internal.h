@@ -172,7 +172,7 @@ struct rp_wait_site {
 	uint32_t threads[8]; /* the first waiters, indices into threads */
 	unsigned nthreads, more_threads;
 	struct rp_wait_site_owner *owners; /* longest first */
-	size_t nowners;
+	size_t nowners, capowners;
 };
 struct rp_wait_sites {
 	struct rp_wait_site *s; /* longest total first; ties in order of appearance */
