@@ -128,24 +128,17 @@ static void tables_reset(struct chunk_reader *r)
 	r->nsample_types = 0;
 }
 
-/* Make room for entries [0, upto) of a table (index 0 = "none"). */
-static bool table_grow(void **p, size_t *cap, size_t elem, size_t upto)
+/* New room in a table (or in a block's last-stack array) reads as all
+ * zero: ids a lost block left undefined are unknown entries, and a thread
+ * with no row yet has no last stack. */
+static void zero_new_room(void *items, size_t size, size_t had, size_t cap)
 {
-	size_t c = *cap ? *cap : 64;
-	void *n;
-
-	if (upto <= *cap)
-		return true;
-	while (c < upto)
-		c *= 2;
-	n = realloc(*p, c * elem);
-	if (!n)
-		return false;
-	memset((char *)n + *cap * elem, 0, (c - *cap) * elem);
-	*p = n;
-	*cap = c;
-	return true;
+	memset((char *)items + had * size, 0, (cap - had) * size);
 }
+
+/* A table's first room, in ids; it doubles from there (td_array_grow). */
+#define TABLE_ROOM_FIRST 64
+
 /* The table now holds ids up to first + n - 1 (a late duplicate of
  * earlier ids leaves the count as it was). */
 #define DEFS_END(r, name, first, n)                \
@@ -153,12 +146,11 @@ static bool table_grow(void **p, size_t *cap, size_t elem, size_t upto)
 		if ((first) + (n) > (r)->n_##name + 1) \
 			(r)->n_##name = (first) + (n)-1; \
 	} while (0)
-#define GROW(r, name, upto) \
-	table_grow((void **)&(r)->name, &(r)->cap_##name, sizeof(*(r)->name), (upto))
 
-/* Check first_id against the table and make room for n more.  A gap (a
- * block with definitions was lost) leaves unknown entries; the count is
- * bounded by the bytes left, since each entry takes at least one byte. */
+/* Check first_id against the table, for the caller to make room for ids
+ * [0, first + n) (index 0 = "none").  A gap (a block with definitions was
+ * lost) leaves unknown entries; the count is bounded by the bytes left,
+ * since each entry takes at least one byte. */
 static bool defs_begin(struct chunk_reader *r, struct tcf_cur *c, size_t *n_table, size_t *ret_first,
 	size_t *ret_n)
 {
@@ -176,10 +168,12 @@ static bool defs_begin(struct chunk_reader *r, struct tcf_cur *c, size_t *n_tabl
 
 static bool decode_strings(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_strs;
 
-	if (!defs_begin(r, c, &r->n_strs, &first, &n) || !GROW(r, strs, first + n))
+	if (!defs_begin(r, c, &r->n_strs, &first, &n) ||
+		td_array_grow(r->strs, r->cap_strs, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->strs, sizeof(*r->strs), had, r->cap_strs);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t len = tcf_get_varint(c);
 		const uint8_t *p = tcf_get_bytes(c, len);
@@ -194,10 +188,12 @@ static bool decode_strings(struct chunk_reader *r, struct tcf_cur *c)
 
 static bool decode_maps(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_maps;
 
-	if (!defs_begin(r, c, &r->n_maps, &first, &n) || !GROW(r, maps, first + n))
+	if (!defs_begin(r, c, &r->n_maps, &first, &n) ||
+		td_array_grow(r->maps, r->cap_maps, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->maps, sizeof(*r->maps), had, r->cap_maps);
 	for (size_t i = 0; i < n; i++) {
 		struct r_map *m = &r->maps[first + i];
 		uint64_t bl;
@@ -222,10 +218,12 @@ static bool decode_maps(struct chunk_reader *r, struct tcf_cur *c)
 
 static bool decode_funcs(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_funcs;
 
-	if (!defs_begin(r, c, &r->n_funcs, &first, &n) || !GROW(r, funcs, first + n))
+	if (!defs_begin(r, c, &r->n_funcs, &first, &n) ||
+		td_array_grow(r->funcs, r->cap_funcs, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->funcs, sizeof(*r->funcs), had, r->cap_funcs);
 	for (size_t i = 0; i < n; i++) {
 		struct r_func *f = &r->funcs[first + i];
 
@@ -242,10 +240,12 @@ static bool decode_funcs(struct chunk_reader *r, struct tcf_cur *c)
 
 static bool decode_locs(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_locs;
 
-	if (!defs_begin(r, c, &r->n_locs, &first, &n) || !GROW(r, locs, first + n))
+	if (!defs_begin(r, c, &r->n_locs, &first, &n) ||
+		td_array_grow(r->locs, r->cap_locs, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->locs, sizeof(*r->locs), had, r->cap_locs);
 	for (size_t i = 0; i < n; i++) {
 		struct r_loc *l = &r->locs[first + i];
 		uint64_t nl;
@@ -254,7 +254,9 @@ static bool decode_locs(struct chunk_reader *r, struct tcf_cur *c)
 		l->addr = tcf_get_varint(c);
 		tcf_get_varint(c); /* flags */
 		nl = tcf_get_varint(c);
-		if (c->bad || nl > (uint64_t)(c->end - c->p) || !GROW(r, lines, r->n_lines + nl))
+		/* every line is written below: no zeroing */
+		if (c->bad || nl > (uint64_t)(c->end - c->p) ||
+			td_array_grow(r->lines, r->cap_lines, r->n_lines + nl, TABLE_ROOM_FIRST) < 0)
 			return false;
 		l->first_line = (uint32_t)r->n_lines;
 		l->nlines = (uint32_t)nl;
@@ -274,10 +276,12 @@ static bool decode_locs(struct chunk_reader *r, struct tcf_cur *c)
 
 static bool decode_nodes(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_nodes;
 
-	if (!defs_begin(r, c, &r->n_nodes, &first, &n) || !GROW(r, nodes, first + n))
+	if (!defs_begin(r, c, &r->n_nodes, &first, &n) ||
+		td_array_grow(r->nodes, r->cap_nodes, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->nodes, sizeof(*r->nodes), had, r->cap_nodes);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t back = tcf_get_varint(c), id = first + i;
 
@@ -294,10 +298,12 @@ static bool decode_nodes(struct chunk_reader *r, struct tcf_cur *c)
 
 static bool decode_threads(struct chunk_reader *r, struct tcf_cur *c)
 {
-	size_t first, n;
+	size_t first, n, had = r->cap_threads;
 
-	if (!defs_begin(r, c, &r->n_threads, &first, &n) || !GROW(r, threads, first + n))
+	if (!defs_begin(r, c, &r->n_threads, &first, &n) ||
+		td_array_grow(r->threads, r->cap_threads, first + n, TABLE_ROOM_FIRST) < 0)
 		return false;
+	zero_new_room(r->threads, sizeof(*r->threads), had, r->cap_threads);
 	for (size_t i = 0; i < n; i++) {
 		struct r_thread *t = &r->threads[first + i];
 
@@ -354,25 +360,16 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 		s.thread_id = (uint32_t)(key >> 4);
 		s.state = (enum tcf_state)((key >> 1) & 7);
 		if (s.thread_id >= nlast) {
-			size_t cap = nlast ? nlast : 64;
-			uint32_t *n;
+			size_t had = nlast;
 
 			/* ids come from THREADS: far past the table is corrupt
 			 * (bounds the allocation below) */
-			if (key >> 4 > (uint64_t)r->n_threads + 65536) {
+			if (key >> 4 > (uint64_t)r->n_threads + 65536 ||
+				td_array_grow(last, nlast, (size_t)s.thread_id + 1, 64) < 0) {
 				ok = false;
 				break;
 			}
-			while (cap <= s.thread_id)
-				cap *= 2;
-			n = realloc(last, cap * sizeof(*n));
-			if (!n) {
-				ok = false;
-				break;
-			}
-			memset(n + nlast, 0, (cap - nlast) * sizeof(*n));
-			last = n;
-			nlast = cap;
+			zero_new_room(last, sizeof(*last), had, nlast);
 		}
 		if (key & 1) {
 			s.stack_id = last[s.thread_id];
@@ -401,10 +398,181 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 	return ok;
 }
 
+static bool decode_sample_types(struct chunk_reader *r, struct tcf_cur *c)
+{
+	uint64_t n = tcf_get_varint(c);
+	uint32_t ids[2 * TCF_MAX_VALUES];
+
+	if (c->bad || n > TCF_MAX_VALUES)
+		return false;
+	for (unsigned i = 0; i < 2 * n; i++)
+		ids[i] = (uint32_t)tcf_get_varint(c);
+	if (c->bad)
+		return false;
+	/* kept as string ids: names resolve when asked, so the record may
+	 * precede or follow its strings within the chunk */
+	memcpy(r->sample_types, ids, 2 * n * sizeof(*ids));
+	r->nsample_types = (unsigned)n;
+	return true;
+}
+
+static bool decode_meta(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_META };
+	uint64_t n = tcf_get_varint(c);
+
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		uint64_t kl = tcf_get_varint(c);
+		const uint8_t *k = tcf_get_bytes(c, kl);
+		uint64_t vl = tcf_get_varint(c);
+		const uint8_t *v = tcf_get_bytes(c, vl);
+
+		if (!k || !v)
+			return false;
+		e.key = arena_copy(r, k, kl);
+		e.value = arena_copy(r, v, vl);
+		emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_thread_events(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_THREAD };
+	uint64_t n = tcf_get_varint(c);
+
+	if (n > (uint64_t)(c->end - c->p))
+		return false;
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+		e.thread_id = (uint32_t)tcf_get_varint(c);
+		e.kind = (unsigned)tcf_get_varint(c);
+		e.arg = tcf_get_varint(c);
+		if (!c->bad)
+			emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_process_event(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_PROCESS };
+
+	e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	e.pid = (uint32_t)tcf_get_varint(c);
+	e.kind = (unsigned)tcf_get_varint(c);
+	e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	e.signo = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	e.fault_addr = tcf_get_varint(c);
+	e.thread_id = (uint32_t)tcf_get_varint(c);
+	e.stack_id = (uint32_t)tcf_get_varint(c);
+	if (c->bad)
+		return false;
+	if (e.kind == TCF_PROC_OOM_KILL) {
+		e.count = e.fault_addr; /* the field holds the oom_kill count */
+		e.fault_addr = 0;
+	}
+	/* a death's thread and stack are defined before it, as a sample's
+	 * are */
+	if ((e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK) &&
+		(e.thread_id > r->n_threads || e.stack_id > r->n_nodes ||
+			(e.thread_id && !r->threads[e.thread_id].tid &&
+				!r->threads[e.thread_id].pid)))
+		r->rep->unknown_refs++;
+	emit_event(r, &e);
+	return true;
+}
+
+/* One wait episode's part into *w; false if the owners are too many. */
+static bool decode_wait(struct chunk_reader *r, struct tcf_cur *c, uint64_t base,
+	struct chunk_wait *w)
+{
+	uint64_t k;
+
+	w->time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	w->wait_ns = tcf_get_varint(c);
+	w->thread_id = (uint32_t)tcf_get_varint(c);
+	w->stack_id = (uint32_t)tcf_get_varint(c);
+	k = tcf_get_varint(c);
+	w->kind = k > TCF_WAIT_MAX ? TCF_WAIT_OTHER : (enum tcf_wait_kind)k;
+	w->flags = (uint32_t)tcf_get_varint(c);
+	w->object = tcf_get_varint(c);
+	w->what = (uint32_t)tcf_get_varint(c);
+	k = tcf_get_varint(c);
+	if (k > TCF_WAIT_MAX_OWNERS)
+		return false;
+	w->nowners = (unsigned)k;
+	for (unsigned o = 0; o < w->nowners; o++) {
+		w->owners[o].thread_id = (uint32_t)tcf_get_varint(c);
+		w->owners[o].wait_ns = tcf_get_varint(c);
+		w->owners[o].stack_id = (uint32_t)tcf_get_varint(c);
+	}
+	return true;
+}
+
+static bool decode_waits(struct chunk_reader *r, struct tcf_cur *c, uint64_t base)
+{
+	struct chunk_event e = { .type = CHUNK_EV_WAIT };
+	uint64_t n = tcf_get_varint(c);
+
+	if (n > (uint64_t)(c->end - c->p))
+		return false;
+	for (uint64_t i = 0; i < n && !c->bad; i++) {
+		struct chunk_wait w = { 0 };
+
+		if (!decode_wait(r, c, base, &w))
+			return false;
+		if (c->bad)
+			break;
+		e.time_ns = w.time_ns;
+		e.thread_id = w.thread_id;
+		e.stack_id = w.stack_id;
+		e.wait = &w;
+		emit_event(r, &e);
+	}
+	return !c->bad;
+}
+
+static bool decode_lost(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_LOST };
+
+	e.count = tcf_get_varint(c);
+	e.kind = (unsigned)tcf_get_varint(c);
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+static bool decode_clock_sync(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_CLOCK_SYNC };
+
+	e.time_ns = tcf_get_varint(c);
+	e.real_ns = tcf_get_varint(c);
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+static bool decode_chunk_end(struct chunk_reader *r, struct tcf_cur *c)
+{
+	struct chunk_event e = { .type = CHUNK_EV_END };
+
+	e.kind = (unsigned)tcf_get_varint(c);
+	e.total_samples = tcf_get_varint(c);
+	e.total_blocks = tcf_get_varint(c);
+	e.time_ns = tcf_get_varint(c);
+	e.real_ns = tcf_get_varint(c);
+	e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+	if (!c->bad)
+		emit_event(r, &e);
+	return !c->bad;
+}
+
+/* One record of a known type: false if it is malformed. */
 static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur *c, uint64_t base)
 {
-	struct chunk_event e = { 0 };
-
 	switch (type) {
 	case TCF_REC_STRINGS:
 		return decode_strings(r, c);
@@ -420,146 +588,24 @@ static bool decode_record(struct chunk_reader *r, unsigned type, struct tcf_cur 
 		return decode_threads(r, c);
 	case TCF_REC_SAMPLES:
 		return decode_samples(r, c, base);
-	case TCF_REC_SAMPLE_TYPES: {
-		uint64_t n = tcf_get_varint(c);
-		uint32_t ids[2 * TCF_MAX_VALUES];
-
-		if (c->bad || n > TCF_MAX_VALUES)
-			return false;
-		for (unsigned i = 0; i < 2 * n; i++)
-			ids[i] = (uint32_t)tcf_get_varint(c);
-		if (c->bad)
-			return false;
-		/* kept as string ids: names resolve when asked, so the record
-		 * may precede or follow its strings within the chunk */
-		memcpy(r->sample_types, ids, 2 * n * sizeof(*ids));
-		r->nsample_types = (unsigned)n;
-		return true;
-	}
+	case TCF_REC_SAMPLE_TYPES:
+		return decode_sample_types(r, c);
 	case TCF_REC_INDEX:
 		return true; /* an accelerator: this reader scans */
-	case TCF_REC_META: {
-		uint64_t n = tcf_get_varint(c);
-
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			uint64_t kl = tcf_get_varint(c);
-			const uint8_t *k = tcf_get_bytes(c, kl);
-			uint64_t vl = tcf_get_varint(c);
-			const uint8_t *v = tcf_get_bytes(c, vl);
-
-			if (!k || !v)
-				return false;
-			e.type = CHUNK_EV_META;
-			e.key = arena_copy(r, k, kl);
-			e.value = arena_copy(r, v, vl);
-			emit_event(r, &e);
-		}
-		return !c->bad;
-	}
-	case TCF_REC_THREAD_EVENTS: {
-		uint64_t n = tcf_get_varint(c);
-
-		if (n > (uint64_t)(c->end - c->p))
-			return false;
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			e.type = CHUNK_EV_THREAD;
-			e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-			e.thread_id = (uint32_t)tcf_get_varint(c);
-			e.kind = (unsigned)tcf_get_varint(c);
-			e.arg = tcf_get_varint(c);
-			if (!c->bad)
-				emit_event(r, &e);
-		}
-		return !c->bad;
-	}
+	case TCF_REC_META:
+		return decode_meta(r, c);
+	case TCF_REC_THREAD_EVENTS:
+		return decode_thread_events(r, c, base);
 	case TCF_REC_PROCESS_EVENT:
-		e.type = CHUNK_EV_PROCESS;
-		e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-		e.pid = (uint32_t)tcf_get_varint(c);
-		e.kind = (unsigned)tcf_get_varint(c);
-		e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		e.signo = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		e.fault_addr = tcf_get_varint(c);
-		e.thread_id = (uint32_t)tcf_get_varint(c);
-		e.stack_id = (uint32_t)tcf_get_varint(c);
-		if (c->bad)
-			return false;
-		if (e.kind == TCF_PROC_OOM_KILL) {
-			e.count = e.fault_addr; /* the field holds the oom_kill count */
-			e.fault_addr = 0;
-		}
-		/* a death's thread and stack are defined before it, as a
-		 * sample's are */
-		if ((e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK) &&
-			(e.thread_id > r->n_threads || e.stack_id > r->n_nodes ||
-				(e.thread_id && !r->threads[e.thread_id].tid &&
-					!r->threads[e.thread_id].pid)))
-			r->rep->unknown_refs++;
-		emit_event(r, &e);
-		return true;
-	case TCF_REC_WAITS: {
-		uint64_t n = tcf_get_varint(c);
-
-		if (n > (uint64_t)(c->end - c->p))
-			return false;
-		for (uint64_t i = 0; i < n && !c->bad; i++) {
-			struct chunk_wait w = { 0 };
-			uint64_t k;
-
-			w.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
-			w.wait_ns = tcf_get_varint(c);
-			w.thread_id = (uint32_t)tcf_get_varint(c);
-			w.stack_id = (uint32_t)tcf_get_varint(c);
-			k = tcf_get_varint(c);
-			w.kind = k > TCF_WAIT_MAX ? TCF_WAIT_OTHER : (enum tcf_wait_kind)k;
-			w.flags = (uint32_t)tcf_get_varint(c);
-			w.object = tcf_get_varint(c);
-			w.what = (uint32_t)tcf_get_varint(c);
-			k = tcf_get_varint(c);
-			if (k > TCF_WAIT_MAX_OWNERS)
-				return false;
-			w.nowners = (unsigned)k;
-			for (unsigned o = 0; o < w.nowners; o++) {
-				w.owners[o].thread_id = (uint32_t)tcf_get_varint(c);
-				w.owners[o].wait_ns = tcf_get_varint(c);
-				w.owners[o].stack_id = (uint32_t)tcf_get_varint(c);
-			}
-			if (c->bad)
-				break;
-			e.type = CHUNK_EV_WAIT;
-			e.time_ns = w.time_ns;
-			e.thread_id = w.thread_id;
-			e.stack_id = w.stack_id;
-			e.wait = &w;
-			emit_event(r, &e);
-		}
-		return !c->bad;
-	}
+		return decode_process_event(r, c, base);
+	case TCF_REC_WAITS:
+		return decode_waits(r, c, base);
 	case TCF_REC_LOST:
-		e.type = CHUNK_EV_LOST;
-		e.count = tcf_get_varint(c);
-		e.kind = (unsigned)tcf_get_varint(c);
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_lost(r, c);
 	case TCF_REC_CLOCK_SYNC:
-		e.type = CHUNK_EV_CLOCK_SYNC;
-		e.time_ns = tcf_get_varint(c);
-		e.real_ns = tcf_get_varint(c);
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_clock_sync(r, c);
 	case TCF_REC_CHUNK_END:
-		e.type = CHUNK_EV_END;
-		e.kind = (unsigned)tcf_get_varint(c);
-		e.total_samples = tcf_get_varint(c);
-		e.total_blocks = tcf_get_varint(c);
-		e.time_ns = tcf_get_varint(c);
-		e.real_ns = tcf_get_varint(c);
-		e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
-		if (!c->bad)
-			emit_event(r, &e);
-		return !c->bad;
+		return decode_chunk_end(r, c);
 	}
 	return true;
 }

@@ -60,9 +60,12 @@ struct chunk_writer {
 	uint64_t base_ns;
 	bool have_base;
 	int64_t prev_rel;
-	uint32_t *last_stack; /* per thread id, this block */
-	uint32_t *last_gen;
-	size_t threads_cap;
+	/* per thread id: its last row's stack, valid while gen is this
+	 * block's gen + 1 (a new block needs no clearing) */
+	struct last_stack {
+		uint32_t stack, gen;
+	} *last;
+	size_t last_cap;
 	uint32_t gen;
 	/* the chunk */
 	uint64_t bytes, samples, block_samples, last_clock;
@@ -173,8 +176,7 @@ void chunk_writer_free(struct chunk_writer *w)
 	td_buf_free(&w->block);
 	td_buf_free(&w->scratch);
 	td_buf_free(&w->index);
-	free(w->last_stack);
-	free(w->last_gen);
+	free(w->last);
 	free(w);
 }
 
@@ -387,28 +389,23 @@ static int maybe_flush(struct chunk_writer *w)
 
 static bool same_stack(struct chunk_writer *w, uint32_t thread_id, uint32_t stack_id)
 {
-	if (thread_id >= w->threads_cap) {
-		size_t cap = w->threads_cap ? w->threads_cap : 64;
-		uint32_t *a, *g;
+	struct last_stack *l;
 
-		while (cap <= thread_id)
-			cap *= 2;
-		a = td_realloc(w->last_stack, cap * sizeof(*a));
-		if (a)
-			w->last_stack = a;
-		g = a ? td_realloc(w->last_gen, cap * sizeof(*g)) : NULL;
-		if (!a || !g) {
+	if (thread_id >= w->last_cap) {
+		size_t had = w->last_cap;
+
+		if (td_array_grow(w->last, w->last_cap, (size_t)thread_id + 1, 64) < 0) {
 			fail(w, -ENOMEM);
 			return false;
 		}
-		w->last_gen = g;
-		memset(g + w->threads_cap, 0, (cap - w->threads_cap) * sizeof(*g));
-		w->threads_cap = cap;
+		/* gen 0 is no block's: a new thread has no last stack */
+		memset(w->last + had, 0, (w->last_cap - had) * sizeof(*w->last));
 	}
-	if (w->last_gen[thread_id] == w->gen + 1 && w->last_stack[thread_id] == stack_id)
+	l = &w->last[thread_id];
+	if (l->gen == w->gen + 1 && l->stack == stack_id)
 		return true;
-	w->last_gen[thread_id] = w->gen + 1;
-	w->last_stack[thread_id] = stack_id;
+	l->gen = w->gen + 1;
+	l->stack = stack_id;
 	return false;
 }
 

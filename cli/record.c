@@ -92,6 +92,175 @@ struct front_opts {
 	char **cmd;	       /* -- CMD ARGS..., NULL-terminated; NULL if none */
 };
 
+enum {
+	OPT_MAX_CHUNK_SIZE = 1,
+	OPT_MAX_CHUNK_AGE,
+	OPT_MAX_SIZE,
+	OPT_MAX_AGE,
+	OPT_STACK_BYTES,
+	OPT_DEBUGINFO_DIR,
+	OPT_CAPTURE,
+	OPT_CACHE_DIR,
+	OPT_DEBUGINFOD,
+};
+
+static bool add_pid(struct rec_config *c, const char *arg)
+{
+	pid_t pid;
+
+	if (!td_parse_pid("--pid", arg, &pid))
+		return false;
+	for (unsigned i = 0; i < c->npids; i++)
+		if (c->pids[i] == pid) {
+			td_msg("--pid %d given twice", (int)pid);
+			return false;
+		}
+	if (c->npids == REC_MAX_PIDS) {
+		td_msg("--pid: at most %d processes", REC_MAX_PIDS);
+		return false;
+	}
+	c->pids[c->npids++] = pid;
+	return true;
+}
+
+static bool parse_mode(const char *arg, enum rec_mode *ret)
+{
+	if (!strcmp(arg, "cpu")) {
+		*ret = REC_MODE_CPU;
+	} else if (!strcmp(arg, "wall")) {
+		*ret = REC_MODE_WALL;
+	} else {
+		td_msg("--mode: '%s' is not a mode; give cpu or wall", arg);
+		return false;
+	}
+	return true;
+}
+
+static bool parse_capture(const char *arg, enum rec_capture *ret)
+{
+	if (!strcmp(arg, "auto")) {
+		*ret = REC_CAPTURE_AUTO;
+	} else if (!strcmp(arg, "perf")) {
+		*ret = REC_CAPTURE_PERF;
+	} else if (!strcmp(arg, "ptrace")) {
+		*ret = REC_CAPTURE_PTRACE;
+	} else {
+		td_msg("--capture: '%s' is not a way to capture; give auto, perf or ptrace", arg);
+		return false;
+	}
+	return true;
+}
+
+/* One option of what is sampled and how: false (and a message) if its
+ * argument is wrong. */
+static bool sampling_option(int ch, const char *arg, struct rec_config *c)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case 'p':
+		return add_pid(c, arg);
+	case 'F':
+		return parse_hz(arg, &c->hz);
+	case 'd':
+		return td_parse_duration("--duration", arg, &c->duration_ns);
+	case 'm':
+		return parse_mode(arg, &c->mode);
+	case OPT_CAPTURE:
+		return parse_capture(arg, &c->capture);
+	case OPT_STACK_BYTES:
+		if (!td_parse_size("--stack-bytes", arg, 4096, 8u << 20, &v))
+			return false;
+		c->max_window = (uint32_t)v;
+		return true;
+	}
+	return false;
+}
+
+/* One option of the repository (where, how much, how long): false (and a
+ * message) if its argument is wrong. */
+static bool repo_option(int ch, const char *arg, struct rec_config *c)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case 'r':
+		c->repo = arg;
+		return true;
+	case OPT_MAX_CHUNK_SIZE:
+		if (!td_parse_size("--max-chunk-size", arg, 64 * 1024, 1ull << 40, &v))
+			return false;
+		c->ropts.max_chunk_size = v;
+		return true;
+	case OPT_MAX_CHUNK_AGE:
+		return td_parse_duration("--max-chunk-age", arg, &c->ropts.max_chunk_age_ns);
+	case OPT_MAX_SIZE:
+		if (!td_parse_size("--max-size", arg, 128 * 1024, 1ull << 50, &v))
+			return false;
+		c->ropts.max_size = v;
+		return true;
+	case OPT_MAX_AGE:
+		return td_parse_duration("--max-age", arg, &c->ropts.max_age_ns);
+	}
+	return false;
+}
+
+/* One option of where names come from (debuginfo), or of the front end
+ * itself: false (and a message) if its argument is wrong. */
+static bool front_option(int ch, const char *arg, struct rec_config *c, struct front_opts *f)
+{
+	switch (ch) {
+	case OPT_DEBUGINFO_DIR:
+		if (arg[0] != '/') {
+			td_msg("--debuginfo-dir: '%s' is not an absolute path; give one", arg);
+			return false;
+		}
+		c->debuginfo_dir = arg;
+		return true;
+	case OPT_CACHE_DIR:
+		f->cache_dir = arg;
+		return true;
+	case OPT_DEBUGINFOD:
+		f->debuginfod = true;
+		return true;
+	case 'q':
+		f->quiet = true;
+		return true;
+	}
+	return false;
+}
+
+/* What the options say together, once all are read: the targets (--pid
+ * or a command, one of the two) and the repository's two sizes. */
+static bool check_config(int argc, char **argv, struct rec_config *c, struct front_opts *f)
+{
+	uint64_t chunk = c->ropts.max_chunk_size ? c->ropts.max_chunk_size : 16u << 20;
+	uint64_t total = c->ropts.max_size ? c->ropts.max_size : 1ull << 30;
+
+	if (optind < argc) {
+		if (c->npids) {
+			td_msg("record: give --pid or a command, not both (a command is recorded "
+			       "from its start; see tracerd record --help)");
+			return false;
+		}
+		f->cmd = argv + optind;
+		c->npids = 1; /* its pid comes once it is started */
+	}
+	if (!c->npids) {
+		td_msg("record: --pid PID or a command (-- CMD ARGS...) is required; see tracerd "
+		       "record --help");
+		return false;
+	}
+	if (total < 2 * chunk) {
+		td_msg("--max-size must be at least twice --max-chunk-size (%llu bytes)",
+			(unsigned long long)(2 * chunk));
+		return false;
+	}
+	return true;
+}
+
+/* The command line into *c and *f: 0 to go on, -1 once --help is shown,
+ * else the exit status of a usage error. */
 static int parse(int argc, char **argv, struct rec_config *c, struct front_opts *f)
 {
 	static const struct option opts[] = {
@@ -99,21 +268,20 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "repo", required_argument, NULL, 'r' },
-		{ "max-chunk-size", required_argument, NULL, 1 },
-		{ "max-chunk-age", required_argument, NULL, 2 },
-		{ "max-size", required_argument, NULL, 3 },
-		{ "max-age", required_argument, NULL, 4 },
-		{ "stack-bytes", required_argument, NULL, 5 },
-		{ "debuginfo-dir", required_argument, NULL, 6 },
+		{ "max-chunk-size", required_argument, NULL, OPT_MAX_CHUNK_SIZE },
+		{ "max-chunk-age", required_argument, NULL, OPT_MAX_CHUNK_AGE },
+		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+		{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+		{ "debuginfo-dir", required_argument, NULL, OPT_DEBUGINFO_DIR },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "mode", required_argument, NULL, 'm' },
-		{ "capture", required_argument, NULL, 7 },
-		{ "cache-dir", required_argument, NULL, 8 },
-		{ "debuginfod", no_argument, NULL, 9 },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
+		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t v;
 	int ch;
 
 	*c = (struct rec_config){ .hz = 99, .repo = "tracerd-repo", .max_window = 64 * 1024 };
@@ -122,98 +290,29 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 	/* "+": options end at the command's name, so that its own options
 	 * stay its own even without "--" */
 	while ((ch = getopt_long(argc, argv, "+:p:F:d:r:m:qh", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'p': {
-			pid_t pid;
+		bool ok;
 
-			if (!td_parse_pid("--pid", optarg, &pid))
-				return TD_EXIT_USAGE;
-			for (unsigned i = 0; i < c->npids; i++)
-				if (c->pids[i] == pid) {
-					td_msg("--pid %d given twice", (int)pid);
-					return TD_EXIT_USAGE;
-				}
-			if (c->npids == REC_MAX_PIDS) {
-				td_msg("--pid: at most %d processes", REC_MAX_PIDS);
-				return TD_EXIT_USAGE;
-			}
-			c->pids[c->npids++] = pid;
-			break;
-		}
+		switch (ch) {
+		case 'p':
 		case 'F':
-			if (!parse_hz(optarg, &c->hz))
-				return TD_EXIT_USAGE;
-			break;
 		case 'd':
-			if (!td_parse_duration("--duration", optarg, &c->duration_ns))
-				return TD_EXIT_USAGE;
+		case 'm':
+		case OPT_CAPTURE:
+		case OPT_STACK_BYTES:
+			ok = sampling_option(ch, optarg, c);
 			break;
 		case 'r':
-			c->repo = optarg;
+		case OPT_MAX_CHUNK_SIZE:
+		case OPT_MAX_CHUNK_AGE:
+		case OPT_MAX_SIZE:
+		case OPT_MAX_AGE:
+			ok = repo_option(ch, optarg, c);
 			break;
-		case 1:
-			if (!td_parse_size("--max-chunk-size", optarg, 64 * 1024, 1ull << 40, &v))
-				return TD_EXIT_USAGE;
-			c->ropts.max_chunk_size = v;
-			break;
-		case 2:
-			if (!td_parse_duration("--max-chunk-age", optarg, &c->ropts.max_chunk_age_ns))
-				return TD_EXIT_USAGE;
-			break;
-		case 3:
-			if (!td_parse_size("--max-size", optarg, 128 * 1024, 1ull << 50, &v))
-				return TD_EXIT_USAGE;
-			c->ropts.max_size = v;
-			break;
-		case 4:
-			if (!td_parse_duration("--max-age", optarg, &c->ropts.max_age_ns))
-				return TD_EXIT_USAGE;
-			break;
-		case 5:
-			if (!td_parse_size("--stack-bytes", optarg, 4096, 8u << 20, &v))
-				return TD_EXIT_USAGE;
-			c->max_window = (uint32_t)v;
-			break;
-		case 6:
-			if (optarg[0] != '/') {
-				td_msg("--debuginfo-dir: '%s' is not an absolute path; give one",
-					optarg);
-				return TD_EXIT_USAGE;
-			}
-			c->debuginfo_dir = optarg;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "cpu")) {
-				c->mode = REC_MODE_CPU;
-			} else if (!strcmp(optarg, "wall")) {
-				c->mode = REC_MODE_WALL;
-			} else {
-				td_msg("--mode: '%s' is not a mode; give cpu or wall", optarg);
-				return TD_EXIT_USAGE;
-			}
-			break;
-		case 7:
-			if (!strcmp(optarg, "auto")) {
-				c->capture = REC_CAPTURE_AUTO;
-			} else if (!strcmp(optarg, "perf")) {
-				c->capture = REC_CAPTURE_PERF;
-			} else if (!strcmp(optarg, "ptrace")) {
-				c->capture = REC_CAPTURE_PTRACE;
-			} else {
-				td_msg("--capture: '%s' is not a way to capture; give auto, perf or "
-				       "ptrace",
-					optarg);
-				return TD_EXIT_USAGE;
-			}
-			break;
-		case 8:
-			f->cache_dir = optarg;
-			break;
-		case 9:
-			f->debuginfod = true;
-			break;
+		case OPT_DEBUGINFO_DIR:
+		case OPT_CACHE_DIR:
+		case OPT_DEBUGINFOD:
 		case 'q':
-			f->quiet = true;
+			ok = front_option(ch, optarg, c, f);
 			break;
 		case 'h':
 			usage(stdout);
@@ -221,31 +320,11 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		default:
 			return td_bad_option("record", ch, argv);
 		}
-	}
-	if (optind < argc) {
-		if (c->npids) {
-			td_msg("record: give --pid or a command, not both (a command is recorded "
-			       "from its start; see tracerd record --help)");
+		if (!ok)
 			return TD_EXIT_USAGE;
-		}
-		f->cmd = argv + optind;
-		c->npids = 1; /* its pid comes once it is started */
 	}
-	if (!c->npids) {
-		td_msg("record: --pid PID or a command (-- CMD ARGS...) is required; see tracerd "
-		       "record --help");
+	if (!check_config(argc, argv, c, f))
 		return TD_EXIT_USAGE;
-	}
-	{
-		uint64_t chunk = c->ropts.max_chunk_size ? c->ropts.max_chunk_size : 16u << 20;
-		uint64_t total = c->ropts.max_size ? c->ropts.max_size : 1ull << 30;
-
-		if (total < 2 * chunk) {
-			td_msg("--max-size must be at least twice --max-chunk-size (%llu bytes)",
-				(unsigned long long)(2 * chunk));
-			return TD_EXIT_USAGE;
-		}
-	}
 	/* as perf record --call-graph dwarf: each copy is made in the target's own
 	 * interrupt (perf capture), and grows where the stacks need more */
 	c->first_window = c->max_window < 8192 ? c->max_window : 8192;

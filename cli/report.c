@@ -1,4 +1,9 @@
-/* tracerd report [PATH]...: the command line of the report stage. */
+/* tracerd report [PATH]...: the command line of the report stage.  Parses
+ * the options (which samples apart from how they are shown), loads the
+ * inputs through report/, and writes the chosen format to stdout or to
+ * -o's file, which is replaced whole or not at all.  What each format
+ * holds is report/'s to decide; the words of every error and the exit
+ * status are this file's. */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -144,145 +149,232 @@ static bool parse_time(const char *opt, const char *s, int64_t *ret)
 	return true;
 }
 
-int cmd_report(int argc, char **argv)
+/* What the command line asks for.  borrows: every string (argv's). */
+struct report_args {
+	struct rp_filter f;
+	const char *format, *output;
+	const char *const *paths; /* the inputs: argv's, or the default repository */
+	unsigned npaths;
+	enum rp_by by;
+	unsigned limit;
+	double min_percent;
+	bool per_thread, json;
+};
+
+enum {
+	OPT_FROM = 1,
+	OPT_TO,
+	OPT_PID,
+	OPT_TID,
+	OPT_THREAD,
+	OPT_STATE,
+	OPT_BY,
+	OPT_LIMIT,
+	OPT_MIN_PERCENT,
+	OPT_PER_THREAD,
+	OPT_JSON,
+};
+
+static const char *const formats[] = { "top", "tree", "folded", "threads", "info", "pprof",
+	"speedscope", "html", "waits" };
+
+/* --state: false (and a message) if arg names no state. */
+static bool parse_state(const char *arg, int *ret)
+{
+	static const char *const states[] = { "on-cpu", "runnable", "sleeping", "disk",
+		"stopped", "dead" };
+
+	for (int i = 0; i < (int)TD_ARRAY_SIZE(states); i++)
+		if (!strcmp(arg, states[i])) {
+			*ret = i;
+			return true;
+		}
+	td_msg("--state: '%s' is not a state; give on-cpu, runnable, sleeping, disk or stopped",
+		arg);
+	return false;
+}
+
+static bool parse_by(const char *arg, enum rp_by *ret)
+{
+	if (!strcmp(arg, "function"))
+		*ret = RP_BY_FUNCTION;
+	else if (!strcmp(arg, "line"))
+		*ret = RP_BY_LINE;
+	else if (!strcmp(arg, "module"))
+		*ret = RP_BY_MODULE;
+	else {
+		td_msg("--by: give function, line or module, not '%s'", arg);
+		return false;
+	}
+	return true;
+}
+
+/* One option of the filter (which samples): false (and a message) if its
+ * argument is wrong. */
+static bool filter_option(int c, const char *arg, struct rp_filter *f)
+{
+	pid_t id;
+
+	switch (c) {
+	case OPT_FROM:
+		return parse_time("--from", arg, &f->from_ns);
+	case OPT_TO:
+		return parse_time("--to", arg, &f->to_ns);
+	case OPT_PID:
+		if (f->npids == 16 || !td_parse_pid("--pid", arg, &id))
+			return false;
+		f->pids[f->npids++] = (uint32_t)id;
+		return true;
+	case OPT_TID:
+		if (f->ntids == 64 || !td_parse_pid("--tid", arg, &id))
+			return false;
+		f->tids[f->ntids++] = (uint32_t)id;
+		return true;
+	case OPT_THREAD:
+		f->thread_glob = arg;
+		return true;
+	case OPT_STATE:
+		return parse_state(arg, &f->state);
+	}
+	return false;
+}
+
+/* One option of the output (how it is shown): false (and a message) if
+ * its argument is wrong. */
+static bool output_option(int c, const char *arg, struct report_args *a)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'f':
+		a->format = arg;
+		return true;
+	case 'o':
+		a->output = arg;
+		return true;
+	case OPT_BY:
+		return parse_by(arg, &a->by);
+	case OPT_LIMIT:
+		if (!td_parse_size("--limit", arg, 0, 1000000, &v))
+			return false;
+		a->limit = (unsigned)v;
+		return true;
+	case OPT_MIN_PERCENT:
+		a->min_percent = atof(arg);
+		if (a->min_percent < 0 || a->min_percent > 100) {
+			td_msg("--min-percent: give 0 to 100, not '%s'", arg);
+			return false;
+		}
+		return true;
+	case OPT_PER_THREAD:
+		a->per_thread = true;
+		return true;
+	case OPT_JSON:
+		a->json = true;
+		return true;
+	}
+	return false;
+}
+
+/* The options that only make sense together, checked once all are read. */
+static bool check_format(const struct report_args *a)
+{
+	size_t i;
+
+	for (i = 0; i < TD_ARRAY_SIZE(formats) && strcmp(a->format, formats[i]); i++)
+		;
+	if (i == TD_ARRAY_SIZE(formats)) {
+		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof, "
+		       "speedscope, html, waits",
+			a->format);
+		return false;
+	}
+	if (a->json && strcmp(a->format, "waits")) {
+		td_msg("--json goes with --format waits");
+		return false;
+	}
+	if (!strcmp(a->format, "pprof") && !a->output && isatty(STDOUT_FILENO)) {
+		td_msg("--format pprof writes gzip'ed protobuf: give -o FILE.pb.gz");
+		return false;
+	}
+	return true;
+}
+
+/* The command line into *a: 0 to go on, -1 once --help is shown, else the
+ * exit status of a usage error. */
+static int parse(int argc, char **argv, struct report_args *a)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "from", required_argument, NULL, 1 },
-		{ "to", required_argument, NULL, 2 },
-		{ "pid", required_argument, NULL, 3 },
-		{ "tid", required_argument, NULL, 4 },
-		{ "thread", required_argument, NULL, 5 },
-		{ "state", required_argument, NULL, 6 },
-		{ "by", required_argument, NULL, 7 },
-		{ "limit", required_argument, NULL, 8 },
-		{ "min-percent", required_argument, NULL, 9 },
-		{ "per-thread", no_argument, NULL, 10 },
-		{ "json", no_argument, NULL, 11 },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "tid", required_argument, NULL, OPT_TID },
+		{ "thread", required_argument, NULL, OPT_THREAD },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "by", required_argument, NULL, OPT_BY },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "min-percent", required_argument, NULL, OPT_MIN_PERCENT },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static const char *const states[] = { "on-cpu", "runnable", "sleeping", "disk", "stopped",
-		"dead" };
-	struct rp_filter f = { .state = -1 };
-	struct rp_load_report rep;
-	struct rp_profile *p = NULL;
-	const char *format = "top", *output = NULL, *bad = NULL;
-	const char *def[] = { "tracerd-repo" };
-	enum rp_by by = RP_BY_FUNCTION;
-	unsigned limit = 30;
-	double min_percent = 0.5;
-	bool per_thread = false, json = false;
-	FILE *out;
-	struct output o;
-	uint64_t v;
-	pid_t id;
-	int c, r, w;
+	static const char *const def[] = { "tracerd-repo" };
+	int c;
 
+	*a = (struct report_args){ .f = { .state = -1 }, .format = "top", .by = RP_BY_FUNCTION,
+		.limit = 30, .min_percent = 0.5 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
+		bool ok;
+
 		switch (c) {
+		case OPT_FROM:
+		case OPT_TO:
+		case OPT_PID:
+		case OPT_TID:
+		case OPT_THREAD:
+		case OPT_STATE:
+			ok = filter_option(c, optarg, &a->f);
+			break;
 		case 'f':
-			format = optarg;
-			break;
 		case 'o':
-			output = optarg;
-			break;
-		case 1:
-			if (!parse_time("--from", optarg, &f.from_ns))
-				return TD_EXIT_USAGE;
-			break;
-		case 2:
-			if (!parse_time("--to", optarg, &f.to_ns))
-				return TD_EXIT_USAGE;
-			break;
-		case 3:
-			if (f.npids == 16 || !td_parse_pid("--pid", optarg, &id))
-				return TD_EXIT_USAGE;
-			f.pids[f.npids++] = (uint32_t)id;
-			break;
-		case 4:
-			if (f.ntids == 64 || !td_parse_pid("--tid", optarg, &id))
-				return TD_EXIT_USAGE;
-			f.tids[f.ntids++] = (uint32_t)id;
-			break;
-		case 5:
-			f.thread_glob = optarg;
-			break;
-		case 6:
-			for (f.state = 0; f.state < 6 && strcmp(optarg, states[f.state]); f.state++)
-				;
-			if (f.state == 6) {
-				td_msg("--state: '%s' is not a state; give on-cpu, runnable, sleeping, "
-				       "disk or stopped",
-					optarg);
-				return TD_EXIT_USAGE;
-			}
-			break;
-		case 7:
-			if (!strcmp(optarg, "function"))
-				by = RP_BY_FUNCTION;
-			else if (!strcmp(optarg, "line"))
-				by = RP_BY_LINE;
-			else if (!strcmp(optarg, "module"))
-				by = RP_BY_MODULE;
-			else {
-				td_msg("--by: give function, line or module, not '%s'", optarg);
-				return TD_EXIT_USAGE;
-			}
-			break;
-		case 8:
-			if (!td_parse_size("--limit", optarg, 0, 1000000, &v))
-				return TD_EXIT_USAGE;
-			limit = (unsigned)v;
-			break;
-		case 9:
-			min_percent = atof(optarg);
-			if (min_percent < 0 || min_percent > 100) {
-				td_msg("--min-percent: give 0 to 100, not '%s'", optarg);
-				return TD_EXIT_USAGE;
-			}
-			break;
-		case 10:
-			per_thread = true;
-			break;
-		case 11:
-			json = true;
+		case OPT_BY:
+		case OPT_LIMIT:
+		case OPT_MIN_PERCENT:
+		case OPT_PER_THREAD:
+		case OPT_JSON:
+			ok = output_option(c, optarg, a);
 			break;
 		case 'h':
 			usage(stdout);
-			return TD_EXIT_OK;
+			return -1;
 		default:
 			return td_bad_option("report", c, argv);
 		}
+		if (!ok)
+			return TD_EXIT_USAGE;
 	}
-	if (strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "folded") &&
-		strcmp(format, "threads") && strcmp(format, "info") && strcmp(format, "pprof") &&
-		strcmp(format, "speedscope") && strcmp(format, "html") && strcmp(format, "waits")) {
-		td_msg("--format: '%s' is not one of top, tree, folded, threads, info, pprof, "
-		       "speedscope, html, waits",
-			format);
+	if (!check_format(a))
 		return TD_EXIT_USAGE;
+	a->f.time_order = !strcmp(a->format, "speedscope");
+	a->f.addresses = !strcmp(a->format, "pprof");
+	if (optind < argc) {
+		a->paths = (const char *const *)argv + optind;
+		a->npaths = (unsigned)(argc - optind);
+	} else {
+		a->paths = def;
+		a->npaths = 1;
 	}
-	if (json && strcmp(format, "waits")) {
-		td_msg("--json goes with --format waits");
-		return TD_EXIT_USAGE;
-	}
-	if (!strcmp(format, "pprof") && !output && isatty(STDOUT_FILENO)) {
-		td_msg("--format pprof writes gzip'ed protobuf: give -o FILE.pb.gz");
-		return TD_EXIT_USAGE;
-	}
-	f.time_order = !strcmp(format, "speedscope");
-	f.addresses = !strcmp(format, "pprof");
-	r = optind < argc ? rp_load((const char *const *)argv + optind,
-				    (unsigned)(argc - optind), &f, &p, &rep, &bad) :
-			    rp_load(def, 1, &f, &p, &rep, &bad);
-	if (!bad)
-		bad = optind < argc ? argv[optind] : def[0];
+	return 0;
+}
+
+/* What a failed load says, and its exit status. */
+static int load_failed(int r, const char *bad)
+{
 	switch (r) {
-	case 0:
-		break;
 	case -ENOENT:
 		td_msg("report: %s: No such file or directory; give a chunk file, a snapshot or a "
 		       "repository (default ./tracerd-repo)",
@@ -305,38 +397,60 @@ int cmd_report(int argc, char **argv)
 		td_msg("report: cannot read %s: %s", bad, td_strerror(r));
 		return TD_EXIT_IO;
 	}
+}
+
+/* The report in a's format: 0 or -errno (-EIO: a write failed). */
+static int write_report(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep,
+	const struct report_args *a)
+{
+	if (!strcmp(a->format, "top"))
+		return rp_top(out, p, a->by, a->limit);
+	if (!strcmp(a->format, "tree"))
+		return rp_tree(out, p, a->min_percent);
+	if (!strcmp(a->format, "folded"))
+		return rp_folded(out, p, a->per_thread);
+	if (!strcmp(a->format, "threads"))
+		return rp_threads(out, p);
+	if (!strcmp(a->format, "pprof"))
+		return rp_pprof(out, p);
+	if (!strcmp(a->format, "speedscope"))
+		return rp_speedscope(out, p);
+	if (!strcmp(a->format, "html"))
+		return rp_html(out, p);
+	if (!strcmp(a->format, "waits"))
+		return rp_waits(out, p, a->limit, a->json);
+	return rp_info(out, p, rep);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a;
+	struct rp_load_report rep;
+	struct rp_profile *p = NULL;
+	const char *bad = NULL;
+	struct output o;
+	int r, w;
+
+	r = parse(argc, argv, &a);
+	if (r)
+		return r < 0 ? TD_EXIT_OK : r;
+	r = rp_load(a.paths, a.npaths, &a.f, &p, &rep, &bad);
+	if (r < 0)
+		return load_failed(r, bad ? bad : a.paths[0]);
 	if (rep.warning[0])
 		td_msg("report: warning: %s", rep.warning);
-	if ((r = output_open(&o, output)) < 0) {
-		td_msg("report: cannot write %s: %s; choose another -o", output, td_strerror(r));
+	if ((r = output_open(&o, a.output)) < 0) {
+		td_msg("report: cannot write %s: %s; choose another -o", a.output, td_strerror(r));
 		rp_free(p);
 		return TD_EXIT_IO;
 	}
-	out = o.f;
 	errno = 0; /* so that a failed write's errno is the writer's */
-	if (!strcmp(format, "top"))
-		r = rp_top(out, p, by, limit);
-	else if (!strcmp(format, "tree"))
-		r = rp_tree(out, p, min_percent);
-	else if (!strcmp(format, "folded"))
-		r = rp_folded(out, p, per_thread);
-	else if (!strcmp(format, "threads"))
-		r = rp_threads(out, p);
-	else if (!strcmp(format, "pprof"))
-		r = rp_pprof(out, p);
-	else if (!strcmp(format, "speedscope"))
-		r = rp_speedscope(out, p);
-	else if (!strcmp(format, "html"))
-		r = rp_html(out, p);
-	else if (!strcmp(format, "waits"))
-		r = rp_waits(out, p, limit, json);
-	else
-		r = rp_info(out, p, &rep);
+	r = write_report(o.f, p, &rep, &a);
 	w = output_close(&o, r == 0);
 	rp_free(p);
 	if (w < 0) {
 		td_msg("report: cannot write %s: %s; free space or choose another -o",
-			output ? output : "the standard output", td_strerror(w));
+			a.output ? a.output : "the standard output", td_strerror(w));
 		return TD_EXIT_IO;
 	}
 	if (r < 0) {

@@ -30,27 +30,15 @@ int td_array_reserve(void **items, size_t *cap, size_t need, size_t size, size_t
 
 bool td_buf_reserve(struct td_buf *b, size_t more)
 {
-	size_t cap;
-	uint8_t *n;
-
 	if (b->failed)
 		return false;
 	if (more <= b->cap - b->len)
 		return true;
-	if (b->fixed || b->len > SIZE_MAX / 4 || more > SIZE_MAX / 4 - b->len) {
+	if (b->fixed || b->len > SIZE_MAX / 4 || more > SIZE_MAX / 4 - b->len ||
+		td_array_grow(b->p, b->cap, b->len + more, 256) < 0) {
 		b->failed = true;
 		return false;
 	}
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + more)
-		cap *= 2;
-	n = td_realloc(b->p, cap);
-	if (!n) {
-		b->failed = true;
-		return false;
-	}
-	b->p = n;
-	b->cap = cap;
 	return true;
 }
 

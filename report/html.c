@@ -400,15 +400,8 @@ static void wtree_free(struct wtree *T)
 /* A node under parent for func: its index, or -ENOMEM. */
 static long wtree_add(struct wtree *T, uint32_t parent, uint32_t func)
 {
-	if (T->n == T->cap) {
-		size_t c = T->cap ? 2 * T->cap : 256;
-		struct rp_node *n = realloc(T->nodes, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		T->nodes = n;
-		T->cap = c;
-	}
+	if (td_array_grow(T->nodes, T->cap, T->n + 1, 256) < 0)
+		return -ENOMEM;
 	T->nodes[T->n] = (struct rp_node){ .parent = parent, .frame = func };
 	return (long)T->n++;
 }
@@ -416,16 +409,7 @@ static long wtree_add(struct wtree *T, uint32_t parent, uint32_t func)
 /* A func named name (taken, freed here on failure): its index, or -ENOMEM. */
 static long wtree_name(struct wtree *T, char *name)
 {
-	if (name && T->nnames == T->capnames) {
-		size_t c = T->capnames ? 2 * T->capnames : 32;
-		char **n = realloc(T->names, c * sizeof(*n));
-
-		if (n) {
-			T->names = n;
-			T->capnames = c;
-		}
-	}
-	if (!name || T->nnames == T->capnames) {
+	if (!name || td_array_grow(T->names, T->capnames, T->nnames + 1, 32) < 0) {
 		free(name);
 		return -ENOMEM;
 	}
@@ -443,15 +427,8 @@ static long wtree_node(struct wtree *T, const struct rp_profile *p, const uint32
 
 	/* up to the nearest node already made (at worst the root of all) */
 	while (!td_map_get(&T->index, (uint64_t)f << 32 | kind, &v)) {
-		if (d == T->cappath) {
-			size_t c = T->cappath ? 2 * T->cappath : 64;
-			uint32_t *n = realloc(T->path, c * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			T->path = n;
-			T->cappath = c;
-		}
+		if (td_array_grow(T->path, T->cappath, d + 1, 64) < 0)
+			return -ENOMEM;
 		T->path[d++] = f;
 		if (!f) {
 			v = 0;

@@ -21,18 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define GROW(arr, n, cap)                                                         \
-	do {                                                                      \
-		if ((n) == (cap)) {                                               \
-			size_t c_ = (cap) ? (cap) * 2 : 256;                      \
-			void *p_ = realloc((arr), c_ * sizeof(*(arr)));           \
-			if (!p_)                                                  \
-				return 0;                                         \
-			(arr) = p_;                                               \
-			(cap) = c_;                                               \
-		}                                                                 \
-	} while (0)
-
 const char *rp_str(const struct rp_profile *p, uint32_t id)
 {
 	return id && id < p->nstrs ? p->strs[id] : NULL;
@@ -56,7 +44,8 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 	if (!s)
 		return 0;
 	if (!p->nstrs) {
-		GROW(p->strs, p->nstrs, p->capstrs);
+		if (td_array_grow(p->strs, p->capstrs, 1, 256) < 0)
+			return 0;
 		p->strs[p->nstrs++] = NULL; /* id 0 */
 	}
 	/* the map holds hash -> id; equal hashes of different strings are
@@ -65,7 +54,8 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 	while (td_map_find_next(&p->str_index, h, &cur, &id))
 		if (!strcmp(p->strs[id], s))
 			return (uint32_t)id;
-	GROW(p->strs, p->nstrs, p->capstrs);
+	if (td_array_grow(p->strs, p->capstrs, p->nstrs + 1, 256) < 0)
+		return 0;
 	p->strs[p->nstrs] = strdup(s);
 	if (!p->strs[p->nstrs] || td_map_add(&p->str_index, h, p->nstrs) < 0)
 		return 0;
@@ -83,10 +73,12 @@ static uint32_t frame_id(struct rp_profile *p, const struct rp_frame *f)
 		if (!memcmp(&p->frames[id], f, sizeof(*f)))
 			return (uint32_t)id;
 	if (!p->nframes) {
-		GROW(p->frames, p->nframes, p->capframes);
+		if (td_array_grow(p->frames, p->capframes, 1, 256) < 0)
+			return 0;
 		memset(&p->frames[p->nframes++], 0, sizeof(*p->frames));
 	}
-	GROW(p->frames, p->nframes, p->capframes);
+	if (td_array_grow(p->frames, p->capframes, p->nframes + 1, 256) < 0)
+		return 0;
 	p->frames[p->nframes] = *f;
 	if (td_map_add(&p->frame_index, h, p->nframes) < 0)
 		return 0;
@@ -101,7 +93,8 @@ static uint32_t node_id(struct rp_profile *p, uint32_t parent, uint32_t frame)
 		return 0;
 	if (*v)
 		return (uint32_t)*v;
-	GROW(p->nodes, p->nnodes, p->capnodes);
+	if (td_array_grow(p->nodes, p->capnodes, p->nnodes + 1, 256) < 0)
+		return 0;
 	p->nodes[p->nnodes] = (struct rp_node){ .parent = parent, .frame = frame };
 	*v = p->nnodes;
 	return (uint32_t)p->nnodes++;
@@ -144,16 +137,12 @@ static const char *basename_of(const char *path)
 /* Remember a module's full path and build-id the first time it is seen. */
 static void note_module(struct rp_profile *p, uint32_t name, const struct chunk_map_info *m)
 {
-	struct rp_module *n;
 	uint64_t *slot;
 	char hex[129];
 
-	if (td_map_upsert(&p->module_index, name, &slot) < 0 || *slot)
+	if (td_map_upsert(&p->module_index, name, &slot) < 0 || *slot ||
+		td_array_grow(p->modules, p->capmodules, p->nmodules + 1, 0) < 0)
 		return;
-	n = realloc(p->modules, (p->nmodules + 1) * sizeof(*n));
-	if (!n)
-		return;
-	p->modules = n;
 	for (unsigned i = 0; i < m->build_id_len && i < 64; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
 	hex[2 * (m->build_id_len < 64 ? m->build_id_len : 64)] = '\0';
@@ -239,24 +228,12 @@ static void function_of(struct load *L, struct chunk_reader *r, uint32_t id, str
 		} else {
 			v.func = intern(L->p, "[unknown]");
 		}
-		if (L->nfcache == L->capfcache) {
-			size_t c = L->capfcache ? L->capfcache * 2 : 256;
-			struct rp_fcache *n = realloc(L->fcache, c * sizeof(*n));
-
-			if (!n) {
-				L->oom = true;
-				goto out;
-			}
-			L->fcache = n;
-			L->capfcache = c;
-		}
-		if (td_map_set(&L->func_cache, id, L->nfcache + 1) < 0) {
+		if (td_array_grow(L->fcache, L->capfcache, L->nfcache + 1, 256) < 0 ||
+			td_map_set(&L->func_cache, id, L->nfcache + 1) < 0)
 			L->oom = true;
-			goto out;
-		}
-		L->fcache[L->nfcache++] = v;
+		else
+			L->fcache[L->nfcache++] = v;
 	}
-out:
 	fr->func = v.func;
 	fr->file = v.file;
 	fr->start_line = v.start_line;
@@ -320,15 +297,8 @@ static struct rp_thread *thread_of(struct load *L, struct chunk_reader *r, uint3
 	if (td_map_upsert(&p->thread_index, (uint64_t)t.pid << 32 | t.tid, &slot) < 0)
 		return NULL;
 	if (!*slot) {
-		if (p->nthreads == p->capthreads) {
-			size_t c = p->capthreads ? p->capthreads * 2 : 64;
-			struct rp_thread *n = realloc(p->threads, c * sizeof(*n));
-
-			if (!n)
-				return NULL;
-			p->threads = n;
-			p->capthreads = c;
-		}
+		if (td_array_grow(p->threads, p->capthreads, p->nthreads + 1, 64) < 0)
+			return NULL;
 		p->threads[p->nthreads] = (struct rp_thread){ .pid = t.pid, .tid = t.tid,
 			.name = intern(p, t.name) };
 		*slot = ++p->nthreads;
@@ -470,16 +440,9 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 		    RP_TN_KEY((uint64_t)(t - p->threads), s->state & 7, node), &tn) >= 0)
 		(*tn)++;
 	if (L->f->time_order) {
-		if (p->nseq == p->capseq) {
-			size_t c = p->capseq ? p->capseq * 2 : 4096;
-			struct rp_seq *n = realloc(p->seq, c * sizeof(*n));
-
-			if (!n) {
-				L->oom = true;
-				return 1; /* stop reading */
-			}
-			p->seq = n;
-			p->capseq = c;
+		if (td_array_grow(p->seq, p->capseq, p->nseq + 1, 4096) < 0) {
+			L->oom = true;
+			return 1; /* stop reading */
 		}
 		p->seq[p->nseq++] = (struct rp_seq){ real, (uint32_t)(t - p->threads), node };
 	}
@@ -496,18 +459,10 @@ static int add_death_stack(struct load *L, struct chunk_reader *r, const struct 
 	uint32_t flags)
 {
 	struct rp_profile *p = L->p;
-	struct rp_death_stack *d;
 	struct chunk_thread t;
 
-	if (p->ndstacks == p->capdstacks) {
-		size_t c = p->capdstacks ? 2 * p->capdstacks : 64;
-
-		d = realloc(p->dstacks, c * sizeof(*d));
-		if (!d)
-			return -1;
-		p->dstacks = d;
-		p->capdstacks = c;
-	}
+	if (td_array_grow(p->dstacks, p->capdstacks, p->ndstacks + 1, 64) < 0)
+		return -1;
 	if (!chunk_reader_thread(r, e->thread_id, &t))
 		t = (struct chunk_thread){ 0, e->pid, NULL };
 	p->dstacks[p->ndstacks++] = (struct rp_death_stack){ .pid = e->pid, .tid = t.tid,
@@ -546,20 +501,15 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 			if (add_death_stack(L, r, e, (uint32_t)e->status & ~RP_DEATH_FROM_CRASH) < 0)
 				return -1;
 		} else if (e->kind == TCF_PROC_OOM_KILL) {
-			struct rp_oom *o = realloc(p->ooms, (p->nooms + 1) * sizeof(*o));
-
-			if (!o)
+			if (td_array_grow(p->ooms, p->capooms, p->nooms + 1, 0) < 0)
 				return -1;
-			p->ooms = o;
 			p->ooms[p->nooms++] = (struct rp_oom){ e->pid, e->count,
 				real_of(r, e->time_ns) };
 		} else if (e->kind == TCF_PROC_CRASH) {
-			struct rp_crash *c = realloc(p->crashes, (p->ncrashes + 1) * sizeof(*c));
 			const struct rp_death_stack *d;
 
-			if (!c)
+			if (td_array_grow(p->crashes, p->capcrashes, p->ncrashes + 1, 0) < 0)
 				return -1;
-			p->crashes = c;
 			/* also the death section's, for recordings without death
 			 * stacks */
 			if (add_death_stack(L, r, e, TCF_DEATH_FAULTING | RP_DEATH_FROM_CRASH) < 0)
@@ -569,11 +519,8 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 				.thread_name = d->name, .node = d->node, .signo = e->signo,
 				.addr = e->fault_addr, .real_ns = d->real_ns };
 		} else if (e->kind == TCF_PROC_EXIT) {
-			struct rp_exit *x = realloc(p->exits, (p->nexits + 1) * sizeof(*x));
-
-			if (!x)
+			if (td_array_grow(p->exits, p->capexits, p->nexits + 1, 0) < 0)
 				return -1;
-			p->exits = x;
 			p->exits[p->nexits++] = (struct rp_exit){ e->pid, e->status, e->signo,
 				real_of(r, e->time_ns) };
 		} else if (e->kind == TCF_PROC_EXEC && pid_wanted(L, e->pid)) {
@@ -647,16 +594,9 @@ static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wa
 	if (*slot) {
 		e = &p->waits[*slot - 1];
 	} else {
-		if (p->nwaits == p->capwaits) {
-			size_t c = p->capwaits ? 2 * p->capwaits : 256;
-			struct rp_wait *n = realloc(p->waits, c * sizeof(*n));
-
-			if (!n) {
-				L->oom = true;
-				return 1;
-			}
-			p->waits = n;
-			p->capwaits = c;
+		if (td_array_grow(p->waits, p->capwaits, p->nwaits + 1, 256) < 0) {
+			L->oom = true;
+			return 1;
 		}
 		e = &p->waits[p->nwaits++];
 		*e = (struct rp_wait){ .thread = (uint32_t)(t - p->threads), .kind = w->kind,
@@ -686,16 +626,9 @@ static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wa
 		for (k = e->owner0; k && p->wowners[k - 1].thread != oi; k = p->wowners[k - 1].next)
 			;
 		if (!k) {
-			if (p->nwowners == p->capwowners) {
-				size_t c = p->capwowners ? 2 * p->capwowners : 256;
-				struct rp_wait_owner *n = realloc(p->wowners, c * sizeof(*n));
-
-				if (!n) {
-					L->oom = true;
-					return 1;
-				}
-				p->wowners = n;
-				p->capwowners = c;
+			if (td_array_grow(p->wowners, p->capwowners, p->nwowners + 1, 256) < 0) {
+				L->oom = true;
+				return 1;
 			}
 			p->wowners[p->nwowners] = (struct rp_wait_owner){ .thread = oi,
 				.next = e->owner0 };

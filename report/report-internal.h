@@ -3,6 +3,7 @@
 #define TD_REPORT_INTERNAL_H
 
 #include "report.h"
+#include "../common/buf.h"
 #include "../common/map.h"
 
 #include <stdlib.h>
@@ -109,17 +110,17 @@ struct rp_profile {
 	struct td_map thread_index;
 	struct td_map thread_node; /* RP_TN_KEY(thread, state, node) -> count */
 	struct rp_module *modules;
-	size_t nmodules;
+	size_t nmodules, capmodules;
 	struct td_map module_index; /* name string id -> index + 1 */
 	struct rp_crash *crashes;
-	size_t ncrashes;
+	size_t ncrashes, capcrashes;
 	struct rp_exit *exits;
-	size_t nexits;
+	size_t nexits, capexits;
 	/* deaths: read whatever the filters, shown for the dead processes */
 	struct rp_death_stack *dstacks;
 	size_t ndstacks, capdstacks;
 	struct rp_oom *ooms;
-	size_t nooms;
+	size_t nooms, capooms;
 	/* The processes whose deaths the emergency dumps read record (their
 	 * chunks' target_pid), and whether their chunks' samples were kept
 	 * for them alone (no --pid given). */
@@ -171,7 +172,7 @@ struct rp_wait_site {
 	uint32_t threads[8]; /* the first waiters, indices into threads */
 	unsigned nthreads, more_threads;
 	struct rp_wait_site_owner *owners; /* longest first */
-	size_t nowners;
+	size_t nowners, capowners;
 };
 struct rp_wait_sites {
 	struct rp_wait_site *s; /* longest total first; ties in order of appearance */

@@ -66,7 +66,7 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
 	uint32_t *seen = NULL;
-	size_t nseen_cap = 0;
+	size_t capseen = 0;
 
 	/* self: the innermost frame of each sample (pprof -top's flat);
 	 * total: every distinct entry on the sample's stack */
@@ -85,15 +85,8 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			if (td_map_upsert(&index, agg_key(f, by), &slot) < 0)
 				goto nomem;
 			if (!*slot) {
-				if (na == cap) {
-					struct agg *n;
-
-					cap = cap ? cap * 2 : 256;
-					n = realloc(a, cap * sizeof(*a));
-					if (!n)
-						goto nomem;
-					a = n;
-				}
+				if (td_array_grow(a, cap, na + 1, 256) < 0)
+					goto nomem;
 				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 : f->func,
 					.key_file = by == RP_BY_MODULE ? 0 : f->file,
 					.key_module = f->module,
@@ -106,15 +99,8 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			for (size_t s = 0; s < nseen && !dup; s++)
 				dup = seen[s] == *slot;
 			if (!dup) {
-				if (nseen == nseen_cap) {
-					uint32_t *n;
-
-					nseen_cap = nseen_cap ? nseen_cap * 2 : 64;
-					n = realloc(seen, nseen_cap * sizeof(*n));
-					if (!n)
-						goto nomem;
-					seen = n;
-				}
+				if (td_array_grow(seen, capseen, nseen + 1, 64) < 0)
+					goto nomem;
 				seen[nseen++] = (uint32_t)*slot;
 				g->total += nd->count;
 			}
@@ -278,16 +264,9 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 		}
 		put_path(m, p, node);
 		fclose(m);
-		if (n == cap) {
-			struct fline *nl;
-
-			cap = cap ? cap * 2 : 1024;
-			nl = realloc(lines, cap * sizeof(*nl));
-			if (!nl) {
-				free(buf);
-				return -ENOMEM;
-			}
-			lines = nl;
+		if (td_array_grow(lines, cap, n + 1, 1024) < 0) {
+			free(buf);
+			return -ENOMEM;
 		}
 		lines[n++] = (struct fline){ buf, count };
 	}

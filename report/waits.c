@@ -40,11 +40,8 @@ static int add_owner(struct rp_wait_site *x, const struct rp_wait_owner *o)
 	for (i = 0; i < x->nowners && x->owners[i].thread != o->thread; i++)
 		;
 	if (i == x->nowners) {
-		struct rp_wait_site_owner *n = realloc(x->owners, (x->nowners + 1) * sizeof(*n));
-
-		if (!n)
+		if (td_array_grow(x->owners, x->capowners, x->nowners + 1, 0) < 0)
 			return -ENOMEM;
-		x->owners = n;
 		x->owners[x->nowners++] = (struct rp_wait_site_owner){ o->thread, o->node, 0 };
 	}
 	x->owners[i].wait_ns += o->wait_ns;
@@ -66,15 +63,8 @@ static long site_for(struct building *B, const struct rp_wait *w)
 		if (x->kind == w->kind && x->object == w->object && x->node == w->node)
 			return (long)v;
 	}
-	if (S->n == S->cap) {
-		size_t c = S->cap ? 2 * S->cap : 64;
-		struct rp_wait_site *n = realloc(S->s, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		S->s = n;
-		S->cap = c;
-	}
+	if (td_array_grow(S->s, S->cap, S->n + 1, 64) < 0)
+		return -ENOMEM;
 	S->s[S->n] = (struct rp_wait_site){ .kind = w->kind, .node = w->node, .what = w->what,
 		.object = w->object };
 	if (td_map_add(&B->index, key, S->n) < 0)
@@ -87,15 +77,8 @@ static int add_episode(const struct rp_profile *p, struct rp_wait_site *x, const
 {
 	unsigned t;
 
-	if (x->n == x->cap) {
-		size_t c = x->cap ? 2 * x->cap : 16;
-		uint64_t *n = realloc(x->durs, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		x->durs = n;
-		x->cap = c;
-	}
+	if (td_array_grow(x->durs, x->cap, x->n + 1, 16) < 0)
+		return -ENOMEM;
 	x->durs[x->n++] = w->wait_ns;
 	x->total_ns += w->wait_ns;
 	for (t = 0; t < x->nthreads && x->threads[t] != w->thread; t++)

@@ -268,56 +268,83 @@ static int wait_write(const struct synth_ctx *c, const struct synth_wait *e)
 	return chunk_writer_wait(c->w, &cw);
 }
 
-long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint64_t start_ns)
-{
-	struct synth_opts o = *in;
-	uint64_t rng, wrng, mapping, libc = 0;
-	uint32_t *fn_loc = NULL, **stack_locs = NULL, *stack_ids = NULL, *depth = NULL;
-	uint32_t *thread_ids = NULL, *last = NULL;
-	uint32_t spec_locs[2 * (NSPECS + 1)] = { 0 };
-	struct synth_wait *ep = NULL;
+/* ---- the recording (synth_write) */
+
+/* One synth_write's state.  owns: every array (gen_free); borrows: w. */
+struct gen {
+	struct synth_opts o;
+	struct chunk_writer *w;
+	uint64_t ticks, period;
+	uint64_t rng, wrng; /* the samples' stream; the waits' own */
+	uint32_t mapping, libc;
+	uint32_t *fn_loc;		  /* function -> its location */
+	uint32_t **stack_locs, *depth;	  /* the pool of stacks, leaf first */
+	uint32_t *stack_ids;		  /* a pool stack's id once written, else 0 */
+	double *cdf, total;		  /* the pool's Zipf weights, summed up */
+	uint32_t *thread_ids, *last;	  /* per thread: its id, its last stack */
+	struct synth_wait *ep;		  /* the episodes (waits_plan) */
+	size_t nep, *cur, *end;		  /* per thread: its episodes [cur, end) */
+	uint32_t spec_locs[2 * (NSPECS + 1)]; /* the waits' libc frames */
 	struct synth_ctx ctx;
-	size_t nep = 0, *cur = NULL, *end = NULL;
-	double *cdf = NULL, total = 0;
-	long long n = 0;
-	int err = 0;
+};
+
+static int gen_alloc(struct gen *g)
+{
+	g->fn_loc = calloc(g->o.functions, sizeof(*g->fn_loc));
+	g->stack_locs = calloc(g->o.stacks, sizeof(*g->stack_locs));
+	g->stack_ids = calloc(g->o.stacks, sizeof(*g->stack_ids));
+	g->depth = calloc(g->o.stacks, sizeof(*g->depth));
+	g->thread_ids = calloc(g->o.threads, sizeof(*g->thread_ids));
+	g->last = calloc(g->o.threads, sizeof(*g->last));
+	g->cdf = calloc(g->o.stacks, sizeof(*g->cdf));
+	g->cur = calloc(g->o.threads, sizeof(*g->cur));
+	g->end = calloc(g->o.threads, sizeof(*g->end));
+	if (!g->fn_loc || !g->stack_locs || !g->stack_ids || !g->depth || !g->thread_ids ||
+		!g->last || !g->cdf || !g->cur || !g->end)
+		return -ENOMEM;
+	return 0;
+}
+
+static void gen_free(struct gen *g)
+{
+	if (g->stack_locs)
+		for (unsigned s = 0; s < g->o.stacks; s++)
+			free(g->stack_locs[s]);
+	free(g->stack_locs);
+	free(g->fn_loc);
+	free(g->stack_ids);
+	free(g->depth);
+	free(g->thread_ids);
+	free(g->last);
+	free(g->cdf);
+	free(g->cur);
+	free(g->end);
+	free(g->ep);
+}
+
+/* The META of a wall recording, the mappings, and a location for each
+ * function, with long C++-style names (every fifth with an inlined
+ * helper). */
+static void define_code(struct gen *g)
+{
 	static const uint8_t bid[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct chunk_writer *w = g->w;
 
-	defaults(&o);
-	const unsigned NFUNC = o.functions;
-	const uint64_t ticks = (uint64_t)(o.seconds * o.hz), period = 1000000000u / o.hz;
-	rng = o.seed ? o.seed : 1;
-	wrng = rng ^ 0x5741495453ull; /* the waits' own stream: samples stay as without */
-
-	fn_loc = calloc(NFUNC, sizeof(*fn_loc));
-	stack_locs = calloc(o.stacks, sizeof(*stack_locs));
-	stack_ids = calloc(o.stacks, sizeof(*stack_ids));
-	depth = calloc(o.stacks, sizeof(*depth));
-	thread_ids = calloc(o.threads, sizeof(*thread_ids));
-	last = calloc(o.threads, sizeof(*last));
-	cdf = calloc(o.stacks, sizeof(*cdf));
-	cur = calloc(o.threads, sizeof(*cur));
-	end = calloc(o.threads, sizeof(*end));
-	if (!fn_loc || !stack_locs || !stack_ids || !depth || !thread_ids || !last || !cdf ||
-		!cur || !end) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (o.waits) {
+	if (g->o.waits) {
 		char hz[16];
 
-		snprintf(hz, sizeof(hz), "%u", o.hz);
+		snprintf(hz, sizeof(hz), "%u", g->o.hz);
 		chunk_writer_meta(w, "sampling.hz", hz);
 		chunk_writer_meta(w, "sampling.mode", "wall");
 		chunk_writer_meta(w, "sampling.capture", "proc+perf");
 	}
-	mapping = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x555500000000,
+	g->mapping = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x555500000000,
 		.size = 0x400000, .path = "/usr/bin/acme-server", .build_id = bid,
 		.build_id_len = sizeof(bid), .flags = TCF_MAP_HAS_LINES });
-	if (o.waits)
-		libc = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x7f3a1c600000,
+	if (g->o.waits)
+		g->libc = chunk_writer_mapping(w, &(struct chunk_mapping){ .start = 0x7f3a1c600000,
 			.size = 0x1c0000, .path = "/usr/lib/x86_64-linux-gnu/libc.so.6" });
-	for (unsigned f = 0; f < NFUNC; f++) {
+	for (unsigned f = 0; f < g->o.functions; f++) {
 		char name[512], file[128];
 		uint32_t fid, inl;
 		struct chunk_line lines[2];
@@ -331,129 +358,165 @@ long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint6
 		snprintf(file, sizeof(file), "src/%s/%s_%u.cc", ns[f % 8], cls[(f / 3) % 8], f % 50);
 		fid = chunk_writer_function(w, name, NULL, file, 10 + f % 400);
 		lines[0] = (struct chunk_line){ fid, 20 + f % 300, 0 };
-		inl = f % 5 == 0 ? 1 : 0; /* every fifth has an inlined helper */
+		inl = f % 5 == 0 ? 1 : 0;
 		if (inl) {
 			snprintf(name, sizeof(name), "%s::detail::inline_helper_%u()", ns[f % 8], f);
 			lines[1] = lines[0];
 			lines[0] = (struct chunk_line){ chunk_writer_function(w, name, NULL, file, 5),
 				7, 0 };
 		}
-		fn_loc[f] = chunk_writer_location(w, (uint32_t)mapping, 0x1000 + 0x40 * f, lines,
+		g->fn_loc[f] = chunk_writer_location(w, g->mapping, 0x1000 + 0x40 * f, lines,
 			1 + inl);
 	}
-	/* stacks: a shared root path, then random frames; popular ones are
-	 * Zipf-distributed */
-	for (unsigned s = 0; s < o.stacks; s++) {
-		uint32_t d = o.min_depth + (uint32_t)(rng_next(&rng) % (o.max_depth - o.min_depth + 1));
+}
 
-		stack_locs[s] = calloc(d, sizeof(uint32_t));
-		if (!stack_locs[s]) {
-			err = -ENOMEM;
-			goto out;
-		}
-		depth[s] = d;
+/* The pool of stacks: a shared root path, then random frames; popular
+ * ones are Zipf-distributed.  Only their locations: a stack is defined in
+ * the chunk when a sample first takes it. */
+static int make_stacks(struct gen *g)
+{
+	for (unsigned s = 0; s < g->o.stacks; s++) {
+		uint32_t d = g->o.min_depth +
+			     (uint32_t)(rng_next(&g->rng) % (g->o.max_depth - g->o.min_depth + 1));
+
+		g->stack_locs[s] = calloc(d, sizeof(uint32_t));
+		if (!g->stack_locs[s])
+			return -ENOMEM;
+		g->depth[s] = d;
 		for (uint32_t k = 0; k < d; k++) {
 			/* leaf first: the last 8 frames are the common root */
 			uint32_t from_root = d - 1 - k;
-			unsigned f = from_root < 8 ? from_root : (unsigned)(rng_next(&rng) % NFUNC);
+			unsigned f = from_root < 8 ? from_root :
+						     (unsigned)(rng_next(&g->rng) % g->o.functions);
 
-			stack_locs[s][k] = fn_loc[f];
+			g->stack_locs[s][k] = g->fn_loc[f];
 		}
-		total += 1.0 / pow((double)(s + 1), o.zipf_s);
-		cdf[s] = total;
+		g->total += 1.0 / pow((double)(s + 1), g->o.zipf_s);
+		g->cdf[s] = g->total;
 	}
-	for (unsigned t = 0; t < o.threads; t++) {
+	return 0;
+}
+
+static void define_threads(struct gen *g, uint64_t start_ns)
+{
+	for (unsigned t = 0; t < g->o.threads; t++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), "worker-%u", t);
-		thread_ids[t] = chunk_writer_thread(w, 10000 + t, 10000, name);
-		chunk_writer_thread_event(w, start_ns, thread_ids[t], TCF_THREAD_START, 0);
+		g->thread_ids[t] = chunk_writer_thread(g->w, 10000 + t, 10000, name);
+		chunk_writer_thread_event(g->w, start_ns, g->thread_ids[t], TCF_THREAD_START, 0);
 	}
-	ctx = (struct synth_ctx){ w, fn_loc, depth, thread_ids, stack_locs, stack_ids, spec_locs,
-		period };
-	if (o.waits) {
-		err = waits_plan(&o, ticks, start_ns, period, cdf, total, &wrng, &ep, &nep);
-		if (err)
-			goto out;
-		for (size_t e = nep; e-- > 0;)
-			cur[ep[e].thread] = e;
-		for (size_t e = 0; e < nep; e++)
-			end[ep[e].thread] = e + 1;
-		for (unsigned k = 0; k <= NSPECS; k++) {
-			const struct wait_spec *sp = k < NSPECS ? &wait_specs[k] : &long_wait;
+}
 
-			for (unsigned f = 0; f < 2 && sp->frames[f]; f++) {
-				uint32_t fid = chunk_writer_function(w, sp->frames[f], NULL, NULL, 0);
+/* The episodes of a wall recording, each thread's range of them, and the
+ * libc frames of every kind of wait. */
+static int plan_waits(struct gen *g, uint64_t start_ns)
+{
+	int err = waits_plan(&g->o, g->ticks, start_ns, g->period, g->cdf, g->total, &g->wrng,
+		&g->ep, &g->nep);
 
-				spec_locs[2 * k + f] = chunk_writer_location(w, (uint32_t)libc,
-					0x7f3a1c628000 + 0x100 * (2 * k + f),
-					&(struct chunk_line){ fid, 0, 0 }, 1);
-			}
+	if (err)
+		return err;
+	for (size_t e = g->nep; e-- > 0;)
+		g->cur[g->ep[e].thread] = e;
+	for (size_t e = 0; e < g->nep; e++)
+		g->end[g->ep[e].thread] = e + 1;
+	for (unsigned k = 0; k <= NSPECS; k++) {
+		const struct wait_spec *sp = k < NSPECS ? &wait_specs[k] : &long_wait;
+
+		for (unsigned f = 0; f < 2 && sp->frames[f]; f++) {
+			uint32_t fid = chunk_writer_function(g->w, sp->frames[f], NULL, NULL, 0);
+
+			g->spec_locs[2 * k + f] = chunk_writer_location(g->w, g->libc,
+				0x7f3a1c628000 + 0x100 * (2 * k + f),
+				&(struct chunk_line){ fid, 0, 0 }, 1);
 		}
 	}
-	for (uint64_t k = 0; k < ticks && !err; k++) {
-		uint64_t tick = start_ns + k * period;
+	return 0;
+}
 
-		for (unsigned t = 0; t < o.threads && !err; t++) {
-			struct synth_wait *e = NULL;
-			uint32_t sid;
-			double u = rng_unit(&rng);
-			enum tcf_state st = u < 0.7 ? TCF_STATE_ONCPU : TCF_STATE_SLEEPING;
+/* Thread t's sample at tick k (and the end of its episode, if this tick
+ * ends one): 0 or -errno. */
+static int sample_one(struct gen *g, unsigned t, uint64_t k, uint64_t tick)
+{
+	struct synth_wait *e = NULL;
+	uint32_t sid;
+	double u = rng_unit(&g->rng);
+	enum tcf_state st = u < 0.7 ? TCF_STATE_ONCPU : TCF_STATE_SLEEPING;
+	int err;
 
-			if (last[t] && rng_unit(&rng) < o.repeat) {
-				sid = last[t];
-			} else {
-				unsigned lo = zipf_pick(cdf, o.stacks, rng_unit(&rng) * total);
+	if (g->last[t] && rng_unit(&g->rng) < g->o.repeat) {
+		sid = g->last[t];
+	} else {
+		unsigned lo = zipf_pick(g->cdf, g->o.stacks, rng_unit(&g->rng) * g->total);
 
-				if (!stack_ids[lo])
-					stack_ids[lo] = chunk_writer_stack(w, stack_locs[lo], depth[lo]);
-				sid = stack_ids[lo];
-			}
-			last[t] = sid;
-			if (o.waits) {
-				/* a wall recording: a thread off its waits runs or
-				 * waits for a CPU; in one, it sleeps where it waits */
-				st = u < 0.85 ? TCF_STATE_ONCPU : TCF_STATE_RUNNABLE;
-				while (cur[t] < end[t] && ep[cur[t]].first + ep[cur[t]].nticks <= k)
-					cur[t]++;
-				if (cur[t] < end[t] && ep[cur[t]].first <= k)
-					e = &ep[cur[t]];
-			}
-			if (e) {
-				if (!e->stack)
-					e->stack = wait_stack(&ctx, e);
-				st = TCF_STATE_SLEEPING;
-				sid = e->stack;
-			}
-			err = chunk_writer_sample(w,
-				tick + (uint64_t)(rng_next(&rng) % 40000) - 20000 + 20000,
-				thread_ids[t], st, sid, NULL, 0);
+		if (!g->stack_ids[lo])
+			g->stack_ids[lo] = chunk_writer_stack(g->w, g->stack_locs[lo], g->depth[lo]);
+		sid = g->stack_ids[lo];
+	}
+	g->last[t] = sid;
+	if (g->o.waits) {
+		size_t *cur = &g->cur[t];
+
+		/* a wall recording: a thread off its waits runs or waits for a
+		 * CPU; in one, it sleeps where it waits */
+		st = u < 0.85 ? TCF_STATE_ONCPU : TCF_STATE_RUNNABLE;
+		while (*cur < g->end[t] && g->ep[*cur].first + g->ep[*cur].nticks <= k)
+			(*cur)++;
+		if (*cur < g->end[t] && g->ep[*cur].first <= k)
+			e = &g->ep[*cur];
+	}
+	if (e) {
+		if (!e->stack)
+			e->stack = wait_stack(&g->ctx, e);
+		st = TCF_STATE_SLEEPING;
+		sid = e->stack;
+	}
+	err = chunk_writer_sample(g->w, tick + (uint64_t)(rng_next(&g->rng) % 40000) - 20000 + 20000,
+		g->thread_ids[t], st, sid, NULL, 0);
+	/* an episode is written when it ends, as the recorder does */
+	if (!err && e && e->first + e->nticks == k + 1 && !(e->flags & TCF_WAITF_GOES_ON))
+		err = wait_write(&g->ctx, e);
+	return err;
+}
+
+long long synth_write(struct chunk_writer *w, const struct synth_opts *in, uint64_t start_ns)
+{
+	struct gen g = { .o = *in, .w = w };
+	long long n = 0;
+	int err;
+
+	defaults(&g.o);
+	g.ticks = (uint64_t)(g.o.seconds * g.o.hz);
+	g.period = 1000000000u / g.o.hz;
+	g.rng = g.o.seed ? g.o.seed : 1;
+	g.wrng = g.rng ^ 0x5741495453ull; /* the waits' own stream: samples stay as without */
+	err = gen_alloc(&g);
+	if (err)
+		goto out;
+	define_code(&g);
+	err = make_stacks(&g);
+	if (err)
+		goto out;
+	define_threads(&g, start_ns);
+	g.ctx = (struct synth_ctx){ w, g.fn_loc, g.depth, g.thread_ids, g.stack_locs, g.stack_ids,
+		g.spec_locs, g.period };
+	if (g.o.waits && (err = plan_waits(&g, start_ns)))
+		goto out;
+	for (uint64_t k = 0; k < g.ticks && !err; k++) {
+		for (unsigned t = 0; t < g.o.threads && !err; t++) {
+			err = sample_one(&g, t, k, start_ns + k * g.period);
 			n++;
-			/* an episode is written when it ends, as the recorder does */
-			if (!err && e && e->first + e->nticks == k + 1 && !(e->flags & TCF_WAITF_GOES_ON))
-				err = wait_write(&ctx, e);
-			if (o.max_samples && (uint64_t)n >= o.max_samples)
-				goto out;
+			if (g.o.max_samples && (uint64_t)n >= g.o.max_samples)
+				goto out; /* the episodes going on are not written */
 		}
 	}
 	/* and those still going on when the chunk ends */
-	for (size_t e = 0; e < nep && !err; e++)
-		if (ep[e].flags & TCF_WAITF_GOES_ON)
-			err = wait_write(&ctx, &ep[e]);
+	for (size_t e = 0; e < g.nep && !err; e++)
+		if (g.ep[e].flags & TCF_WAITF_GOES_ON)
+			err = wait_write(&g.ctx, &g.ep[e]);
 out:
-	if (stack_locs)
-		for (unsigned s = 0; s < o.stacks; s++)
-			free(stack_locs[s]);
-	free(stack_locs);
-	free(fn_loc);
-	free(stack_ids);
-	free(depth);
-	free(thread_ids);
-	free(last);
-	free(cdf);
-	free(cur);
-	free(end);
-	free(ep);
+	gen_free(&g);
 	return err ? err : n;
 }
 

@@ -48,6 +48,24 @@ static long long gen_chunk(struct chunk_writer *w, struct synth_opts *so, unsign
 	return n;
 }
 
+/* The repository gen_death made beside its output, with what it holds. */
+static void remove_repo(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			char p[4500];
+
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			unlink(p);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 /* synth_death into REPO (made), or into a repository of its own beside
  * FILE whose dump becomes FILE. */
 static int gen_death(const char *out, const char *repo, enum synth_death how)
@@ -84,26 +102,22 @@ static int gen_death(const char *out, const char *repo, enum synth_death how)
 		perror(out);
 		return 1;
 	}
-	{
-		DIR *d = opendir(tmpdir);
-		struct dirent *de;
-
-		while (d && (de = readdir(d)))
-			if (de->d_name[0] != '.') {
-				char p[4500];
-
-				snprintf(p, sizeof(p), "%s/%s", tmpdir, de->d_name);
-				unlink(p);
-			}
-		if (d)
-			closedir(d);
-		rmdir(tmpdir);
-	}
+	remove_repo(tmpdir);
 	printf("%s\n", out);
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct gen_args {
+	struct synth_opts so;
+	const char *out, *repo;
+	unsigned chunks;
+	bool unfinished;
+	int death; /* enum synth_death, or -1 */
+};
+
+/* The command line into *a: 0, or 1 after a message. */
+static int parse(int argc, char **argv, struct gen_args *a)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -123,62 +137,59 @@ int main(int argc, char **argv)
 		{ "death", required_argument, NULL, 'd' },
 		{ 0 },
 	};
-	struct synth_opts so = { 0 };
-	const char *out = NULL, *repo = NULL;
-	unsigned chunks = 1;
-	bool unfinished = false;
-	long long total = 0;
-	int c, death = -1;
+	struct synth_opts *so = &a->so;
+	int c;
 
+	*a = (struct gen_args){ .chunks = 1, .death = -1 };
 	while ((c = getopt_long(argc, argv, "o:r:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'r':
-			repo = optarg;
+			a->repo = optarg;
 			break;
 		case 'c':
-			chunks = (unsigned)atoi(optarg);
+			a->chunks = (unsigned)atoi(optarg);
 			break;
 		case 's':
-			so.seconds = atof(optarg);
+			so->seconds = atof(optarg);
 			break;
 		case 't':
-			so.threads = (unsigned)atoi(optarg);
+			so->threads = (unsigned)atoi(optarg);
 			break;
 		case 'F':
-			so.hz = (unsigned)atoi(optarg);
+			so->hz = (unsigned)atoi(optarg);
 			break;
 		case 'S':
-			so.stacks = (unsigned)atoi(optarg);
+			so->stacks = (unsigned)atoi(optarg);
 			break;
 		case 'f':
-			so.functions = (unsigned)atoi(optarg);
+			so->functions = (unsigned)atoi(optarg);
 			break;
 		case 'x':
-			so.seed = strtoull(optarg, NULL, 10);
+			so->seed = strtoull(optarg, NULL, 10);
 			break;
 		case 'm':
-			so.max_samples = strtoull(optarg, NULL, 10);
+			so->max_samples = strtoull(optarg, NULL, 10);
 			break;
 		case 'u':
-			unfinished = true;
+			a->unfinished = true;
 			break;
 		case 'z':
-			so.zipf_s = atof(optarg);
+			so->zipf_s = atof(optarg);
 			break;
 		case 'p':
-			so.repeat = atof(optarg);
+			so->repeat = atof(optarg);
 			break;
 		case 'w':
-			so.waits = (unsigned)atoi(optarg);
+			so->waits = (unsigned)atoi(optarg);
 			break;
 		case 'd':
-			death = !strcmp(optarg, "oom") ? SYNTH_DEATH_OOM :
-				!strcmp(optarg, "segv") ? SYNTH_DEATH_SEGV :
-							   -2;
-			if (death == -2) {
+			a->death = !strcmp(optarg, "oom")  ? SYNTH_DEATH_OOM :
+				   !strcmp(optarg, "segv") ? SYNTH_DEATH_SEGV :
+							     -2;
+			if (a->death == -2) {
 				fprintf(stderr, "tracerd-gen: --death oom or segv\n");
 				return 1;
 			}
@@ -188,72 +199,97 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (!out == !repo) {
+	if (!a->out == !a->repo) {
 		fprintf(stderr, "tracerd-gen: give -o FILE or -r REPO\n");
 		return 1;
 	}
-	if (death >= 0)
-		return gen_death(out, repo, (enum synth_death)death);
-	if (so.waits == 1) {
+	return 0;
+}
+
+/* The chunks one after the other in a->out: the samples written, or -1. */
+static long long gen_file(struct gen_args *a)
+{
+	int fd = open(a->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	long long total = 0;
+
+	if (fd < 0) {
+		perror(a->out);
+		return -1;
+	}
+	for (unsigned i = 0; i < a->chunks; i++) {
+		struct chunk_writer_opts wo = { .fd = fd, .chunk_seq = i, .target_pid = 10000,
+			.minor = a->so.waits ? 1 : 0 };
+		struct chunk_writer *w;
+		long long n;
+
+		if (chunk_writer_open(&wo, &w) < 0)
+			return -1;
+		n = gen_chunk(w, &a->so, i);
+		if (n < 0)
+			return -1;
+		total += n;
+		if (a->unfinished && i + 1 == a->chunks)
+			chunk_writer_flush(w);
+		else if (chunk_writer_finish(w, TCF_END_STOP, 0) < 0)
+			return -1;
+		chunk_writer_free(w);
+	}
+	close(fd);
+	return total;
+}
+
+/* The chunks in the repository a->repo, rotated between them: the samples
+ * written, or -1.  Unfinished, it ends the process as kill -9 would. */
+static long long gen_repo(struct gen_args *a)
+{
+	struct repo_opts ro = { .target_pid = 10000, .minor = a->so.waits ? 1 : 0 };
+	struct repo *r;
+	pid_t owner = 0;
+	long long total = 0;
+	int e = repo_open(a->repo, &ro, &r, &owner);
+
+	if (e < 0) {
+		fprintf(stderr, "tracerd-gen: %s: %s\n", a->repo, td_strerror(e));
+		return -1;
+	}
+	for (unsigned i = 0; i < a->chunks; i++) {
+		struct chunk_writer *w = repo_writer(r);
+		long long n;
+
+		if (!w)
+			return -1;
+		n = gen_chunk(w, &a->so, i);
+		if (n < 0)
+			return -1;
+		total += n;
+		if (i + 1 < a->chunks && repo_rotate(r, TCF_END_ROTATE) < 0)
+			return -1;
+	}
+	if (a->unfinished) {
+		chunk_writer_flush(repo_writer(r));
+		_exit(0); /* as kill -9 would: no trailer, lock dies with us */
+	}
+	if (repo_close(r, TCF_END_STOP) < 0)
+		return -1;
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	struct gen_args a;
+	long long total;
+
+	if (parse(argc, argv, &a))
+		return 1;
+	if (a.death >= 0)
+		return gen_death(a.out, a.repo, (enum synth_death)a.death);
+	if (a.so.waits == 1) {
 		fprintf(stderr, "tracerd-gen: --waits needs at least 2 (one goes on across chunks)\n");
 		return 1;
 	}
-	if (out) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-
-		if (fd < 0) {
-			perror(out);
-			return 1;
-		}
-		for (unsigned i = 0; i < chunks; i++) {
-			struct chunk_writer_opts wo = { .fd = fd, .chunk_seq = i, .target_pid = 10000,
-				.minor = so.waits ? 1 : 0 };
-			struct chunk_writer *w;
-			long long n;
-
-			if (chunk_writer_open(&wo, &w) < 0)
-				return 1;
-			n = gen_chunk(w, &so, i);
-			if (n < 0)
-				return 1;
-			total += n;
-			if (unfinished && i + 1 == chunks)
-				chunk_writer_flush(w);
-			else if (chunk_writer_finish(w, TCF_END_STOP, 0) < 0)
-				return 1;
-			chunk_writer_free(w);
-		}
-		close(fd);
-	} else {
-		struct repo_opts ro = { .target_pid = 10000, .minor = so.waits ? 1 : 0 };
-		struct repo *r;
-		pid_t owner = 0;
-		int e = repo_open(repo, &ro, &r, &owner);
-
-		if (e < 0) {
-			fprintf(stderr, "tracerd-gen: %s: %s\n", repo, td_strerror(e));
-			return 1;
-		}
-		for (unsigned i = 0; i < chunks; i++) {
-			struct chunk_writer *w = repo_writer(r);
-			long long n;
-
-			if (!w)
-				return 1;
-			n = gen_chunk(w, &so, i);
-			if (n < 0)
-				return 1;
-			total += n;
-			if (i + 1 < chunks && repo_rotate(r, TCF_END_ROTATE) < 0)
-				return 1;
-		}
-		if (unfinished) {
-			chunk_writer_flush(repo_writer(r));
-			_exit(0); /* as kill -9 would: no trailer, lock dies with us */
-		}
-		if (repo_close(r, TCF_END_STOP) < 0)
-			return 1;
-	}
+	total = a.out ? gen_file(&a) : gen_repo(&a);
+	if (total < 0)
+		return 1;
 	printf("%lld samples\n", total);
 	return 0;
 }
