@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tracerd: one GNU Makefile.
 #   make                 build build/tracerd
 #   make check           install test deps, build, run every test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to chunkfmt/: the reader's cursor, zigzag, little-endian fields,
  * and the encoders of the fixed layouts that writer and repair share.  Byte
  * buffers and varints are common/'s (buf.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd chunk format (TCF v1): writer and reader, and the repository
  * (rotation, retention, snapshots, emergency concatenation).  Specified
  * record by record in tracerd-chunk(5); the design and its reasons are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Listing the chunk files of a repository directory, in the order of the
  * sequence numbers in their headers.  Fixed storage given by the caller:
  * snapshot must work under memory pressure. */

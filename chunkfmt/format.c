@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* TCF primitives shared by writer, reader and repair: CRC32C, the fixed
  * layouts of chunk header, block header and trailer (each encoded and
  * parsed here only), the CHUNK_END record, and names. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The chunk reader.  Trusts a block only when its sync marker and both
  * CRCs match; resynchronizes after damage by scanning for the chunk's sync
  * marker, a chunk magic or a trailer; decodes definitions into per-chunk

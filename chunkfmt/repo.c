@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The repository: a directory that holds the chunks of one recording, like
  * a flight recorder.  See chunkfmt.h for its states.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd snapshot REPO -o FILE [--since DURATION], the daemon's
  * snapshots and its emergency dumps of a target's death.  Orders the
  * repository's chunks by the sequence in their headers, copies finished

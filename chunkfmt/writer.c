@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The chunk writer: streams definitions, samples and events into blocks.
  *
  * States:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Messages and argument parsing shared by the subcommands.  Every message
  * that reports a failure says what the user can do about it. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd cli/: the command line.  main() picks a command; one front end
  * per command parses its options, calls the library (daemon/, chunkfmt/,
  * report/, ptrace/ + symbolize/), prints to people and chooses the exit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd dump: the front end.  Parses the options, runs the dump
  * (daemon/dump.c: attach, one capture round, detach, unwind, symbolize),
  * prints the result as text or JSON and chooses the exit status.  If the

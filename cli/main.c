@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd: entry point and subcommand dispatch. */
 #include <signal.h>
 #include <stdio.h>

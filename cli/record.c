@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd [record] --pid PID... | -- CMD ARGS...: the front end of the
  * recording daemon.  Parses options, starts CMD (held before its exec until
  * the recorder is attached), opens the recorder (daemon/), shows a status

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report [PATH]...: the command line of the report stage.  Parses
  * the options (which samples apart from how they are shown), loads the
  * inputs through report/, and writes the chosen format to stdout or to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd service [--config FILE] [--check] [--verbose]: the front end of
  * the system service (service/service.c does the work).
  *

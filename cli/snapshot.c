@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd snapshot REPO -o FILE [--since DURATION]: the front end of the
  * emergency and on-demand dump (chunkfmt/snapshot.c does the work). */
 #define _GNU_SOURCE

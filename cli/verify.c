@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd verify PATH...: check chunk files and repositories and say what
  * they hold and what is damaged.  Exit 0 clean, 1 damaged but partly
  * readable, 2 unreadable. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The growable byte buffer (see buf.h).  Allocation goes through
  * td_realloc so that the fault injector can fail it; a buffer that failed
  * stays failed, and its owner reports -ENOMEM once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd: the growable byte buffer and LEB128 varints, for every stage
  * that builds bytes (the chunk writer, the pprof and html exporters).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The fault-injectable I/O and allocation shim (see td.h).  Disarmed it is
  * a thin wrapper over the system calls; the writer and the repository use
  * it for every write, fsync, rename and allocation so that tests can fail

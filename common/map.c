@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The hash map (see map.h).  Linear probing from the slot the key's mixed
  * bits pick; removal by backward shift.  The probe sequence, the growth
  * rule (double when an insert would pass half, rehash in slot order) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd: the hash map, uint64_t key -> uint64_t value, for every table
  * of the daemon, the chunk writer, the symbol cache and the report.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The size and duration parsers (parse.h), shared by the command line
  * (cli/cli.c) and the service's configuration (service/config.c) so that
  * a value means the same wherever a user writes it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd: the size and duration grammars, one for the command line and
  * tracerd.conf(5) alike.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd common: the flat sample record, the one thing every stage of
  * the pipeline hands on (sampler -> ring -> writer -> symbolize).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared helpers: the error table, the clock, small /proc readers and the
  * JSON string writer.  Nothing here allocates but the task walk
  * (opendir); everything is safe to call from any thread, but the /proc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd: definitions shared by every stage (error codes, clocks, small
  * /proc helpers).  Library code returns 0/positive on success and -errno or
  * -TD_E_* on failure; only cli/ turns an error into words for people.

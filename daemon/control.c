@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The recorder's control: opening a recording (repository, sampler thread,
  * attach), the control loop on the caller's thread, counters, and the
  * orderly stop.

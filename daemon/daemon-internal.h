@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to daemon/: who owns what among the recorder's three threads,
  * and the one structure they share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd daemon/: the recording daemon as a library.
  *
  *   target --(ptrace/, the sampler thread)--> sample ring --> writer thread

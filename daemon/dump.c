@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd dump as a library: the stacks of every thread of a process, once.
  *
  * Order of work, chosen so that each thread is stopped only for the copy:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd dump as a library (daemon/dump.c): one capture round over the
  * threads of a process, then unwinding and symbolization into a flat
  * result, with what each blocked thread waits for (daemon/waits.h) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The rings' one-time setup and teardown; the hot path is inline in
  * ring.h, which also states the contract every ring keeps. */
 #include "ring.h"

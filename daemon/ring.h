@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to daemon/: the single-producer single-consumer ring that carries
  * flat records from one thread to another.  The recorder has five:
  * samples and events (sampler -> writer), notices (writer -> control

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to the sampler thread's files: its state, and what its parts
  * call of each other.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Wall mode's tick (sampler thread): every thread, every tick.  A thread
  * blocked in a system call is copied without a stop (ptrace/blocked.c),
  * or, when nothing changed since its last copy (same call, same place,

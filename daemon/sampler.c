@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The sampler thread: the only thread of tracerd that calls ptrace, and so
  * the tracer of every target thread, and the only one that stops a target
  * thread.  It never interrupts a thread that is blocked in a system call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The target set: the processes tracerd records and their threads, kept in
  * step with what the tracer reports.  It lives in the sampler thread and
  * calls ptrace only through ptrace/.

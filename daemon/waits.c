@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What a blocked thread waits for, read from outside: its system call and
  * arguments, the memory they point at, its stack's function names, and
  * /proc/PID/fd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd waits (daemon/waits.c): what a blocked thread waits for.
  *
  * From outside and without a stop: the thread's system call and arguments,

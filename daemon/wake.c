@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The recorder's wakes (wake.h): an eventfd each, posted by any thread,
  * drained by the one thread that polls it.  Guarantees: neither call ever
  * blocks, and one drain takes every post before it.  Leaves to the

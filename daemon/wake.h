@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to daemon/: waking a thread of the recorder, the other half of
  * the transport beside the rings (ring.h).  A ring never wakes its
  * consumer; a producer that wants it to look posts to the consumer's wake,

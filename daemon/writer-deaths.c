@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The writer's crashes and deaths.  A crash (the sampler holds a thread
  * in a fatal signal's delivery) is written with every stack of its
  * process, its chunk finished and synced, then acknowledged so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to the writer thread's files: struct writer, and what its parts
  * call of each other.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The writer's stacks: a sample's copied stack unwound with its process's
  * libdwfl session (built when first needed, dropped at exec and exit,
  * renewed when a pc falls outside every known module after the maps

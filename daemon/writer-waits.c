@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The writer's wait episodes (wall mode): a thread seen blocked on an
  * object (a mutex, a condition, a read...) is in an episode until it is
  * seen running, copied again somewhere else, or gone; each blocked sample

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The writer thread: takes copied stacks from the sample ring, unwinds
  * them with the process's cached libdwfl session (rebuilt after exec, or
  * when a pc falls outside every known module after the maps changed),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Capturing a thread that is blocked in a system call without stopping it.
  *
  * Interrupting a thread asleep in epoll_wait, sigtimedwait and a few other

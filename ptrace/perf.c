@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* CPU-time sampling by the kernel: one perf_event task-clock counter per
  * (thread, CPU), whose overflow makes the kernel copy the thread's user
  * registers and the top of its user stack into a ring buffer, on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The ptrace stage: attach, stop, capture, resume, detach.
  *
  * Guarantees: every thread we stop is resumed (or detached) on every path;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd ptrace stage: attach to every thread of a process, stop sets of
  * threads briefly, copy registers and the top of the stack, resume; and
  * the captures that stop nothing (perf_event samples, blocked threads read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* html output: one self-contained file (no network, no CDN) with an
  * interactive flame graph: click a frame to zoom, reset, search with
  * highlight and matched percentage, hover for the full name, file:line,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* pprof output: a gzip-compressed profile.proto.
  *
  * Written by hand rather than with protobuf-c: the profile is write-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Loading and merging chunks into one profile.  Definitions are per chunk,
  * so every id is remapped: strings, frames and stack nodes are interned by
  * content into the profile's own tables.  A stack is resolved once per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to report/: the merged profile. */
 #ifndef TD_REPORT_INTERNAL_H
 #define TD_REPORT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report stage: read chunks (files, snapshots, repositories),
  * merge them into one profile (ids are per chunk: everything is remapped
  * by content), and write what people read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* speedscope output: JSON per speedscope's file-format schema
  * (https://www.speedscope.app/file-format-schema.json), one "sampled"
  * profile per thread.  Frames are functions (name and module), shared, with

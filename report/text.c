@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The text formats of tracerd report: top, tree, folded, threads, info,
  * and the death section that top, tree, threads, info and waits open with
  * when they read an emergency dump.  Deterministic output (ties broken by

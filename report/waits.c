@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report --format waits: the wait episodes of wall recordings by
  * site (what was waited for, and the stack where the wait began), with
  * total time, episodes, p50/p99/max durations and the owners that held

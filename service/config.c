@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The service's configuration, tracerd.conf(5).
  *
  * svc_config_load/svc_config_parse turn a file shaped like a systemd unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The service's follower table: which processes the service follows, has
  * asked a worker to attach, or was refused by, named by (PID, start time)
  * so that a PID reused by a later process names a new entry.  Pure

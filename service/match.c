@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Which rule of the service's configuration a process falls under.
  *
  * svc_proc_read reads what the rules look at from /proc through one open

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to service/: what the service loop and its parts share.
  *
  *   service loop  (service.c): struct service, the config, the follower

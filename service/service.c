@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd service: the loop that follows the processes a config names.
  *
  * One worker process per [Target] rule (worker.c; service-internal.h says

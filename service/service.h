@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd service/: the system service.
  *
  *   cli/service.c --svc_run--> the service loop (service.c): scan /proc,

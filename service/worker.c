@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A rule's worker: the process that records one [Target] rule of the
  * service (service-internal.h says why a process of its own).  It opens a
  * recorder in follow mode on the rule's repository, attaches what the

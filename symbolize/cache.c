@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The symbol cache: interned strings and (module build-id, ELF address) ->
  * inline chain, so that no symbol table or DWARF scope is searched twice
  * for the same pc, across every process that maps the same binary.

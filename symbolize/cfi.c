@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A frame's unwind rules in the simplest form the fast unwinder uses
  * (unwind.c): the CFA is rsp or rbp plus a constant, the return address
  * and rbp are saved at constant offsets from it, and no other register

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The cache of decompressed separate debuginfo, keyed by build-id.
  *
  * Debian's -dbg packages (libc6-dbg among them) ship .debug files whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Finding a module's separate debuginfo: libdwfl's find_debuginfo
  * callback (sym_find_debuginfo), with the debuginfo cache (debugcache.c)
  * in front when the session has one.  For a module with a build-id, when

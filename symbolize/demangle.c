@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Demangling through libiberty (Debian's libiberty-dev): the GNU v3 C++ ABI
  * and both Rust manglings (legacy and v0), the same code binutils and gdb
  * use.  Return types are dropped, as gdb shows function names.  Compiler

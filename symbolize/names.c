@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Naming a pc (sym_session_symbolize): its inline chain, innermost
  * first, from one walk of its unit's DIEs, ending with the function that
  * physically holds it.  A function is named by its DWARF linkage name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One libdwfl session per target process, and its modules: reported from
  * /proc/PID/maps, each ELF file opened through /proc/PID/map_files (the
  * very inode that is mapped, so deleted or replaced binaries still work)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Private to symbolize/: what its files share (the cache, the symbol
  * tables, the unwind rules, the debuginfo cache, the session). */
 #ifndef TD_SYMBOLIZE_INTERNAL_H

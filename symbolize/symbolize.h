@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd symbolize stage: unwind a captured sample with libdw, seeded from
  * its saved registers, and turn program counters into functions, inline
  * chains and source lines via DWARF.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Per-module symbol tables: the ELF symbol dwfl_module_addrinfo() names for
  * an address, found by one binary search.
  *

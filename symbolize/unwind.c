@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unwinding one captured sample (sym_session_unwind).  libdw's unwinder
  * reads it through dwfl_attach_state callbacks (sym_thread_callbacks): the
  * registers seed the first frame, memory_read serves the captured stack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Helpers for every test: start and stop fixtures, run tracerd and capture
  * what it says, read threads' states and counters from /proc, parse a
  * dump's frames, sum a report's column, and meet a missing tool with

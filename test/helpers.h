@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Test helpers: start fixtures, run tracerd, read /proc, skip for a
  * missing tool (helpers.c says more). */
 #ifndef TD_TEST_HELPERS_H

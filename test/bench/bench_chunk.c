@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* make bench, part 2: the chunk format on a synthetic recording of 64
  * threads at 99 Hz (Zipf stacks 20-60 deep, long C++ names): bytes per
  * sample all-in and in steady state, writer and reader speed.

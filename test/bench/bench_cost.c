@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* make bench: what recording costs, tracerd and perf side by side, in one
  * table.  For each target and rate, in interleaved rounds: the target
  * alone, under `tracerd record`, and under `perf record --call-graph

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* make bench, part 1: tracerd dump against eu-stack -p on the same
  * 51-thread fixture (10 parked in different calls, 1 spinning, 40 idle),
  * side by side in interleaved rounds.  Prints wall time medians and their

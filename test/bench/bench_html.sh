@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make bench, part 5: the HTML flame graph with over 100,000 unique stacks.
 # Generates a synthetic recording whose samples spread over many stacks,
 # writes the page, and loads it in headless chromium with a search applied

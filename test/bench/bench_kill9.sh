@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What kill -9 leaves: readable samples of a recording killed 0.5 s and 3 s
 # after tracerd started, against the same recording stopped cleanly
 # (SIGINT: everything taken is written) at the same moment.  fx_threads in

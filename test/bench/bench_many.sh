@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What wall mode and its wait classification cost on a program of 1000
 # threads: fx_many (30% wait for mutexes held by other threads, 5% churn
 # through 5 contended mutexes, 20% wait on condition variables, 15% on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What the two modes read, next to independent truths:
 #  - cpu mode against `perf record -e task-clock` on the same fixture, run
 #    for run (fx_spin: a spin with a cheap system call every 25 us;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make bench, part 4: tracerd report against perf report --stdio on
 # recordings of the same fixture with the same sample count (perf with
 # --call-graph dwarf, which gives it equally correct stacks).  Wall time and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tracerd service following 10 processes: its CPU (the service and its
 # worker) against the anchor, tracerd record on the same 10 processes for
 # the same time, and the idle cost of the scans alone.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # How long tracerd holds its target's signals, as the target sees it: the
 # SIGALRMs of a 1 kHz interval timer that fx_signals handles per second,
 # alone and under tracerd -F 999, medians of five interleaved runs.

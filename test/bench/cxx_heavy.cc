@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 // make bench: a translation unit for `clang++ -O2 -c`, heavy enough in
 // templates (regex, streams, containers) to keep the compiler busy for a few
 // seconds in libLLVM and libclang-cpp: the program the cost table records.

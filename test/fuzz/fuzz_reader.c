@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer entry point for the chunk reader: any input must decode
  * without a crash, a hang or an allocation beyond its declared bounds, and
  * the accessors must stay in bounds on whatever the tables hold.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer entry point for the report path: any input is loaded as a
  * chunk file into a merged profile and rendered in every format.  It must
  * not crash, hang, or use memory or time beyond what its size allows

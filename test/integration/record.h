@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The harness of the record_* suites, defined in test_record.c: each test
  * records a fixture into a repository of its own with tracerd running in
  * the background, and reads back what the repository holds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd verify and tracerd snapshot from the command line, and the
  * golden files every future reader must keep reading. */
 #define _GNU_SOURCE

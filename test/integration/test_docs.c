@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The docs say what the code does: every option a subcommand's --help
  * lists is one the code accepts and its man page documents, and every
  * option the man page documents for it is one --help lists. */

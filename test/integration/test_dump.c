@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Integration tests of `tracerd dump` against the fixtures: exact chains of
  * the fixture's own functions, inline frames, demangled names, file:line,
  * agreement with eu-stack, debuginfo found or fetched only when asked,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd dump's error paths: one clear line and a non-zero exit for a
  * process that is not there, not permitted, already traced, tracerd
  * itself, a zombie, or one that exits while it is dumped. */

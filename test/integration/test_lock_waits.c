@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What threads blocked on fx_locks' objects wait for: tracerd dump names
  * each wait's kind, its object (the address the program prints) and the
  * thread that holds it, and finds a deadlock; a wall recording carries

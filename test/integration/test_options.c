@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sizes and durations on tracerd's command line, end to end: a value too
  * large to count is a usage error (exit 1, one line that says what to
  * give), never taken modulo 2^64; the forms the man page promises get past

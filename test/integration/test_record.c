@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record, its start and its end: the harness every record_* suite
  * uses (declared in record.h: a repository per test, tracerd recording a
  * fixture into it, what the repository holds), and the tests of how a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record of a Go program (test/fixtures/fx_go, skipped without a
  * Go toolchain): every stack ends at its entry, and stacks inside Go's
  * signal handler go on into the interrupted code. */

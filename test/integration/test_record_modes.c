@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record's modes against what the fixtures do: cpu mode's shares
  * of CPU time (a 70/30 split, a signal handler's share by its own clock),
  * wall mode's every thread at every tick (with perf's and ptrace's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record's repository: the first samples published at once, one
  * writer at a time, nothing left by a start that failed, and nothing
  * written through a link (the repository's path, or its snapshots). */

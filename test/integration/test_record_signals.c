@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record and signals: the target's queued signals pass through
  * exactly, job control stops and resumes it as without tracerd, and
  * tracerd's own signals stop it (INT), rotate (HUP) and snapshot (USR1). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record's stacks and names: the stack window grows for deep
  * stacks, a library dlopen'ed while recorded is named, an LTO build's
  * inline chains and same-named functions stay apart, and a stripped

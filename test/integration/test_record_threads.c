@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record and the target's threads and images: threads born and
  * gone by the hundred, each counted once, renamed; an exec symbolized
  * against the new image; a crash captured, with its stack, before the

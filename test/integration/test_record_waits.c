@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record and waiting threads (the fixtures count their own waits,
  * test/fixtures/fx_waits.h): no wait returns early or with EINTR under
  * either mode, an event loop's wall samples agree with its own clock, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report: golden outputs of every text format on a real recording
  * (a crash), on the synthetic golden chunk and on emergency dumps;
  * invariants; filters; a profile without samples; memory bounded by the

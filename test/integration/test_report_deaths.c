@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report of an emergency dump (the repository of a process that
  * died): the death leads every format, with its cause and every thread's
  * stack, and the report is restricted to the process that died. */

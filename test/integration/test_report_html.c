@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report -f html: the flame graph page drawn by chromium (frames,
  * zoom, search, the thread filter), and every name from the recording
  * kept as data and shown as text, never run as markup. */

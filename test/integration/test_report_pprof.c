@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report -f pprof, as go tool pprof reads it: the same counts as
  * the top table, mappings with their build-ids, and wait episodes as the
  * contentions and delay sample types. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd report -f speedscope and -f folded, as speedscope reads them:
  * valid per its published schema, each thread's samples in time order,
  * and imported by the real speedscope with the top table's counts. */

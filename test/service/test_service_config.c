@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of the service's configuration (service/config.c,
  * tracerd.conf(5)) and its matcher (service/match.c): every refusal with
  * its line and a reason that says what to do, the defaults and every key,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The service's follower table (service/follow.c): a process is (PID, start
  * time); refusals are said once and retried with backoff; a scan forgets
  * what is gone. */

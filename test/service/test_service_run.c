@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd service on this machine, without systemd (test_service_systemd.c
  * runs it under a real one): it follows the processes its rules name, follows a
  * restart, picks up a new rule on SIGHUP and keeps its config when the new

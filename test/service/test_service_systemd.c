@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd service under a real systemd: test/systemd/scenario.sh boots
  * systemd in a container (systemd-nspawn) with the unit as make install
  * lays it out and three target units, and test/systemd/check.sh runs the

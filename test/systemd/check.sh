@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The service test's checks, run inside the container by
 # tracerd-test-check.service (see scenario.sh).  Each check writes one line
 # to /out/result:

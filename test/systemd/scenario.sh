@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tracerd service in a real systemd: boot systemd in a container with
 # systemd-nspawn, the installed tracerd.service and three target units
 # inside, and run check.sh there.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The data a tracerd html page embeds, read the way a browser reads it,
 // decoded, one fact per line for the tests to compare (fields separated by
 // tabs, strings and lists as JSON):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Import a profile into the real speedscope (the npm package's release
 // build) in headless chromium, the way speedscope's own command line does
 // (a script calling speedscope.loadFileFromBase64, named by the URL's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The synthetic recording generator (see synth.h). */
 #include "synth.h"
 

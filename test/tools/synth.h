@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Realistic synthetic recordings for tests and benchmarks: many threads,
  * Zipf-distributed stacks 20-60 frames deep sharing prefixes, long
  * C++-style names, threads that keep their previous stack part of the

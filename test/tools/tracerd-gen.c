@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd-gen: synthetic recordings for tests and benchmarks, until real
  * recordings exist everywhere.
  *   tracerd-gen -o FILE [options]        one finished chunk per --chunks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Validate a speedscope JSON file against speedscope's published schema.
 // usage: node validate-speedscope.js NODE_MODULES FILE
 const fs = require('fs');

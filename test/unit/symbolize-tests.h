@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the unit tests of symbolize/ share: where the fixtures are, the
  * stack window of a sample, and capturing one sample of a fixture.  Each
  * test_*.c that includes it is its own feature: names, unwinding, symbol

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of chunkfmt/: round trip of every record type, prefix
  * closure, single-fault containment, absurd lengths, compactness. */
 #define _GNU_SOURCE

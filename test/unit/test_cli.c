@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The command line's shared pieces (cli/cli.c): the option parsers'
  * answers and messages (the grammars themselves are test_parse.c's), and
  * the debuginfo cache directory it chooses. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of common/ (errors, JSON, buffer and varints, hash map,
  * /proc) and the command line's argument parsers. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of daemon/'s private parts: the transport between the
  * threads (the ring, its contract in daemon/ring.h, and the wakes,
  * daemon/wake.h), the target set (daemon/targets.c), and the writer's

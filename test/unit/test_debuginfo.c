@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of how symbolize/ finds debuginfo: separate debuginfo found
  * by .gnu_debuglink without loading libdebuginfod (debuginfo.c), and the
  * cache of decompressed debuginfo (debugcache.c). */

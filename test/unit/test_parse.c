@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The size and duration grammars (common/parse.c) that the command line
  * and tracerd.conf(5) share: every unit, the largest value and the one
  * past it, an overflow that only the unit's multiplication makes (the

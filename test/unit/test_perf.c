@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ptrace/perf.c: the kernel samples a running thread where it runs. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of ptrace/: attach, sample rounds, job control, vanishing
  * threads, signal re-injection, detach, attaching a PID again once the
  * process it named is gone, and the signal mask the tracer leaves. */

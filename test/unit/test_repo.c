@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of the repository: lock, unsafe paths, permissions, rotation
  * (size, age, many per second), retention (size, age, clock stepped back,
  * never the active chunk), and the countdown fault injector over writes,

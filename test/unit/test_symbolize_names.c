@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of symbolize/'s names: demangling and clone folding
  * (demangle.c), the cache of strings and pc results (cache.c), and inline
  * chains across units (names.c). */

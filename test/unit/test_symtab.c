@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of symbolize/'s symbol tables (symtab.c): the name of every
  * address as dwfl_module_addrinfo() gives it, and a table written to a
  * file and read back (or refused when the file is bad). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of symbolize/'s unwinding: the end reasons of the unwinder
  * on captured samples altered on purpose, the unwind rules read from
  * .eh_frame (cfi.c) against libdw's, and the fast path of cached rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* daemon/waits.c: what a blocked thread waits for, told from its system
  * call, the arguments, the words they point at and its stack's names.
  *
