@@ -37,6 +37,23 @@ enum {
 	TD_SAMPLE_DEATH = 1u << 14,	   /* taken at its exit stop: its process
 					    * is dying of a signal (pt_config.trace_exit) */
 	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
+	TD_SAMPLE_SIGINFO = 1u << 15,	   /* DEATH, HELD: this thread took the
+					    * fatal signal; si says where from */
+};
+
+/* What the kernel said of a fatal signal (siginfo_t) at its delivery.
+ * code decides what the rest means: a fault the kernel raised (SEGV_*,
+ * BUS_*, ILL_*, FPE_*: code > 0) has its address; a signal a process sent
+ * (SI_USER, SI_TKILL, SI_QUEUE, SI_MESGQ) its sender's PID and uid, as
+ * the target's PID namespace numbers them, and the sender's comm read at
+ * the signal's stop ("" if it was gone, or in another PID namespace). */
+struct td_siginfo {
+	int32_t code;	/* si_code */
+	int32_t pid;	/* si_pid: SI_USER, SI_TKILL, SI_QUEUE, SI_MESGQ; else 0 */
+	uint32_t uid;	/* si_uid: as pid */
+	uint32_t pad;
+	uint64_t addr;	/* si_addr: a fault's (code > 0, SEGV BUS ILL FPE); else 0 */
+	char comm[16];	/* the sender's, NUL-terminated; "" unknown */
 };
 
 /* Words read at a blocked thread's futex address at the tick: a lock's
@@ -56,13 +73,15 @@ struct td_sample {
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
-	int32_t signo;	     /* TD_SAMPLE_DEATH: the signal its process dies of */
+	int32_t signo;	     /* TD_SAMPLE_DEATH: the signal its process dies of;
+			      * TD_SAMPLE_SIGINFO: that signal */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
 	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
 	uint32_t futex[TD_FUTEX_WORDS]; /* TD_SAMPLE_FUTEX */
 	char comm[16];		       /* TD_SAMPLE_NAMED: a thread that lives
 					* a few ms is gone when the writer
 					* would read its name */
+	struct td_siginfo si;	       /* TD_SAMPLE_SIGINFO */
 	struct user_regs_struct regs;
 	uint8_t stack[];
 };

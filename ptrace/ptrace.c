@@ -47,6 +47,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,7 +68,13 @@ struct pt_thread {
 	bool group_stopped;
 	bool held_exit;	   /* held at its exit stop (ops->hold_exit) */
 	int held_sig;	  /* held in a signal-delivery-stop with this signal */
-	uint64_t held_addr;
+	/* its latest signal-delivery-stop: the signal (0: none, or its
+	 * siginfo unread) and its siginfo as struct td_siginfo keeps it, for
+	 * the samples of the death it may cause (siginfo_fill) */
+	int last_sig;
+	int32_t sig_code, sig_pid;
+	uint32_t sig_uid;
+	uint64_t sig_addr;
 	uint64_t interrupt_ns;
 };
 
@@ -82,6 +89,10 @@ struct pt_proc {
 	pid_t pid;
 	struct td_proc_id id; /* which process pid named when we attached */
 	bool alive;	      /* its exit (the leader's) not yet seen */
+	/* the thread of its latest signal-delivery-stop for a signal whose
+	 * default action ends the process: if the process dies of that
+	 * signal, the thread that took it */
+	pid_t sig_tid;
 	unsigned nthreads;
 	struct pt_vma *vmas;
 	unsigned nvmas;
@@ -113,6 +124,16 @@ struct pt_tracer {
 	int saved_nice;
 	bool nice_raised;
 	unsigned nheld; /* threads held in a signal stop: skips the scan */
+	/* The comms of the latest senders of such signals, read at the
+	 * signal's stop while the sender may still live (sender_read), for
+	 * the samples of the death that follows: a ring, newest wins. */
+	struct {
+		pid_t pid;
+		char comm[16];
+	} senders[8];
+	unsigned nsenders;
+	dev_t pidns_dev; /* our PID namespace (pidns_ino 0: not read yet) */
+	ino_t pidns_ino;
 	bool unblock_sigchld; /* SIGCHLD was not blocked before pt_tracer_new */
 };
 
@@ -738,6 +759,99 @@ static void on_exec_stop(struct pt_tracer *t, struct pt_thread *th)
 	rearm(th);
 }
 
+/* Does sig's default action end the process (terminate or dump core)? */
+static bool default_kills(int sig)
+{
+	switch (sig) {
+	case SIGCHLD: case SIGCONT: case SIGURG: case SIGWINCH:
+	case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+		return false;
+	}
+	return sig > 0;
+}
+
+/* The comm of sender (a PID in pid's PID namespace) into the senders
+ * ring, "" if it is gone or numbered in a namespace other than ours (our
+ * /proc would name another process).  The file is the sender's: bounded
+ * here, escaped by whoever prints it. */
+static void sender_read(struct pt_tracer *t, pid_t pid, pid_t sender)
+{
+	unsigned i = t->nsenders++ % TD_ARRAY_SIZE(t->senders);
+	char path[64], buf[64];
+	struct stat ns;
+	int n;
+
+	t->senders[i].pid = sender;
+	t->senders[i].comm[0] = '\0';
+	if (!t->pidns_ino && stat("/proc/self/ns/pid", &ns) == 0) {
+		t->pidns_dev = ns.st_dev;
+		t->pidns_ino = ns.st_ino;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &ns) < 0 || ns.st_ino != t->pidns_ino || ns.st_dev != t->pidns_dev)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)sender);
+	n = td_read_text(AT_FDCWD, path, buf, sizeof(buf));
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	if (n > 0)
+		snprintf(t->senders[i].comm, sizeof(t->senders[i].comm), "%.15s", buf);
+}
+
+/* What siginfo says of th's signal, kept in th and told in ev: the
+ * address only for a fault the kernel raised (SEGV_*, BUS_*, ILL_*,
+ * FPE_*; for a kill() the same bytes hold the sender's PID and uid), the
+ * sender only where the kernel or the sender filled it in. */
+static void signal_note(struct pt_tracer *t, struct pt_thread *th, int sig,
+	const siginfo_t *si, struct pt_event *ev)
+{
+	struct pt_proc *p = proc_find(t, th->pid);
+	int code = si->si_code;
+
+	ev->code = code;
+	if (code > 0 && code < SI_KERNEL &&
+		(sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE))
+		ev->addr = (uint64_t)(uintptr_t)si->si_addr;
+	if (code == SI_USER || code == SI_TKILL || code == SI_QUEUE || code == SI_MESGQ) {
+		ev->sender = si->si_pid;
+		ev->uid = si->si_uid;
+	}
+	th->last_sig = sig;
+	th->sig_code = code;
+	th->sig_pid = ev->sender;
+	th->sig_uid = ev->uid;
+	th->sig_addr = ev->addr;
+	if (p && default_kills(sig)) {
+		p->sig_tid = th->tid;
+		if (ev->sender > 0)
+			sender_read(t, th->pid, ev->sender);
+	}
+}
+
+/* th took the signal its process dies of (sig, or held in its delivery
+ * when sig is 0): its siginfo into its sample. */
+static void siginfo_fill(struct pt_tracer *t, const struct pt_thread *th, int sig,
+	struct td_sample *s)
+{
+	struct pt_proc *p = proc_find(t, th->pid);
+
+	if (!th->last_sig || (sig ? sig != th->last_sig || !p || p->sig_tid != th->tid :
+				    th->held_sig != th->last_sig))
+		return;
+	s->flags |= TD_SAMPLE_SIGINFO;
+	s->signo = th->last_sig;
+	s->si = (struct td_siginfo){ .code = th->sig_code, .pid = th->sig_pid, .uid = th->sig_uid,
+		.addr = th->sig_addr };
+	for (unsigned k = 0; th->sig_pid > 0 && k < TD_ARRAY_SIZE(t->senders); k++) {
+		unsigned i = (t->nsenders - 1 - k) % TD_ARRAY_SIZE(t->senders);
+
+		if (k < t->nsenders && t->senders[i].pid == th->sig_pid) {
+			memcpy(s->si.comm, t->senders[i].comm, sizeof(s->si.comm));
+			break;
+		}
+	}
+}
+
 /* PTRACE_EVENT_EXIT: the thread is leaving; a death by a signal is the
  * last look at its stack (exit_mm comes after this stop).  The exit status
  * (the event message) is the process's: a thread zapped by an exec leaves
@@ -763,8 +877,10 @@ static void on_exit_stop(struct pt_tracer *t, struct pt_thread *th)
 			t->pending++;
 		}
 		smp = capture(t, th, TD_SAMPLE_DEATH);
-		if (smp)
+		if (smp) {
 			smp->signo = WTERMSIG((int)msg);
+			siginfo_fill(t, th, smp->signo, smp);
+		}
 	}
 	if (smp) {
 		/* handed on before the hold is decided: a death's stack is a
@@ -791,19 +907,21 @@ static void on_exit_stop(struct pt_tracer *t, struct pt_thread *th)
 /* A signal-delivery-stop: the signal goes on at once (with the detach, if
  * one is wanted), unless ops->hold keeps the thread stopped for a crash
  * capture until pt_tracer_release.  It took the place of an interrupt of
- * ours, if one was pending: rearm() asks again. */
+ * ours, if one was pending: rearm() asks again.  For a signal that would
+ * end the process, its sender's comm is read from /proc here, while the
+ * thread is stopped: the sender of a kill() may be gone a moment later. */
 static void on_signal_stop(struct pt_tracer *t, struct pt_thread *th, int sig)
 {
 	struct pt_event ev = { .kind = PT_EVENT_SIGNAL, .pid = th->pid, .tid = th->tid,
 		.signo = sig };
 	siginfo_t si;
 
+	th->last_sig = 0;
 	if (ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si) == 0)
-		ev.addr = (uint64_t)(uintptr_t)si.si_addr;
+		signal_note(t, th, sig, &si, &ev);
 	emit(t, &ev);
 	if (!th->detach_want && t->ops && t->ops->hold && t->ops->hold(t->arg, &ev)) {
 		th->held_sig = sig;
-		th->held_addr = ev.addr;
 		t->nheld++;
 		return;
 	}
@@ -890,6 +1008,7 @@ static void refill(struct pt_tracer *t)
 			smp = capture(t, th, TD_SAMPLE_HELD);
 			if (smp) {
 				smp->stopped_ns = 0; /* held for the crash, not for sampling */
+				siginfo_fill(t, th, 0, smp);
 				t->stats->captured++;
 				t->ops->slot_put(t->arg, smp);
 			}
@@ -1185,7 +1304,7 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
 	for (unsigned i = 0; i < t->cap; i++)
 		if (t->threads[i].tid && t->threads[i].held_sig) {
 			*ret_signo = t->threads[i].held_sig;
-			*ret_addr = t->threads[i].held_addr;
+			*ret_addr = t->threads[i].sig_addr;
 			return t->threads[i].tid;
 		}
 	return 0;

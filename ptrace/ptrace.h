@@ -49,7 +49,13 @@ struct pt_event {
 	pid_t old_tid; /* EXEC: tid that called execve */
 	int signo;     /* SIGNAL, GROUP_STOP */
 	int status;    /* THREAD_EXIT, PROCESS_EXIT: wait status */
-	uint64_t addr; /* SIGNAL: si_addr for faults */
+	/* SIGNAL: its siginfo_t as struct td_siginfo says (no comm here):
+	 * si_addr only for a fault the kernel raised, si_pid and si_uid
+	 * only for a signal a process sent, else 0 */
+	int code;      /* si_code */
+	pid_t sender;  /* si_pid */
+	uid_t uid;     /* si_uid */
+	uint64_t addr; /* si_addr */
 };
 
 /* Callbacks of a sampling round (and of pt_tracer_poll).  slot_get, event,
@@ -103,7 +109,9 @@ struct pt_config {
 	 * a signal (SIGKILL too: the kernel still stops a tracee at its exit
 	 * then, registers and memory intact) is copied at that stop, flagged
 	 * TD_SAMPLE_DEATH; then it is resumed at once, unless
-	 * ops->hold_exit keeps it.  Costs one stop per thread exit. */
+	 * ops->hold_exit keeps it.  Costs one stop per thread exit.  The
+	 * thread that took the fatal signal (its delivery-stop seen) is
+	 * also TD_SAMPLE_SIGINFO, as is a held thread's sample. */
 	bool trace_exit;
 };
 
@@ -163,7 +171,8 @@ int pt_tracer_sample(struct pt_tracer *t, const pid_t *tids, unsigned n,
 	const struct pt_round_ops *ops, void *arg, int timeout_ms, unsigned flags,
 	struct pt_round_stats *ret_stats);
 
-/* A thread held in its signal-delivery-stop (ops->hold), or 0. */
+/* A thread held in its signal-delivery-stop (ops->hold), or 0; *ret_addr
+ * its fault address (0 unless the kernel raised the signal for a fault). */
 pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_addr);
 /* Let a held thread go on with its signal (the target then dies as it
  * would have).  Returns 0 or -errno. */
