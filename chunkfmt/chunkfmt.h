@@ -122,7 +122,12 @@ enum tcf_thread_event { TCF_THREAD_START = 0, TCF_THREAD_EXIT = 1, TCF_THREAD_RE
  *   the faulting thread's (else 0), stack_id 0 if it could not be taken;
  *   OOM_KILL: the kernel's OOM killer killed pid (SIGKILL and the oom_kill
  *   count of its cgroup's memory.events rose): signo SIGKILL, the event's
- *   count (the fault_addr field on disk) that oom_kill count, 0 unknown. */
+ *   count (the fault_addr field on disk) that oom_kill count, 0 unknown.
+ * Since 1.2 a CRASH row, and the DEATH_STACK row of the thread that took
+ * the fatal signal, may end with where the signal came from (struct
+ * chunk_sigsrc); fault_addr is then a fault's address or 0.  Earlier
+ * rows have none: their fault_addr is si_addr whatever the signal's
+ * source (for a kill(), the sender's PID and uid). */
 enum tcf_process_event {
 	TCF_PROC_EXEC = 0,
 	TCF_PROC_EXIT = 1,
@@ -133,7 +138,8 @@ enum tcf_process_event {
 /* DEATH_STACK status bits; readers ignore bits they do not know. */
 enum {
 	TCF_DEATH_FAULTING = 1u << 0, /* the thread the fatal signal was for (the
-				       * crashing thread); none for SIGKILL */
+				       * crashing thread; since 1.2 also for a
+				       * signal sent); none for SIGKILL */
 };
 enum tcf_lost_reason {
 	TCF_LOST_RING_FULL = 0,
@@ -174,7 +180,8 @@ struct chunk_writer_opts {
 	uint64_t max_dict_bytes;   /* 0: 32 MiB; past it chunk_writer_full() */
 	uint32_t header_flags;	   /* TCF_HDR_* */
 	bool sync_every_block;	   /* fdatasync after each block */
-	uint16_t minor;		   /* format minor the data needs: 0 (1.0), 1 (WAITS) */
+	uint16_t minor;		   /* format minor the data needs: 0 (1.0), 1 (WAITS),
+				    * 2 (signal sources) */
 };
 
 struct chunk_mapping {
@@ -226,6 +233,23 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
  * fault address.  stack_id must be of this chunk (0: not taken). */
 int chunk_writer_death_stack(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
 	int32_t signo, uint32_t thread_id, uint32_t stack_id, uint32_t flags, uint64_t fault_addr);
+/* Where a fatal signal came from, as its siginfo_t said (since 1.2): the
+ * tail of a CRASH row and of the DEATH_STACK row of the thread that took
+ * the signal.  code decides the rest: pid and uid the sender's for
+ * SI_USER, SI_TKILL, SI_QUEUE and SI_MESGQ (else 0), as the target's PID
+ * namespace numbers them; comm (a string id of the chunk) the sender's
+ * comm read when the signal came, 0 if not read (gone, another PID
+ * namespace, or no sender). */
+struct chunk_sigsrc {
+	int32_t code; /* si_code */
+	uint32_t pid, uid, comm;
+};
+/* A CRASH or DEATH_STACK row with the signal's source (NULL: none, as
+ * chunk_writer_process_event writes), in a chunk opened with minor >= 2:
+ * -EINVAL otherwise. */
+int chunk_writer_process_event_src(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
+	uint32_t thread_id, uint32_t stack_id, const struct chunk_sigsrc *src);
 /* The OOM killer killed pid (TCF_PROC_OOM_KILL); oom_kills: its cgroup's
  * memory.events oom_kill count after the kill (0: not read). */
 int chunk_writer_oom_kill(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
@@ -287,8 +311,9 @@ enum chunk_event_kind {
 };
 
 /* PROCESS: status, signo, fault_addr, thread_id, stack_id as the kind
- * uses them (enum tcf_process_event); OOM_KILL's oom_kill count in count.
- * Ids are the chunk's (0: none). */
+ * uses them (enum tcf_process_event); OOM_KILL's oom_kill count in count;
+ * has_src: the row carries its signal's source (1.2) in src.  Ids are the
+ * chunk's (0: none). */
 struct chunk_event {
 	enum chunk_event_kind type;
 	unsigned kind;
@@ -299,6 +324,8 @@ struct chunk_event {
 	const char *key, *value; /* META (NUL-terminated copies) */
 	uint64_t total_samples, total_blocks;
 	const struct chunk_wait *wait;
+	bool has_src;
+	struct chunk_sigsrc src;
 };
 
 /* One decoded function / location / thread. Strings NUL-terminated, owned

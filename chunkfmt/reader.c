@@ -467,6 +467,16 @@ static bool decode_process_event(struct chunk_reader *r, struct tcf_cur *c, uint
 	e.fault_addr = tcf_get_varint(c);
 	e.thread_id = (uint32_t)tcf_get_varint(c);
 	e.stack_id = (uint32_t)tcf_get_varint(c);
+	if (c->p < c->end && (e.kind == TCF_PROC_CRASH || e.kind == TCF_PROC_DEATH_STACK)) {
+		/* 1.2: where the signal came from */
+		e.has_src = true;
+		e.src.code = (int32_t)tcf_unzigzag(tcf_get_varint(c));
+		e.src.pid = (uint32_t)tcf_get_varint(c);
+		e.src.uid = (uint32_t)tcf_get_varint(c);
+		e.src.comm = (uint32_t)tcf_get_varint(c);
+		if (e.src.comm > r->n_strs)
+			r->rep->unknown_refs++;
+	}
 	if (c->bad)
 		return false;
 	if (e.kind == TCF_PROC_OOM_KILL) {

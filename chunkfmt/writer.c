@@ -479,8 +479,18 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
 	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
 	uint32_t thread_id, uint32_t stack_id)
 {
+	return chunk_writer_process_event_src(w, time_ns, pid, kind, status, signo, fault_addr,
+		thread_id, stack_id, NULL);
+}
+
+int chunk_writer_process_event_src(struct chunk_writer *w, uint64_t time_ns, uint32_t pid,
+	enum tcf_process_event kind, int32_t status, int32_t signo, uint64_t fault_addr,
+	uint32_t thread_id, uint32_t stack_id, const struct chunk_sigsrc *src)
+{
 	if (w->err || w->finished)
 		return w->err ? w->err : -EINVAL;
+	if (src && w->o.minor < 2)
+		return -EINVAL;
 	w->scratch.len = 0;
 	td_buf_put_varint(&w->scratch, tcf_zigzag(rel_ticks(w, time_ns)));
 	td_buf_put_varint(&w->scratch, pid);
@@ -490,6 +500,13 @@ int chunk_writer_process_event(struct chunk_writer *w, uint64_t time_ns, uint32_
 	td_buf_put_varint(&w->scratch, fault_addr);
 	td_buf_put_varint(&w->scratch, thread_id);
 	td_buf_put_varint(&w->scratch, stack_id);
+	if (src) {
+		/* a tail: readers before 1.2 stop at stack_id */
+		td_buf_put_varint(&w->scratch, tcf_zigzag(src->code));
+		td_buf_put_varint(&w->scratch, src->pid);
+		td_buf_put_varint(&w->scratch, src->uid);
+		td_buf_put_varint(&w->scratch, src->comm);
+	}
 	misc_record(w, TCF_REC_PROCESS_EVENT);
 	return maybe_flush(w);
 }

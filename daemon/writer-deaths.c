@@ -2,7 +2,9 @@
 /* The writer's crashes and deaths.  A crash (the sampler holds a thread
  * in a fatal signal's delivery) is written with every stack of its
  * process, its chunk finished and synced, then acknowledged so that the
- * signal goes on.  In follow mode (a service's recording), each process
+ * signal goes on.  The rows of the thread that took the signal say where
+ * it came from (the sample's TD_SAMPLE_SIGINFO: a fault's address, a
+ * sender's PID, uid and comm, a timer).  In follow mode (a service's recording), each process
  * met is followed to its death: a fatal one gets its cause on record (an
  * OOM kill, read from its cgroup's count around the death) and an
  * emergency dump reaching back over the window; every exit is told to the
@@ -22,6 +24,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A CRASH or DEATH_STACK row, with where its signal came from when the
+ * sample says (TD_SAMPLE_SIGINFO: the thread that took it). */
+static void death_row(struct writer *w, const struct td_sample *s, uint64_t time_ns,
+	enum tcf_process_event kind, uint32_t flags, int32_t signo, uint64_t addr, uint32_t tid,
+	uint32_t stack)
+{
+	struct chunk_sigsrc src;
+
+	if (!(s->flags & TD_SAMPLE_SIGINFO)) {
+		chunk_writer_process_event(w->cw, time_ns, (uint32_t)s->pid, kind, (int32_t)flags,
+			signo, addr, tid, stack);
+		return;
+	}
+	src = (struct chunk_sigsrc){ .code = s->si.code, .pid = (uint32_t)s->si.pid,
+		.uid = s->si.uid };
+	if (s->si.comm[0]) {
+		char comm[sizeof(s->si.comm) + 1];
+
+		/* the sender's bytes: NUL-terminated here whatever came */
+		memcpy(comm, s->si.comm, sizeof(s->si.comm));
+		comm[sizeof(s->si.comm)] = '\0';
+		src.comm = chunk_writer_string(w->cw, comm);
+	}
+	chunk_writer_process_event_src(w->cw, time_ns, (uint32_t)s->pid, kind, (int32_t)flags,
+		signo, s->si.addr, tid, stack, &src);
+}
+
 void crash_begin(struct writer *w, const struct rec_event *e)
 {
 	w->deaths.crash = w->deaths.last_crash = *e;
@@ -32,8 +61,7 @@ void crash_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint
 	const struct rec_event *c = &w->deaths.crash;
 
 	if (c->handshake_id && s->tid == c->tid)
-		chunk_writer_process_event(w->cw, c->time_ns, (uint32_t)s->pid, TCF_PROC_CRASH, 0,
-			c->signo, c->addr, tid, stack);
+		death_row(w, s, c->time_ns, TCF_PROC_CRASH, 0, c->signo, c->addr, tid, stack);
 }
 
 void crash_done(struct writer *w, const struct rec_event *e)
@@ -168,11 +196,12 @@ static bool fatal_signal(int sig)
 /* A thread's stack at its process's death (TD_SAMPLE_DEATH). */
 void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint32_t stack)
 {
-	bool faulting = w->deaths.last_crash.pid == s->pid && w->deaths.last_crash.tid == s->tid &&
-			w->deaths.last_crash.signo == s->signo;
+	bool faulting = (s->flags & TD_SAMPLE_SIGINFO) ||
+			(w->deaths.last_crash.pid == s->pid && w->deaths.last_crash.tid == s->tid &&
+				w->deaths.last_crash.signo == s->signo);
 
-	chunk_writer_death_stack(w->cw, s->time_ns, (uint32_t)s->pid, s->signo, tid, stack,
-		faulting ? TCF_DEATH_FAULTING : 0, faulting ? w->deaths.last_crash.addr : 0);
+	death_row(w, s, s->time_ns, TCF_PROC_DEATH_STACK, faulting ? TCF_DEATH_FAULTING : 0,
+		s->signo, faulting ? w->deaths.last_crash.addr : 0, tid, stack);
 	if (w->cfg->mode == REC_MODE_WALL)
 		episode_end(w, s->tid);
 }

@@ -3,6 +3,7 @@
  * golden files every future reader must keep reading. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,12 +344,16 @@ Test(chunk_cli, snapshot_errors_and_since)
 
 /* What a reader finds in a golden file, as text: counts and the first
  * sample's root; for files with WAITS (TCF 1.1) also each chunk's version
- * and every wait episode, field by field, in file order. */
+ * and every wait episode, field by field, in file order; for files with
+ * deaths (G_DEATHS) every PROCESS_EVENT row, with its signal's source
+ * (TCF 1.2). */
+enum { G_WAITS = 1u << 0, G_DEATHS = 1u << 1 };
 struct gsum {
 	unsigned chunks, finished;
 	uint64_t samples, thread_events, waits;
 	char names[512], versions[128];
 	FILE *wait_lines; /* open_memstream */
+	FILE *proc_lines; /* open_memstream, G_DEATHS */
 };
 
 /* A stack as LEAF/DEPTH/HASH: the innermost function, the depth in
@@ -442,12 +447,39 @@ static void g_wait(struct gsum *g, struct chunk_reader *rd, const struct chunk_w
 	}
 }
 
+static void g_process(struct gsum *g, struct chunk_reader *rd, const struct chunk_event *e)
+{
+	char stack[512];
+
+	if (!g->proc_lines)
+		return;
+	g_stack(rd, e->stack_id, stack, sizeof(stack));
+	fprintf(g->proc_lines,
+		"process chunk %u at %llu pid %u kind %u status %d signo %d addr 0x%llx count %llu "
+		"tid %u in %s",
+		g->chunks, (unsigned long long)e->time_ns, e->pid, e->kind, e->status, e->signo,
+		(unsigned long long)e->fault_addr, (unsigned long long)e->count,
+		g_tid(rd, e->thread_id), stack);
+	if (e->has_src) {
+		const char *comm = chunk_reader_string(rd, e->src.comm);
+
+		fprintf(g->proc_lines, " src code %d pid %u uid %u comm ", e->src.code, e->src.pid,
+			e->src.uid);
+		for (const char *c = comm ? comm : "-"; *c; c++)
+			fprintf(g->proc_lines, isprint((unsigned char)*c) ? "%c" : "\\x%02x",
+				(unsigned char)*c);
+	}
+	fputc('\n', g->proc_lines);
+}
+
 static int g_event(void *arg, struct chunk_reader *rd, const struct chunk_event *e)
 {
 	if (e->type == CHUNK_EV_THREAD)
 		((struct gsum *)arg)->thread_events++;
 	else if (e->type == CHUNK_EV_WAIT)
 		g_wait(arg, rd, e->wait);
+	else if (e->type == CHUNK_EV_PROCESS)
+		g_process(arg, rd, e);
 	return 0;
 }
 
@@ -462,23 +494,29 @@ static int g_end(void *arg, struct chunk_reader *rd, bool finished)
 }
 
 /* Read test/golden/NAME.tcf and compare what was found with NAME.txt:
- * the 1.0 summary (two lines); with waits, then the chunks' versions,
- * the records skipped, and every episode.  versions: " 1.0 1.0" etc. */
-static void golden_read(const char *name, bool waits, const char *versions)
+ * the 1.0 summary (two lines); with G_WAITS or G_DEATHS, then the
+ * chunks' versions, the records skipped, and every episode or process
+ * row.  versions: " 1.0 1.0" etc. */
+static void golden_read(const char *name, unsigned what, const char *versions)
 {
 	static const struct chunk_visitor v = { g_begin, g_sample, g_event, g_end };
+	bool waits = what & (G_WAITS | G_DEATHS);
 	struct gsum g = { 0 };
 	struct chunk_report rep;
 	char path[512], *lines = NULL, *got = NULL, *want = NULL;
 	size_t nlines = 0, ngot = 0, nwant = 0;
 	FILE *f;
 
-	if (waits)
+	if (what & G_WAITS)
 		cr_assert_not_null(g.wait_lines = open_memstream(&lines, &nlines));
+	else if (what & G_DEATHS)
+		cr_assert_not_null(g.proc_lines = open_memstream(&lines, &nlines));
 	snprintf(path, sizeof(path), TD_SOURCE_DIR "/test/golden/%s.tcf", name);
 	cr_assert_eq(chunk_read_file(path, &v, &g, &rep), 0, "%s", path);
-	if (waits)
+	if (g.wait_lines)
 		fclose(g.wait_lines);
+	if (g.proc_lines)
+		fclose(g.proc_lines);
 	cr_expect_str_eq(g.versions, versions, "%s: the chunks' versions", name);
 	cr_expect_not(rep.newer_reader_needed, "%s", name);
 	cr_assert_not_null(f = open_memstream(&got, &ngot));
@@ -503,7 +541,7 @@ static void golden_read(const char *name, bool waits, const char *versions)
 
 Test(golden, v1_0_small_reads_the_same_forever)
 {
-	golden_read("tcf-v1.0-small", false, " 1.0 1.0");
+	golden_read("tcf-v1.0-small", 0, " 1.0 1.0");
 }
 
 /* Wall recording (minor 1): every kind of wait, owners with and without
@@ -512,5 +550,13 @@ Test(golden, v1_0_small_reads_the_same_forever)
  * going on at the end. */
 Test(golden, v1_1_waits_reads_the_same_forever)
 {
-	golden_read("tcf-v1.1-waits", true, " 1.1 1.1");
+	golden_read("tcf-v1.1-waits", G_WAITS, " 1.1 1.1");
+}
+
+/* Deaths with their signal's source (minor 2): an emergency dump of a
+ * process killed by SIGTERM sent with kill(), the row of the thread that
+ * took it carrying code, sender PID, uid and comm (escaped here). */
+Test(golden, v1_2_death_sources_read_the_same_forever)
+{
+	golden_read("emergency-kill", G_DEATHS, " 1.2 1.2");
 }

@@ -607,6 +607,17 @@ int synth_death(struct repo *r, enum synth_death how, uint64_t t, char *dump, si
 			0x10);
 		chunk_writer_death_stack(w, t, 4242, 11, s.idle, 0, 0, 0);
 		chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 11, 0, 0, 0);
+	} else if (how == SYNTH_DEATH_KILL) {
+		/* kill(4242, SIGTERM) from 812: the thread that took it says
+		 * so, the others die at their exit stops */
+		struct chunk_sigsrc src = { .code = 0 /* SI_USER */, .pid = 812, .uid = 1000,
+			.comm = chunk_writer_string(w, "killer\x1b[31m") };
+
+		chunk_writer_death_stack(w, t, 4242, 15, s.victim, s.alloc, 0, 0);
+		chunk_writer_process_event_src(w, t, 4242, TCF_PROC_DEATH_STACK,
+			TCF_DEATH_FAULTING, 15, 0, s.worker, s.io, &src);
+		chunk_writer_death_stack(w, t, 4242, 15, s.idle, 0, 0, 0);
+		chunk_writer_process_event(w, t + 3000000, 4242, TCF_PROC_EXIT, -1, 15, 0, 0, 0);
 	} else {
 		/* SIGKILL: the stacks at the exit stops, the exit, then the
 		 * cgroup's oom_kill count that rose */

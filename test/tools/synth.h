@@ -52,11 +52,15 @@ long long synth_write(struct chunk_writer *w, const struct synth_opts *o, uint64
  *         OOM kill (oom_kill count 1);
  *   SEGV: the crash (signal 11 at 0x10, the victim's thread), the death
  *         stacks (io-worker's first, the victim's flagged faulting), the
- *         exit.
+ *         exit;
+ *   KILL: SIGTERM sent with kill() by PID 812, comm "killer\e[31m" (a
+ *         terminal escape: target input), uid 1000, taken by io-worker:
+ *         the death stacks (io-worker's flagged, with the source: TCF 1.2,
+ *         r opened with minor 2), the exit.
  * Times from start_ns (CLOCK_MONOTONIC); the death at start_ns + 200 ms.
  * Each chunk has 30 samples, 20 of them 4242's.  The repository stays
  * open, with no active chunk.  0 or -errno. */
-enum synth_death { SYNTH_DEATH_OOM, SYNTH_DEATH_SEGV };
+enum synth_death { SYNTH_DEATH_OOM, SYNTH_DEATH_SEGV, SYNTH_DEATH_KILL };
 int synth_death(struct repo *r, enum synth_death how, uint64_t start_ns, char *dump,
 	size_t dump_len);
 

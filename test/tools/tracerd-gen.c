@@ -12,9 +12,9 @@
  *   --waits N (0; >= 2: a wall recording in TCF 1.1, N wait episodes per
  *   chunk of every kind, one going on into the next chunk, which then
  *   follows its chunk without a gap; needs --threads >= 2)
- *   --death oom|segv (instead of the above: synth_death's two processes
- *   and the death of one; -o FILE is its emergency dump, -r REPO keeps
- *   the repository with the dump in it) */
+ *   --death oom|segv|kill (instead of the above: synth_death's two
+ *   processes and the death of one; -o FILE is its emergency dump, -r
+ *   REPO keeps the repository with the dump in it; kill writes TCF 1.2) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -72,7 +72,7 @@ static void remove_repo(const char *dir)
 static int gen_death(const char *out, const char *repo, enum synth_death how)
 {
 	char tmpdir[4200], dump[4300];
-	struct repo_opts ro = { .target_pid = 4242 };
+	struct repo_opts ro = { .target_pid = 4242, .minor = how == SYNTH_DEATH_KILL ? 2 : 0 };
 	struct repo *r;
 	int e;
 
@@ -189,9 +189,10 @@ static int parse(int argc, char **argv, struct gen_args *a)
 		case 'd':
 			a->death = !strcmp(optarg, "oom")  ? SYNTH_DEATH_OOM :
 				   !strcmp(optarg, "segv") ? SYNTH_DEATH_SEGV :
+				   !strcmp(optarg, "kill") ? SYNTH_DEATH_KILL :
 							     -2;
 			if (a->death == -2) {
-				fprintf(stderr, "tracerd-gen: --death oom or segv\n");
+				fprintf(stderr, "tracerd-gen: --death oom, segv or kill\n");
 				return 1;
 			}
 			break;

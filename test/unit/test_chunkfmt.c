@@ -933,3 +933,87 @@ Test(chunkfmt, death_rows_round_trip)
 	cr_expect_eq(rep.unknown_refs, 2, "an undefined stack, an undefined thread");
 	cr_expect_eq(d.rows, 2, "still passed on");
 }
+
+/* ---- where a death's signal came from (1.2: the tail of a row) */
+struct srcs {
+	unsigned rows, with;
+	struct chunk_event e[4];
+	char comm[4][32];
+};
+
+static int s_event(void *arg, struct chunk_reader *r, const struct chunk_event *e)
+{
+	struct srcs *d = arg;
+	const char *c;
+
+	if (e->type != CHUNK_EV_PROCESS || d->rows >= 4)
+		return 0;
+	d->e[d->rows] = *e;
+	c = e->has_src ? chunk_reader_string(r, e->src.comm) : NULL;
+	snprintf(d->comm[d->rows], sizeof(d->comm[0]), "%s", c ? c : "-");
+	d->with += e->has_src;
+	d->rows++;
+	return 0;
+}
+
+/* A CRASH and a DEATH_STACK row with their source read back field by
+ * field, a row without one says it has none, a comm string the chunk
+ * never defined is an unknown reference; a chunk opened for an older
+ * minor refuses a source (its readers could not tell it is there). */
+Test(chunkfmt, signal_sources_round_trip)
+{
+	static const struct chunk_visitor v = { .event = s_event };
+	struct chunk_writer_opts o = { .target_pid = 4242 };
+	const struct chunk_sigsrc tkill = { .code = -6 /* SI_TKILL */, .pid = 4242, .uid = 1000 };
+	struct chunk_sigsrc kill = { .code = 0 /* SI_USER */, .pid = 812, .uid = 0 };
+	struct chunk_writer *w;
+	struct chunk_report rep;
+	struct srcs d = { 0 };
+	uint32_t t;
+	uint8_t *buf;
+	size_t len;
+
+	o.fd = memfd();
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	t = chunk_writer_thread(w, 4242, 4242, "main");
+	cr_expect_eq(chunk_writer_process_event_src(w, 1000, 4242, TCF_PROC_CRASH, 0, 6, 0, t, 0,
+			     &tkill),
+		-EINVAL, "minor 0: no source");
+	chunk_writer_free(w);
+	close(o.fd);
+
+	o.fd = memfd();
+	o.minor = 2;
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	t = chunk_writer_thread(w, 4242, 4242, "main");
+	kill.comm = chunk_writer_string(w, "bash");
+	cr_assert_eq(chunk_writer_process_event_src(w, 1000, 4242, TCF_PROC_CRASH, 0, 6, 0, t, 0,
+			     &tkill),
+		0);
+	cr_assert_eq(chunk_writer_process_event_src(w, 2000, 4242, TCF_PROC_DEATH_STACK,
+			     TCF_DEATH_FAULTING, 15, 0, t, 0, &kill),
+		0);
+	cr_assert_eq(chunk_writer_death_stack(w, 2000, 4242, 15, t, 0, 0, 0), 0);
+	kill.comm = 999;
+	cr_assert_eq(chunk_writer_process_event_src(w, 3000, 4242, TCF_PROC_DEATH_STACK, 0, 15, 0,
+			     t, 0, &kill),
+		0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_TARGET_CRASH, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(o.fd, &len);
+	close(o.fd);
+	cr_expect_eq(buf[10], 2, "minor 2 in the header");
+	cr_assert_eq(chunk_read_buffer(buf, len, &v, &d, &rep), 0);
+	free(buf);
+	cr_expect_eq(rep.unknown_refs, 1, "the comm string 999 was never defined");
+	cr_assert_eq(d.rows, 4);
+	cr_expect_eq(d.with, 3);
+	cr_expect(d.e[0].kind == TCF_PROC_CRASH && d.e[0].signo == 6 && d.e[0].has_src &&
+		  d.e[0].src.code == -6 && d.e[0].src.pid == 4242 && d.e[0].src.uid == 1000 &&
+		  !strcmp(d.comm[0], "-"), "tgkill, comm not read");
+	cr_expect(d.e[1].status == TCF_DEATH_FAULTING && d.e[1].signo == 15 && d.e[1].has_src &&
+		  d.e[1].src.code == 0 && d.e[1].src.pid == 812 && d.e[1].src.uid == 0 &&
+		  !strcmp(d.comm[1], "bash"), "kill from bash: %s", d.comm[1]);
+	cr_expect(!d.e[2].has_src && d.e[2].signo == 15, "no source: none read");
+	cr_expect(d.e[3].has_src && !strcmp(d.comm[3], "-"));
+}
