@@ -469,7 +469,9 @@ static int add_death_stack(struct load *L, struct chunk_reader *r, const struct 
 	p->dstacks[p->ndstacks++] = (struct rp_death_stack){ .pid = e->pid, .tid = t.tid,
 		.name = intern(p, t.name), .node = e->stack_id ? resolve_stack(L, r, e->stack_id) : 0,
 		.flags = flags, .signo = e->signo, .addr = e->fault_addr,
-		.real_ns = real_of(r, e->time_ns) };
+		.real_ns = real_of(r, e->time_ns),
+		.src = { .known = e->has_src, .code = e->src.code, .pid = e->src.pid,
+			.uid = e->src.uid, .comm = intern(p, chunk_reader_string(r, e->src.comm)) } };
 	return 0;
 }
 
@@ -518,7 +520,7 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 			d = &p->dstacks[p->ndstacks - 1];
 			p->crashes[p->ncrashes++] = (struct rp_crash){ .pid = e->pid, .tid = d->tid,
 				.thread_name = d->name, .node = d->node, .signo = e->signo,
-				.addr = e->fault_addr, .real_ns = d->real_ns };
+				.addr = e->fault_addr, .real_ns = d->real_ns, .src = d->src };
 		} else if (e->kind == TCF_PROC_EXIT) {
 			if (td_array_grow(p->exits, p->capexits, p->nexits + 1, 0) < 0)
 				return -1;

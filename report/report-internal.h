@@ -32,10 +32,21 @@ struct rp_thread {
 	int32_t exit_status;
 };
 
+/* Where a death's signal came from: a 1.2 row's tail (struct
+ * chunk_sigsrc; comm a string id of the profile, 0 not read).  Unknown
+ * for a row of an older chunk, whose address is si_addr whatever sent
+ * the signal. */
+struct rp_sigsrc {
+	bool known;
+	int32_t code;
+	uint32_t pid, uid, comm;
+};
+
 struct rp_crash {
 	uint32_t pid, tid, thread_name, node;
 	int32_t signo;
 	uint64_t addr, real_ns;
+	struct rp_sigsrc src;
 };
 
 struct rp_exit {
@@ -54,6 +65,7 @@ struct rp_death_stack {
 	uint32_t flags;		 /* TCF_DEATH_*, RP_DEATH_FROM_CRASH */
 	int32_t signo;
 	uint64_t addr, real_ns;
+	struct rp_sigsrc src;
 };
 
 /* The OOM killer killed pid (an OOM_KILL row). */
@@ -203,6 +215,16 @@ bool rp_pid_shown(const struct rp_profile *p, uint32_t pid);
  * and whether the report is restricted to it.  Nothing without a dump.
  * The text formats open with it (text.c). */
 void rp_death_header(FILE *out, const struct rp_profile *p);
+/* Where signo came from, for people (signal.c), after "killed by signal N
+ * (Name)": the fault address for a fault the kernel raised (style
+ * RP_SIG_HEADER " at address 0x10", RP_SIG_INFO ", fault address 0x10"),
+ * ", sent by PID N (comm), uid U (kill)" for a signal a process sent,
+ * the timer or other source otherwise; for a row of an older chunk the
+ * address alone, and only where the signal is one a fault raises.  pid:
+ * the dying process's. */
+enum rp_sig_style { RP_SIG_HEADER, RP_SIG_INFO };
+void rp_signal_source(FILE *out, const struct rp_profile *p, uint32_t pid, int32_t signo,
+	uint64_t addr, const struct rp_sigsrc *src, enum rp_sig_style style);
 /* What a wait's object is, as the waits report prints it: an address
  * "0x...", a descriptor's number, "a set of fds", or "" (no object). */
 void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object);

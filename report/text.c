@@ -349,13 +349,6 @@ static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	}
 }
 
-/* Signals whose si_addr says where the fault was. */
-static bool has_fault_address(int signo)
-{
-	return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
-	       signo == SIGTRAP;
-}
-
 /* UTC to the millisecond: a death is a moment. */
 static void fmt_utc_ms(uint64_t real_ns, char *buf, size_t len)
 {
@@ -402,11 +395,20 @@ static bool oom_killed(const struct rp_profile *p, uint32_t pid)
 	return false;
 }
 
+/* The thread the signal was for: a crash's when the kernel raised it or
+ * the process sent it itself (abort), or when an older chunk cannot say. */
+static const char *took_it(const struct rp_death_stack *d)
+{
+	return !d->src.known || d->src.code > 0 || d->src.pid == d->pid ?
+		       ", the crashing thread" :
+		       ", the thread the signal was for";
+}
+
 static void death_thread(FILE *out, const struct rp_profile *p, const struct rp_death_stack *d,
 	bool crashing)
 {
 	fprintf(out, "  thread %u (%s)%s", d->tid, name_or(p, d->name, "?"),
-		crashing ? ", the crashing thread" : "");
+		crashing ? took_it(d) : "");
 	if (!d->node) {
 		fputs(": no stack taken\n", out);
 		return;
@@ -418,7 +420,7 @@ static void death_thread(FILE *out, const struct rp_profile *p, const struct rp_
 /* The death of pid: its cause, time and stacks. */
 static void death_of(FILE *out, const struct rp_profile *p, uint32_t pid)
 {
-	const struct rp_death_stack *crash = NULL, *fault = NULL;
+	const struct rp_death_stack *crash = NULL, *fault = NULL, *why;
 	const struct rp_exit *ex = NULL;
 	struct td_map seen = { 0 };
 	int32_t signo = 0, ds_signo = 0;
@@ -461,9 +463,9 @@ static void death_of(FILE *out, const struct rp_profile *p, uint32_t pid)
 	fprintf(out, "pid %u (%s) ", pid, comm_of(p, pid));
 	if (signo) {
 		fprintf(out, "died: killed by signal %d (%s)", signo, strsignal(signo));
-		if ((crash || fault) && has_fault_address(signo))
-			fprintf(out, " at address 0x%llx",
-				(unsigned long long)(fault ? fault->addr : crash->addr));
+		why = fault && (fault->src.known || !crash) ? fault : crash;
+		if (why && why->signo == signo)
+			rp_signal_source(out, p, pid, signo, why->addr, &why->src, RP_SIG_HEADER);
 	} else if (ex) {
 		fprintf(out, "exited with status %d", ex->status);
 	} else {
@@ -579,11 +581,23 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 		if (!rp_pid_shown(p, p->exits[i].pid))
 			continue;
 		td_fmt_utc(p->exits[i].real_ns, a, sizeof(a));
-		if (p->exits[i].signo)
-			fprintf(out, "exit:      pid %u killed by signal %d (%s)%s at %s\n",
-				p->exits[i].pid, p->exits[i].signo, strsignal(p->exits[i].signo),
+		if (p->exits[i].signo) {
+			fprintf(out, "exit:      pid %u killed by signal %d (%s)", p->exits[i].pid,
+				p->exits[i].signo, strsignal(p->exits[i].signo));
+			/* where from, if a 1.2 row of the thread that took it says */
+			for (size_t k = 0; k < p->ndstacks; k++) {
+				const struct rp_death_stack *d = &p->dstacks[k];
+
+				if (d->pid == p->exits[i].pid && d->src.known &&
+					d->signo == p->exits[i].signo && (d->flags & TCF_DEATH_FAULTING)) {
+					rp_signal_source(out, p, d->pid, d->signo, d->addr, &d->src,
+						RP_SIG_INFO);
+					break;
+				}
+			}
+			fprintf(out, "%s at %s\n",
 				oom_killed(p, p->exits[i].pid) ? " by the OOM killer" : "", a);
-		else
+		} else
 			fprintf(out, "exit:      pid %u exited with status %d at %s\n", p->exits[i].pid,
 				p->exits[i].status, a);
 	}
@@ -600,9 +614,10 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 		if (!rp_pid_shown(p, c->pid))
 			continue;
 		td_fmt_utc(c->real_ns, a, sizeof(a));
-		fprintf(out, "  pid %u thread %u (%s): signal %d (%s), fault address 0x%llx, at %s\n",
-			c->pid, c->tid, name_or(p, c->thread_name, "?"), c->signo, strsignal(c->signo),
-			(unsigned long long)c->addr, a);
+		fprintf(out, "  pid %u thread %u (%s): signal %d (%s)", c->pid, c->tid,
+			name_or(p, c->thread_name, "?"), c->signo, strsignal(c->signo));
+		rp_signal_source(out, p, c->pid, c->signo, c->addr, &c->src, RP_SIG_INFO);
+		fprintf(out, ", at %s\n", a);
 		print_stack(out, p, c->node);
 	}
 	return 0;

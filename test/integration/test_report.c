@@ -72,7 +72,7 @@ Test(report, golden_synthetic)
 	golden("tcf-v1.0-small", "info", NULL);
 }
 
-/* Emergency dumps (tracerd-gen --death oom|segv): the death leads, the
+/* Emergency dumps (tracerd-gen --death oom|segv|kill): the death leads, the
  * rest is the dead process's. */
 Test(report, golden_emergency_dumps)
 {
@@ -83,6 +83,10 @@ Test(report, golden_emergency_dumps)
 	golden("emergency-oom", "folded", NULL);
 	golden("emergency-segv", "top", NULL);
 	golden("emergency-segv", "info", NULL);
+	/* 1.2: the source of the signal, the sender's comm escaped */
+	golden("emergency-kill", "top", NULL);
+	golden("emergency-kill", "info", NULL);
+	golden("emergency-kill", "threads", NULL);
 }
 
 /* The 1.1 golden file's waits, through the report path: 24 WAITS records
