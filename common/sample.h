@@ -37,6 +37,14 @@ enum {
 	TD_SAMPLE_DEATH = 1u << 14,	   /* taken at its exit stop: its process
 					    * is dying of a signal (pt_config.trace_exit) */
 	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
+	TD_SAMPLE_OFFCPU = 1u << 15,	   /* PERF: an interval off a CPU, taken
+					    * at its switch out; weight: its
+					    * length in periods; RUNNABLE if
+					    * preempted, else IN_SYSCALL */
+	TD_SAMPLE_NO_ROWS = 1u << 16,	   /* NOSTOP, of a thread whose time
+					    * OFFCPU samples carry: for its wait
+					    * episode only, no sample of the
+					    * profile */
 };
 
 /* Words read at a blocked thread's futex address at the tick: a lock's
@@ -56,6 +64,8 @@ struct td_sample {
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
+	uint32_t runnable;   /* OFFCPU blocked: of weight, the periods it
+			      * waited for a CPU once woken */
 	int32_t signo;	     /* TD_SAMPLE_DEATH: the signal its process dies of */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */
 	uint64_t stack_end;  /* end of the stack mapping, 0 if unknown */
