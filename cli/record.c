@@ -453,7 +453,11 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
-	if (wall && s->capture == REC_CAPTURE_PERF)
+	if (wall && s->offcpu)
+		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
+			   "of CPU time, each interval off a CPU at its switch out, with its "
+			   "length (perf_event); no thread stopped\n");
+	else if (wall && s->capture == REC_CAPTURE_PERF)
 		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
 			   "of CPU time (perf_event), blocked and runnable ones at every tick; no "
 			   "thread stopped\n");

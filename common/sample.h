@@ -39,6 +39,14 @@ enum {
 	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
 	TD_SAMPLE_SIGINFO = 1u << 15,	   /* DEATH, HELD: this thread took the
 					    * fatal signal; si says where from */
+	TD_SAMPLE_OFFCPU = 1u << 16,	   /* PERF: an interval off a CPU, taken
+					    * at its switch out; weight: its
+					    * length in periods; RUNNABLE if
+					    * preempted, else IN_SYSCALL */
+	TD_SAMPLE_NO_ROWS = 1u << 17,	   /* NOSTOP, of a thread whose time
+					    * OFFCPU samples carry: for its wait
+					    * episode only, no sample of the
+					    * profile */
 };
 
 /* What the kernel said of a fatal signal (siginfo_t) at its delivery.
@@ -73,6 +81,8 @@ struct td_sample {
 	uint32_t flags;	     /* TD_SAMPLE_* */
 	uint32_t stack_len;  /* valid bytes in stack[] */
 	uint32_t weight;     /* TD_SAMPLE_WEIGHTED: how many samples */
+	uint32_t runnable;   /* OFFCPU blocked: of weight, the periods it
+			      * waited for a CPU once woken */
 	int32_t signo;	     /* TD_SAMPLE_DEATH: the signal its process dies of;
 			      * TD_SAMPLE_SIGINFO: that signal */
 	uint64_t stack_addr; /* target address of stack[0] (the SP) */

@@ -78,6 +78,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.skipped = atomic_load(&sh->skipped),
 		/* written before attach_state, which rec_open waited for */
 		.capture = (enum rec_capture)sh->capture,
+		.offcpu = sh->offcpu,
 		.perf_err = sh->perf_err,
 		.unwind_partial = atomic_load(&sh->unwind_partial),
 		.threads_seen = atomic_load(&sh->threads_seen),

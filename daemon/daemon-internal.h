@@ -108,6 +108,7 @@ struct rec_shared {
 	pid_t attach_pid;	  /* the target it failed on; 0: setting up the tracer */
 	struct td_proc_id targets[REC_MAX_PIDS]; /* cfg->pids as attached */
 	int capture;  /* enum rec_capture the sampler chose: PERF or PTRACE */
+	bool offcpu;  /* PERF in wall mode: the kernel samples switches out */
 	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
 
 	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),

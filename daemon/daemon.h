@@ -72,6 +72,8 @@ struct rec_stats {
 	uint64_t skipped;     /* ticks a thread was left out after missed stops */
 	uint64_t threads_seen, threads_live;
 	enum rec_capture capture; /* what was used: PERF or PTRACE */
+	bool offcpu;		  /* wall mode, PERF: intervals off a CPU measured at
+				   * the kernel's switches */
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */

@@ -56,6 +56,12 @@ struct sthread {
 	uint32_t ins_looked;  /* ins at its last look through /proc */
 	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
 	bool leaving;	      /* held at its exit stop: sampled no more */
+	/* wall mode with offcpu: its time off a CPU is carried by the
+	 * kernel's switch samples (TD_SAMPLE_OFFCPU) since its first one;
+	 * the ticks' copies of it serve its wait episodes alone */
+	bool covered;
+	int64_t woken_ns; /* covered: schedstat's wait not yet told apart
+			   * from the preemptions (runnable once woken) */
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
@@ -71,6 +77,7 @@ struct sampler {
 	struct pt_perf *perf; /* perf capture, else NULL */
 	unsigned nonperf;     /* threads the kernel does not sample */
 	bool switches;	      /* the kernel reports switches (wall mode with perf) */
+	bool offcpu;	      /* and samples each interval off a CPU (pt_perf_offcpu) */
 	bool switches_lost;   /* since the last tick: its ring lost records */
 	bool wake_writer;     /* something for the writer at once (an attach, a death) */
 	pid_t resize[16];     /* perf threads whose window grew, to reopen */
@@ -117,5 +124,10 @@ void mark_sampled(struct sampler *s, pid_t pid);
  * s->chosen for the round, unless the kernel samples them (perf): then
  * only their time waiting for a CPU is sampled here. */
 unsigned wall_tick(struct sampler *s);
+/* wall mode with offcpu: of an OFFCPU sample's weight periods (flags its
+ * flags), how many thread st spent waiting for a CPU once woken: schedstat's
+ * wait less the preemptions, paid as the blocked intervals come. */
+uint32_t offcpu_runnable(struct sampler *s, struct sthread *st, uint32_t flags,
+	uint32_t weight);
 
 #endif

@@ -7,6 +7,14 @@
  * (perf capture): then only the time it waits for a CPU, which neither
  * perf nor a copy sees, is sampled here.
  *
+ * With offcpu (the kernel samples each switch out: ptrace/perf.c), a
+ * thread's time off CPUs is measured, interval by interval, from its first
+ * switch-out sample on (covered): the ticks then copy it blocked for its
+ * wait episodes alone (TD_SAMPLE_NO_ROWS), and its schedstat wait, less
+ * its preemptions, says how much of its blocked intervals it waited for a
+ * CPU once woken (offcpu_runnable).  Before that sample (a thread asleep
+ * since the attach), the ticks sample it as without offcpu.
+ *
  * Guarantees: blocked and runnable time is sampled per period of the time
  * since the last tick, not once a tick, so that late ticks cannot tilt
  * the shares; a copy torn because the thread ran meanwhile is dropped and
@@ -32,14 +40,16 @@ static void publish_repeat(struct sampler *s, const struct sthread *st, uint32_t
 		return;
 	}
 	*e = (struct rec_event){ .kind = REC_EV_REPEAT, .pid = st->pid, .tid = st->tid,
-		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags),
+		.status = (int)(TD_SAMPLE_NOSTOP | TD_SAMPLE_REPEAT | flags |
+			(st->covered ? TD_SAMPLE_NO_ROWS : 0)),
 		.time_ns = td_now_ns() };
 	if (futex) {
 		memcpy(e->futex, futex, sizeof(e->futex));
 		e->status |= TD_SAMPLE_FUTEX;
 	}
 	ring_publish(&s->sh->events);
-	atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
+	if (!st->covered)
+		atomic_fetch_add_explicit(&s->sh->samples_taken, 1, memory_order_relaxed);
 	mark_sampled(s, st->pid);
 }
 
@@ -114,6 +124,37 @@ static void runnable_ticks(struct sampler *s, struct sthread *st, const struct p
 		publish_repeat(s, st, TD_SAMPLE_RUNNABLE, NULL);
 }
 
+#define WOKEN_MAX_NS 1000000000 /* woken_ns kept within +-1 s */
+
+uint32_t offcpu_runnable(struct sampler *s, struct sthread *st, uint32_t flags, uint32_t weight)
+{
+	int64_t period = (int64_t)(1000000000u / s->cfg->hz), k;
+
+	if (!st->covered) {
+		/* from here on the switch samples carry its time */
+		st->covered = true;
+		st->woken_ns = 0;
+	}
+	if (flags & TD_SAMPLE_RUNNABLE) {
+		/* preempted: that much of schedstat's wait is this */
+		st->woken_ns = TD_MAX(st->woken_ns - (int64_t)weight * period, -WOKEN_MAX_NS);
+		return 0;
+	}
+	k = st->woken_ns > 0 ? TD_MIN(st->woken_ns / period, (int64_t)weight) : 0;
+	st->woken_ns -= k * period;
+	return (uint32_t)k;
+}
+
+/* A covered thread looked at: the wait schedstat added since its last
+ * look (ended waits for a CPU, preempted or woken). */
+static void woken_tick(struct sthread *st, const struct pt_blocked *b)
+{
+	if (b->wait_ns > st->wait_ns)
+		st->woken_ns = TD_MIN(st->woken_ns + (int64_t)(b->wait_ns - st->wait_ns),
+			WOKEN_MAX_NS);
+	st->wait_ns = b->wait_ns;
+}
+
 /* A thread blocked in futex(): the words at its futex address now, at the
  * tick (one process_vm_readv), into words; NULL if not in futex() or
  * unreadable.  The writer reads a lock's owner from them: read later, the
@@ -172,7 +213,9 @@ unsigned wall_tick(struct sampler *s)
 			if (r < 0)
 				continue;
 		}
-		if (st->perf)
+		if (st->covered && !unseen)
+			woken_tick(st, &b);
+		else if (st->perf && !st->covered)
 			runnable_ticks(s, st, &b, r == 1, dt, !unseen);
 		if (r == 1) {
 			st->block_runs = b.run_count;
@@ -232,10 +275,13 @@ unsigned wall_tick(struct sampler *s)
 			memcpy(smp->futex, futex, sizeof(smp->futex));
 			smp->flags |= TD_SAMPLE_FUTEX;
 		}
+		if (st->covered)
+			smp->flags |= TD_SAMPLE_NO_ROWS;
 		st->last = b;
 		st->have_last = true;
 		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
+		if (!st->covered)
+			atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		mark_sampled(s, st->pid);
 		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}

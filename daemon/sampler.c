@@ -258,11 +258,18 @@ void mark_sampled(struct sampler *s, pid_t pid)
 }
 
 /* A sample taken by the kernel (nothing was stopped), or a stack at a
- * death: no sampling stop, and a death's is not a sample of the profile. */
+ * death: no sampling stop, and a death's is not a sample of the profile.
+ * An interval off a CPU covers its thread's time off CPUs from now on. */
 static void put_unstopped(struct sampler *s, struct td_sample *smp)
 {
 	struct rec_shared *sh = s->sh;
+	struct sthread *st;
 
+	if ((smp->flags & TD_SAMPLE_OFFCPU) && (st = lookup(s, smp->tid))) {
+		smp->runnable = offcpu_runnable(s, st, smp->flags, smp->weight);
+		if (st->last_disk && (smp->flags & TD_SAMPLE_IN_SYSCALL))
+			smp->flags |= TD_SAMPLE_DISK;
+	}
 	mark_sampled(s, smp->pid);
 	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 	if (smp->flags & TD_SAMPLE_PERF)
@@ -832,7 +839,8 @@ static int sampler_start(struct sampler *s)
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
 			.max_threads = 4096, .seed = td_now_ns(),
-			.switches = s->cfg->mode == REC_MODE_WALL };
+			.switches = s->cfg->mode == REC_MODE_WALL,
+			.offcpu = s->cfg->mode == REC_MODE_WALL };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF)
@@ -842,6 +850,8 @@ static int sampler_start(struct sampler *s)
 		else
 			sh->capture = REC_CAPTURE_PERF;
 		s->switches = s->perf && ppc.switches;
+		s->offcpu = s->perf && pt_perf_offcpu(s->perf);
+		sh->offcpu = s->offcpu;
 	}
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,

@@ -75,7 +75,11 @@ static void chunk_meta(struct writer *w)
 	snprintf(buf, sizeof(buf), "%u", cfg->hz);
 	chunk_writer_meta(w->cw, "sampling.hz", buf);
 	chunk_writer_meta(w->cw, "sampling.mode", cfg->mode == REC_MODE_WALL ? "wall" : "cpu");
-	if (cfg->mode == REC_MODE_WALL && w->sh->capture == REC_CAPTURE_PERF) {
+	if (cfg->mode == REC_MODE_WALL && w->sh->offcpu) {
+		/* intervals off a CPU from the kernel's switches; /proc for
+		 * the wait episodes and the threads asleep since the attach */
+		chunk_writer_meta(w->cw, "sampling.capture", "perf+switches");
+	} else if (cfg->mode == REC_MODE_WALL && w->sh->capture == REC_CAPTURE_PERF) {
 		chunk_writer_meta(w->cw, "sampling.capture", "proc+perf");
 	} else if (cfg->mode == REC_MODE_WALL) {
 		chunk_writer_meta(w->cw, "sampling.capture", "proc+ptrace");
@@ -319,7 +323,7 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	/* time a thread waited for a CPU before any stack of it was seen:
 	 * where it was is unknown, and a frame saying so would only clutter
 	 * the start of a recording */
-	if (s->flags & TD_SAMPLE_RUNNABLE) {
+	if ((s->flags & TD_SAMPLE_RUNNABLE) && (s->flags & TD_SAMPLE_REPEAT)) {
 		struct saved *sv = saved_of(w, s->tid, false);
 
 		if (!sv)
@@ -334,7 +338,9 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	}
 	if (s->flags & TD_SAMPLE_HELD)
 		crash_stack(w, s, tid, stack);
-	if (w->cfg->mode == REC_MODE_WALL) {
+	/* an interval off a CPU, taken at its start, is no look at the
+	 * thread now: the ticks' copies follow its waits */
+	if (w->cfg->mode == REC_MODE_WALL && !(s->flags & TD_SAMPLE_OFFCPU)) {
 		/* blocked (copied, or repeated unchanged): a period of a wait;
 		 * woken, it waits for a CPU, not for the object: runnable */
 		if ((s->flags & TD_SAMPLE_NOSTOP) && !(s->flags & TD_SAMPLE_RUNNABLE))
@@ -343,10 +349,21 @@ void do_sample(struct writer *w, const struct td_sample *s)
 			episode_end(w, s->tid);
 		owner_seen(w, s->tid, stack);
 	}
-	/* a weighted sample: once per period of CPU time it stands for */
-	for (uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1; n; n--)
-		if (chunk_writer_sample(w->cw, s->time_ns, tid, state_of(s), stack, NULL, 0) == 0)
-			atomic_fetch_add_explicit(&w->sh->samples_written, 1, memory_order_relaxed);
+	if (s->flags & TD_SAMPLE_NO_ROWS)
+		return; /* its time is in its OFFCPU samples */
+	/* a weighted sample: once per period of time it stands for; of an
+	 * interval off a CPU, the last periods waited for one once woken */
+	{
+		uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1;
+		uint32_t woken = (s->flags & TD_SAMPLE_OFFCPU) ? TD_MIN(s->runnable, n) : 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (chunk_writer_sample(w->cw, s->time_ns, tid,
+				    i < n - woken ? state_of(s) : TCF_STATE_RUNNABLE, stack, NULL,
+				    0) == 0)
+				atomic_fetch_add_explicit(&w->sh->samples_written, 1,
+					memory_order_relaxed);
+	}
 	if (!w->cw_published)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
 }

@@ -37,8 +37,32 @@
  * the expected weight is exact: 0.7 periods is one sample 70% of the time,
  * none otherwise.  The rate is then the one asked, whatever the drains.
  *
- * Bounds: max_threads threads, one fd per thread and CPU; stack copies of
- * at most PT_PERF_MAX_STACK bytes (a sample must fit a u16 record size).
+ * Off-CPU intervals (cfg.offcpu, wall mode): a second event per (thread,
+ * CPU), PERF_COUNT_SW_CONTEXT_SWITCHES at period 1, copies the user
+ * registers and stack each time the thread leaves a CPU, and its
+ * PERF_RECORD_SWITCH records say when (and, going out, whether it was
+ * preempted) and when it came back.  Each interval off a CPU becomes one
+ * sample at the stack where it left, weighted by its duration in periods:
+ * preempted, it waited for a CPU there; blocked, it waited in that call
+ * (and, once woken, for a CPU: the caller splits that off).  The records
+ * of one thread land in the rings of the CPUs it ran on, so a drain
+ * first collects every switch record of every ring (sorted by thread and
+ * time) and then pairs each switch-out sample with the thread's next
+ * switch in.  An interval still open at the drain is weighed up to then
+ * and continued (pt_round_ops.offcpu) at each later drain until its
+ * switch in (a sample without stack bytes, TD_SAMPLE_REPEAT: the
+ * thread's last stack, its interval's): a long sleep shows while it lasts.  Nothing is stopped or
+ * interrupted: the kernel writes all of it at the switch.
+ *
+ * Weights add up: a thread's time, on CPUs and off, is one line with
+ * sampling points at random periods along it (periods_of); a sample
+ * weighs the points that fall in its stretch, so the weights add up to
+ * the time measured within a period or two, and each is fair.
+ *
+ * Bounds: max_threads threads, one fd per thread and CPU (two with
+ * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (a sample must
+ * fit a u16 record size); at most PERF_MAX_SWITCHES switch records a
+ * drain (more: the intervals left unpaired are dropped and counted).
  * Everything is allocated by pt_perf_new; add/remove/drain never allocate.
  */
 #define _GNU_SOURCE
@@ -71,11 +95,22 @@
 		(1ull << PERF_REG_X86_R13) | (1ull << PERF_REG_X86_R14) |                     \
 		(1ull << PERF_REG_X86_R15))
 #define PERF_NREGS 20
+#define PERF_MAX_SWITCHES (1u << 17) /* switch records paired per drain */
 
 struct perf_thread {
 	pid_t tid; /* 0: free */
 	pid_t pid;
 	uint32_t stack_bytes;
+	uint64_t left;	    /* ns of its time until its next sampling point */
+	uint64_t open_since; /* offcpu: off a CPU, weighed up to then; 0: not */
+	bool open_preempted; /* the open interval began with a preemption */
+};
+
+/* A PERF_RECORD_SWITCH of a drain. */
+struct perf_switch {
+	uint32_t tid;
+	uint32_t misc; /* PERF_RECORD_MISC_SWITCH_OUT[_PREEMPT] */
+	uint64_t time;
 };
 
 /* owns: every event fd, the rings' mappings, the epoll fd, the tables */
@@ -89,12 +124,18 @@ struct pt_perf {
 	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
 	struct perf_thread *th; /* open addressing by tid, cap slots */
 	int *fds;		/* cap x ncpus event fds, -1 if none */
+	int *cs;		/* offcpu: cap x ncpus switch event fds, -1 if none */
+	struct perf_switch *sw; /* offcpu: this drain's switch records */
+	unsigned nsw;
+	bool sw_full;		/* more than PERF_MAX_SWITCHES this drain */
+	uint64_t *head;		/* per CPU: the data_head this drain reads to */
 	uint64_t *last;		/* per event: its count at its previous sample */
 	uint64_t *fired; /* per event, a bit: it fired since pt_perf_rearm */
 	uint64_t rng;
 	unsigned cap, count;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	bool user_only; /* no permission for kernel-mode samples */
+	bool offcpu;	/* switch-out samples (cfg.offcpu, and permitted) */
 };
 
 static void close_thread(struct pt_perf *p, unsigned i);
@@ -142,9 +183,11 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = p->cfg.period_ns;
-	/* READ: the event's count at the sample, for its weight */
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
-		PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	/* READ: the event's count at the sample, for its weight.  PERIOD
+	 * tells the two events' samples apart (they share a layout): a
+	 * switch sample's is 1, a task-clock period is at least 50 us */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
+		PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = p->cfg.stack_bytes;
 	a->use_clockid = 1;
@@ -152,10 +195,24 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->exclude_kernel = p->user_only;
 	a->exclude_hv = 1;
 	a->disabled = 1;
-	if (p->cfg.switches) {
+	if (p->cfg.switches && !p->offcpu) {
 		a->context_switch = 1;
 		a->sample_id_all = 1; /* a switch record says whose it is */
 	}
+}
+
+/* offcpu: a sample at every switch out (the user registers and stack
+ * where the thread left the CPU), and the switch records.  Counting a
+ * switch happens in the scheduler, in kernel mode: it cannot exclude the
+ * kernel, so it needs the permission for kernel-mode samples. */
+static void attr_switch(const struct pt_perf *p, struct perf_event_attr *a)
+{
+	attr_sample(p, a);
+	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a->sample_period = 1;
+	a->exclude_kernel = 0;
+	a->context_switch = 1;
+	a->sample_id_all = 1;
 }
 
 int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
@@ -189,17 +246,20 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
 	p->th = calloc(p->cap, sizeof(*p->th));
 	p->fds = malloc((size_t)p->cap * p->ncpus * sizeof(*p->fds));
+	p->cs = malloc((size_t)p->cap * p->ncpus * sizeof(*p->cs));
+	p->head = calloc(p->ncpus, sizeof(*p->head));
 	p->last = calloc((size_t)p->cap * p->ncpus, sizeof(*p->last));
 	p->fired = calloc(((size_t)p->cap * p->ncpus + 63) / 64, sizeof(*p->fired));
 	p->scratch = malloc(65536);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!p->owner || !p->ring || !p->th || !p->fds || !p->last || !p->fired || !p->scratch ||
-		p->epfd < 0) {
+	if (!p->owner || !p->ring || !p->th || !p->fds || !p->cs || !p->head || !p->last ||
+		!p->fired || !p->scratch || p->epfd < 0) {
 		r = p->epfd < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
 	memset(p->owner, 0xff, p->ncpus * sizeof(*p->owner));
 	memset(p->fds, 0xff, (size_t)p->cap * p->ncpus * sizeof(*p->fds));
+	memset(p->cs, 0xff, (size_t)p->cap * p->ncpus * sizeof(*p->cs));
 
 	/* Can we sample another process at all, and with kernel-mode
 	 * samples?  Try on ourselves: the same checks, minus ptrace access
@@ -216,6 +276,14 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 		goto fail;
 	}
 	close((int)n);
+	if (cfg->offcpu && !p->user_only) {
+		attr_switch(p, &a);
+		n = perf_open(&a, 0, -1, -1);
+		p->sw = n >= 0 ? malloc(PERF_MAX_SWITCHES * sizeof(*p->sw)) : NULL;
+		p->offcpu = p->sw != NULL;
+		if (n >= 0)
+			close((int)n);
+	}
 
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = c };
@@ -265,12 +333,14 @@ fail:
 
 static void close_thread(struct pt_perf *p, unsigned i)
 {
-	int *fd = &p->fds[(size_t)i * p->ncpus];
+	int *fd = &p->fds[(size_t)i * p->ncpus], *cs = &p->cs[(size_t)i * p->ncpus];
 
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		if (fd[c] >= 0)
 			close(fd[c]);
-		fd[c] = -1;
+		if (cs[c] >= 0)
+			close(cs[c]);
+		fd[c] = cs[c] = -1;
 	}
 }
 
@@ -278,7 +348,7 @@ void pt_perf_free(struct pt_perf *p)
 {
 	if (!p)
 		return;
-	if (p->th && p->fds)
+	if (p->th && p->fds && p->cs)
 		for (unsigned i = 0; i < p->cap; i++)
 			if (p->th[i].tid)
 				close_thread(p, i);
@@ -294,6 +364,9 @@ void pt_perf_free(struct pt_perf *p)
 	free(p->ring);
 	free(p->th);
 	free(p->fds);
+	free(p->cs);
+	free(p->sw);
+	free(p->head);
 	free(p->last);
 	free(p->fired);
 	free(p->scratch);
@@ -303,17 +376,32 @@ void pt_perf_free(struct pt_perf *p)
 /* Open thread slot i's events (its fds all -1). */
 static int open_thread(struct pt_perf *p, unsigned i, pid_t tid, uint32_t stack_bytes)
 {
-	struct perf_event_attr a;
+	struct perf_event_attr a, sw;
 	unsigned opened = 0;
-	int *fd = &p->fds[(size_t)i * p->ncpus], r = 0;
+	int *fd = &p->fds[(size_t)i * p->ncpus], *cs = &p->cs[(size_t)i * p->ncpus], r = 0;
 
 	attr_sample(p, &a);
 	a.sample_stack_user = stack_bytes;
+	attr_switch(p, &sw);
+	sw.sample_stack_user = stack_bytes;
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		long n;
 
 		if (p->owner[c] < 0)
 			continue;
+		if (p->offcpu) {
+			n = perf_open(&sw, tid, (int)c, -1);
+			if (n < 0) {
+				r = -errno;
+				break;
+			}
+			cs[c] = (int)n;
+			if (ioctl(cs[c], PERF_EVENT_IOC_SET_OUTPUT, p->owner[c]) < 0 ||
+				ioctl(cs[c], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+				r = -errno;
+				break;
+			}
+		}
 		a.sample_period = next_period(p);
 		p->last[(size_t)i * p->ncpus + c] = 0;
 		n = perf_open(&a, tid, (int)c, -1);
@@ -399,10 +487,13 @@ void pt_perf_remove(struct pt_perf *p, pid_t tid)
 			p->th[i] = p->th[j];
 			memcpy(&p->fds[(size_t)i * p->ncpus], &p->fds[(size_t)j * p->ncpus],
 				p->ncpus * sizeof(*p->fds));
+			memcpy(&p->cs[(size_t)i * p->ncpus], &p->cs[(size_t)j * p->ncpus],
+				p->ncpus * sizeof(*p->cs));
 			memcpy(&p->last[(size_t)i * p->ncpus], &p->last[(size_t)j * p->ncpus],
 				p->ncpus * sizeof(*p->last));
 			p->th[j].tid = 0;
 			memset(&p->fds[(size_t)j * p->ncpus], 0xff, p->ncpus * sizeof(*p->fds));
+			memset(&p->cs[(size_t)j * p->ncpus], 0xff, p->ncpus * sizeof(*p->cs));
 			i = j;
 		}
 	}
@@ -416,6 +507,11 @@ unsigned pt_perf_threads(const struct pt_perf *p)
 bool pt_perf_user_only(const struct pt_perf *p)
 {
 	return p->user_only;
+}
+
+bool pt_perf_offcpu(const struct pt_perf *p)
+{
+	return p->offcpu;
 }
 
 int pt_perf_fd(const struct pt_perf *p)
@@ -448,73 +544,96 @@ void pt_perf_rearm(struct pt_perf *p)
 	memset(p->fired, 0, words * sizeof(*p->fired));
 }
 
-/* The weight of a sample of event j at count: the CPU time since its
- * previous one in periods, rounded up or down at random by the fraction. */
-static uint32_t weigh(struct pt_perf *p, uint32_t j, uint64_t count)
+/* The next ns of thread th's time (on a CPU or off), in periods: how
+ * many of its sampling points fall in them.  The points are spaced by
+ * random periods (next_period), as the kernel's samples of CPU time are:
+ * the expected weight of any stretch of time is its length in periods,
+ * whatever comes before it, and no rhythm of the program can line up with
+ * them; the weights of a thread add up to its time within a period or
+ * two.  (Rounding each stretch on its own at random strays by the square
+ * root of their number; carrying a remainder from stretch to stretch
+ * tilts short ones against long ones.) */
+static uint32_t periods_of(struct pt_perf *p, struct perf_thread *th, uint64_t ns)
 {
-	uint64_t m = p->cfg.period_ns, gap = count > p->last[j] ? count - p->last[j] : 0;
-	uint64_t w = gap / m;
+	uint32_t w = 0;
 
-	p->last[j] = count;
-	if (rand64(p) % m < gap % m)
+	ns = TD_MIN(ns, 1000 * p->cfg.period_ns); /* a stale count: 1000 periods */
+	if (!th->left)
+		th->left = next_period(p);
+	while (ns >= th->left) {
+		ns -= th->left;
+		th->left = next_period(p);
 		w++;
-	return (uint32_t)TD_MIN(w, 1000u); /* a stale count: at most 10 s at 100 Hz */
+	}
+	th->left -= ns;
+	return w;
 }
 
-/* A sample record: ip, pid, tid, time, count (READ), abi, regs[PERF_NREGS] (when abi is
- * not NONE), size, data[size], dyn_size (when size is not 0). */
-static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, size_t len,
-	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+/* The weight of a sample of event j (of thread th) at count: the CPU time
+ * since its previous one, in periods. */
+static uint32_t weigh(struct pt_perf *p, struct perf_thread *th, uint32_t j, uint64_t count)
+{
+	uint64_t gap = count > p->last[j] ? count - p->last[j] : 0;
+
+	p->last[j] = count;
+	return periods_of(p, th, gap);
+}
+
+/* A sample record, as both events write it. */
+struct perf_sample {
+	uint64_t ip, time, period, count, abi, regs[PERF_NREGS], size, dyn;
+	uint32_t pid, tid;
+	const uint8_t *stack;
+};
+
+/* ip, pid, tid, time, period, count (READ), abi, regs[PERF_NREGS] (when
+ * abi is not NONE), size, data[size], dyn_size (when size is not 0).
+ * false if the record is too short for what it says. */
+static bool parse_sample(const uint8_t *rec, size_t len, struct perf_sample *ps)
 {
 	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
-	uint64_t ip, time, count, abi, regs[PERF_NREGS] = { 0 }, size = 0, dyn = 0;
-	uint32_t pid, tid, window = 0;
-	struct td_sample *s;
-	const uint8_t *stack = NULL;
-	unsigned i, k;
-	uint32_t weight = 1;
 
+	memset(ps, 0, sizeof(*ps));
 #define TAKE(v)                                     \
 	do {                                        \
 		if ((size_t)(end - q) < sizeof(v))  \
-			goto bad;                   \
+			return false;               \
 		memcpy(&(v), q, sizeof(v));         \
 		q += sizeof(v);                     \
 	} while (0)
-	TAKE(ip);
-	TAKE(pid);
-	TAKE(tid);
-	TAKE(time);
-	TAKE(count);
-	TAKE(abi);
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
-		for (i = 0; i < PERF_NREGS; i++)
-			TAKE(regs[i]);
-	TAKE(size);
-	if (size) {
-		if ((uint64_t)(end - q) < size + 8)
-			goto bad;
-		stack = q;
-		q += size;
-		TAKE(dyn);
+	TAKE(ps->ip);
+	TAKE(ps->pid);
+	TAKE(ps->tid);
+	TAKE(ps->time);
+	TAKE(ps->period);
+	TAKE(ps->count);
+	TAKE(ps->abi);
+	if (ps->abi != PERF_SAMPLE_REGS_ABI_NONE)
+		for (unsigned i = 0; i < PERF_NREGS; i++)
+			TAKE(ps->regs[i]);
+	TAKE(ps->size);
+	if (ps->size) {
+		if ((uint64_t)(end - q) < ps->size + 8)
+			return false;
+		ps->stack = q;
+		q += ps->size;
+		TAKE(ps->dyn);
 	}
 #undef TAKE
-	(void)ip;
-	if (thread_find(p, (pid_t)tid, &k) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
-		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
+	return true;
+}
 
-		rearm_later(p, j);
-		weight = weigh(p, j, count);
-		if (!weight) {
-			st->thinned++;
-			return;
-		}
-	}
-	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
-		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
-		return;
-	}
-	s = ops->slot_get ? ops->slot_get(arg, (pid_t)pid, (pid_t)tid, &window) : NULL;
+/* Hand a parsed sample to the caller: flags (TD_SAMPLE_*), weight in
+ * periods, at time. */
+static void put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t weight,
+	uint64_t time, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+{
+	struct td_sample *s;
+	uint32_t window = 0;
+	uint64_t dyn = ps->dyn;
+	const uint64_t *regs = ps->regs;
+
+	s = ops->slot_get ? ops->slot_get(arg, (pid_t)ps->pid, (pid_t)ps->tid, &window) : NULL;
 	if (!s) {
 		st->dropped++;
 		return;
@@ -542,82 +661,275 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const uint8_t *rec, siz
 	s->regs.r14 = regs[18];
 	s->regs.r15 = regs[19];
 	s->regs.orig_rax = (unsigned long long)-1;
-	s->pid = (int32_t)pid;
-	s->tid = (int32_t)tid;
+	s->pid = (int32_t)ps->pid;
+	s->tid = (int32_t)ps->tid;
 	s->time_ns = time;
 	s->stopped_ns = 0;
-	s->flags = TD_SAMPLE_PERF | (kernel ? TD_SAMPLE_IN_KERNEL : 0) |
-		(weight != 1 ? TD_SAMPLE_WEIGHTED : 0);
+	s->flags = TD_SAMPLE_PERF | flags | (weight != 1 ? TD_SAMPLE_WEIGHTED : 0);
 	s->weight = weight;
+	s->runnable = 0;
 	s->stack_addr = s->regs.rsp;
 	s->stack_end = 0;
-	if (dyn > size)
-		dyn = size;
+	if (dyn > ps->size)
+		dyn = ps->size;
 	if (dyn > window)
 		dyn = window;
-	if (stack && dyn)
-		memcpy(s->stack, stack, dyn);
+	if (ps->stack && dyn)
+		memcpy(s->stack, ps->stack, dyn);
 	else
 		s->flags |= TD_SAMPLE_STACK_FAILED;
 	s->stack_len = (uint32_t)dyn;
 	if (ops->slot_put)
 		ops->slot_put(arg, s);
 	st->samples++;
-	return;
-bad:
-	st->malformed++;
+}
+
+/* A task-clock sample: on a CPU, weighed by the CPU time since the
+ * event's previous sample. */
+static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sample *ps,
+	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+{
+	struct perf_thread *th;
+	uint32_t weight = 1;
+	unsigned k;
+
+	if ((th = thread_find(p, (pid_t)ps->tid, &k)) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
+		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
+
+		rearm_later(p, j);
+		weight = weigh(p, th, j, ps->count);
+		if (!weight) {
+			st->thinned++;
+			return;
+		}
+	}
+	if (ps->abi == PERF_SAMPLE_REGS_ABI_NONE) {
+		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
+		return;
+	}
+	put_sample(ps, kernel ? TD_SAMPLE_IN_KERNEL : 0, weight, ps->time, ops, arg, st);
+}
+
+static int switch_cmp(const void *a, const void *b)
+{
+	const struct perf_switch *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* The first switch record of tid at or after time, or NULL. */
+static const struct perf_switch *switch_after(const struct pt_perf *p, uint32_t tid,
+	uint64_t time)
+{
+	size_t lo = 0, hi = p->nsw;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct perf_switch *m = &p->sw[mid];
+
+		if (m->tid < tid || (m->tid == tid && m->time < time))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nsw && p->sw[lo].tid == tid ? &p->sw[lo] : NULL;
+}
+
+/* The flags of an interval off a CPU: preempted, it waited for one;
+ * else it was blocked in the kernel (a system call, a fault). */
+static uint32_t offcpu_flags(bool preempted)
+{
+	return TD_SAMPLE_OFFCPU | (preempted ? TD_SAMPLE_RUNNABLE : TD_SAMPLE_IN_SYSCALL);
+}
+
+/* A switch-out sample: the stack where the thread left the CPU.  Paired
+ * with its switch-out record (preempted or not) and its next switch in;
+ * without that, open up to now, continued at later drains. */
+static void take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_t now,
+	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+{
+	const struct perf_switch *e = switch_after(p, ps->tid, ps->time);
+	struct perf_thread *th;
+	uint64_t out = ps->time, in = now;
+	bool preempted = false, open = true;
+	uint32_t weight;
+	unsigned k;
+
+	if (!(th = thread_find(p, (pid_t)ps->tid, &k)))
+		return; /* removed since */
+	if (ps->abi == PERF_SAMPLE_REGS_ABI_NONE) {
+		st->no_user_regs++; /* its last switch, past its exit */
+		return;
+	}
+	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
+		preempted = e->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		out = e->time;
+		e = e + 1 < p->sw + p->nsw && e[1].tid == ps->tid ? e + 1 : NULL;
+	}
+	if (e && !(e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
+		in = e->time;
+		open = false;
+	} else if (p->sw_full) {
+		st->unpaired++; /* its switch in may be among the records not kept */
+		return;
+	}
+	weight = periods_of(p, th, in > out ? in - out : 0);
+	if (open) {
+		th->open_since = now;
+		th->open_preempted = preempted;
+	} else if (!weight) {
+		st->thinned++; /* less than a period: its fraction is carried */
+		return;
+	}
+	/* an open interval's stack goes now, even of weight 0: its
+	 * continuations repeat it */
+	put_sample(ps, offcpu_flags(preempted), weight, out, ops, arg, st);
+	st->offcpu++;
+}
+
+/* Thread th's open interval: weighed from open_since to its switch in
+ * (this drain's), else to now and kept open. */
+static void continue_open(struct pt_perf *p, struct perf_thread *th, uint64_t now,
+	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
+{
+	struct td_sample *s;
+	uint32_t window = 0;
+	const struct perf_switch *e = switch_after(p, (uint32_t)th->tid, th->open_since);
+	uint64_t from = th->open_since, to = now;
+	uint32_t weight;
+
+	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT))
+		e = NULL; /* its switch in was lost: ends at its next switch out */
+	if (e)
+		to = e->time;
+	else if (p->sw_full)
+		return; /* cannot tell: weighed at the next drain */
+	th->open_since = e ? 0 : now;
+	weight = periods_of(p, th, to > from ? to - from : 0);
+	if (!weight)
+		return;
+	/* no stack: a repeat of the thread's last, its interval's sample */
+	s = ops->slot_get ? ops->slot_get(arg, th->pid, th->tid, &window) : NULL;
+	if (!s) {
+		st->dropped++;
+		return;
+	}
+	memset(s, 0, sizeof(*s));
+	s->pid = th->pid;
+	s->tid = th->tid;
+	s->time_ns = from;
+	s->flags = TD_SAMPLE_PERF | TD_SAMPLE_REPEAT | offcpu_flags(th->open_preempted) |
+		(weight != 1 ? TD_SAMPLE_WEIGHTED : 0);
+	s->weight = weight;
+	if (ops->slot_put)
+		ops->slot_put(arg, s);
+	st->samples++;
+}
+
+/* The record at tail of ring c, in scratch when it wraps; NULL at the end
+ * or for a record that cannot be read (the rest is dropped). */
+static const uint8_t *record_at(struct pt_perf *p, unsigned c, uint64_t *tail,
+	struct perf_event_header *eh, struct pt_perf_stats *st)
+{
+	const uint8_t *data = p->ring[c] + p->page;
+	size_t off = (size_t)(*tail & (p->ring_bytes - 1));
+	uint64_t head = p->head[c];
+
+	if (*tail >= head || head - *tail < sizeof(*eh))
+		return NULL;
+	/* a header never wraps: records are 8-byte aligned */
+	memcpy(eh, data + off, sizeof(*eh));
+	if (eh->size < sizeof(*eh) || eh->size > head - *tail) {
+		st->malformed++;
+		*tail = head; /* cannot resynchronize: drop the rest */
+		return NULL;
+	}
+	if (off + eh->size <= p->ring_bytes)
+		return data + off;
+	memcpy(p->scratch, data + off, p->ring_bytes - off);
+	memcpy(p->scratch + (p->ring_bytes - off), data, eh->size - (p->ring_bytes - off));
+	return p->scratch;
+}
+
+/* Pass one of a drain: every switch record up to each ring's head, for
+ * the caller (who ran) and, with offcpu, sorted for pairing. */
+static void collect_switches(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
+	struct pt_perf_stats *st)
+{
+	p->nsw = 0;
+	p->sw_full = false;
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		struct perf_event_header eh;
+		const uint8_t *rec;
+		uint64_t tail;
+
+		if (!p->ring[c])
+			continue;
+		tail = ((struct perf_event_mmap_page *)p->ring[c])->data_tail;
+		for (; (rec = record_at(p, c, &tail, &eh, st)); tail += eh.size) {
+			/* sample_id: pid, tid (u32 each), time */
+			struct perf_switch sw;
+
+			if (eh.type != PERF_RECORD_SWITCH || eh.size < sizeof(eh) + 16)
+				continue;
+			memcpy(&sw.tid, rec + sizeof(eh) + 4, sizeof(sw.tid));
+			memcpy(&sw.time, rec + sizeof(eh) + 8, sizeof(sw.time));
+			sw.misc = eh.misc;
+			if (ops->switched)
+				ops->switched(arg, (pid_t)sw.tid, !(eh.misc & PERF_RECORD_MISC_SWITCH_OUT));
+			if (!p->offcpu)
+				continue;
+			if (p->nsw == PERF_MAX_SWITCHES)
+				p->sw_full = true;
+			else
+				p->sw[p->nsw++] = sw;
+		}
+	}
+	if (p->offcpu)
+		qsort(p->sw, p->nsw, sizeof(*p->sw), switch_cmp);
 }
 
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 	struct pt_perf_stats *ret_stats)
 {
 	struct pt_perf_stats st = { 0 };
+	uint64_t now;
 
+	for (unsigned c = 0; c < p->ncpus; c++)
+		if (p->ring[c])
+			p->head[c] = __atomic_load_n(
+				&((struct perf_event_mmap_page *)p->ring[c])->data_head, __ATOMIC_ACQUIRE);
+	/* after the heads: every record read has a time before it */
+	now = (uint64_t)td_now_ns();
+	collect_switches(p, ops, arg, &st);
+	/* intervals open at the last drain, before this drain's samples of
+	 * their threads (a continuation repeats the thread's last stack) */
+	for (unsigned i = 0; p->offcpu && i < p->cap; i++)
+		if (p->th[i].tid && p->th[i].open_since)
+			continue_open(p, &p->th[i], now, ops, arg, &st);
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		struct perf_event_mmap_page *h = (void *)p->ring[c];
-		const uint8_t *data;
-		uint64_t head, tail, mask = p->ring_bytes - 1;
+		struct perf_event_header eh;
+		const uint8_t *rec;
+		uint64_t tail;
 
 		if (!h)
 			continue;
-		data = p->ring[c] + p->page;
-		head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE);
 		tail = h->data_tail;
-		while (tail < head) {
-			struct perf_event_header eh;
-			const uint8_t *rec;
-			size_t off = (size_t)(tail & mask);
-
-			if (head - tail < sizeof(eh))
-				break;
-			/* a header never wraps: records are 8-byte aligned */
-			memcpy(&eh, data + off, sizeof(eh));
-			if (eh.size < sizeof(eh) || eh.size > head - tail) {
-				st.malformed++;
-				tail = head; /* cannot resynchronize: drop the rest */
-				break;
-			}
-			if (off + eh.size <= p->ring_bytes) {
-				rec = data + off;
-			} else {
-				size_t first = p->ring_bytes - off;
-
-				memcpy(p->scratch, data + off, first);
-				memcpy(p->scratch + first, data, eh.size - first);
-				rec = p->scratch;
-			}
+		for (; (rec = record_at(p, c, &tail, &eh, &st)); tail += eh.size) {
 			if (eh.type == PERF_RECORD_SAMPLE) {
 				bool kernel = (eh.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
 					PERF_RECORD_MISC_KERNEL;
+				struct perf_sample ps;
 
-				take_sample(p, c, rec, eh.size, kernel, ops, arg, &st);
-			} else if (eh.type == PERF_RECORD_SWITCH && ops->switched &&
-				eh.size >= sizeof(eh) + 8) {
-				/* sample_id: pid, tid (u32 each), time */
-				uint32_t tid;
-
-				memcpy(&tid, rec + sizeof(eh) + 4, sizeof(tid));
-				ops->switched(arg, (pid_t)tid, !(eh.misc & PERF_RECORD_MISC_SWITCH_OUT));
+				if (!parse_sample(rec, eh.size, &ps))
+					st.malformed++;
+				else if (ps.period == 1 && p->offcpu)
+					take_switch(p, &ps, now, ops, arg, &st);
+				else
+					take_sample(p, c, &ps, kernel, ops, arg, &st);
 			} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
 				uint64_t lost;
 
@@ -627,7 +939,6 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 			} else if (eh.type == PERF_RECORD_THROTTLE) {
 				st.throttled++;
 			}
-			tail += eh.size;
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}

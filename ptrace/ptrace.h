@@ -225,6 +225,10 @@ struct pt_perf_config {
 	 * (pt_round_ops.switched): who ran since the last drain, without a
 	 * look at each thread */
 	bool switches;
+	/* a sample at every switch out, weighed by the time until the
+	 * switch back in (TD_SAMPLE_OFFCPU; perf.c): needs the permission
+	 * for kernel-mode samples, else pt_perf_offcpu() says no */
+	bool offcpu;
 };
 
 struct pt_perf_stats {
@@ -236,6 +240,8 @@ struct pt_perf_stats {
 	unsigned malformed;
 	unsigned lost_records; /* PERF_RECORD_LOST records: switches may be missing */
 	unsigned thinned;      /* overflows of weight 0 (less than a period: perf.c) */
+	unsigned offcpu;       /* of samples: intervals off a CPU (offcpu) */
+	unsigned unpaired;     /* intervals dropped: too many switches in one drain */
 };
 
 /* owns: the event fds, the per-CPU rings */
@@ -257,6 +263,8 @@ unsigned pt_perf_threads(const struct pt_perf *p);
 /* Samples are user-mode only (no permission for kernel-mode ones): time
  * in system calls is then not sampled. */
 bool pt_perf_user_only(const struct pt_perf *p);
+/* Intervals off a CPU are sampled (cfg.offcpu, and permitted). */
+bool pt_perf_offcpu(const struct pt_perf *p);
 /* Readable when a ring is a quarter full; drain at least that often. */
 int pt_perf_fd(const struct pt_perf *p);
 /* Copy every sample in the rings into slots from ops->slot_get, hand each

@@ -101,6 +101,57 @@ for hz in 99 999; do
 	echo "  -F $hz: sampled ${got}%, by its clock $(awk -v w="$((w1 - w0))" -v b="$((b1 - b0))" 'BEGIN { printf "%.1f", 100 * w / (w + b) }')%"
 done
 
+# the issue's event loop (2 ms timer, 1 ms of work), quiet and with three
+# busy loops per core: epoll_wait's share against the loop's clock, its
+# samples' time against its life in the recording, and its states against
+# schedstat's split (goals: 5 points quiet, 8 loaded; 2%; 5 points)
+hogs=
+load() {
+	for i in $(seq $((3 * $(nproc)))); do
+		sh -c 'while :; do :; done' &
+		hogs="$hogs $!"
+	done
+	pids="$pids $hogs"
+}
+unload() { for p in $hogs; do kill -9 "$p" 2> /dev/null || true; done; hogs=; }
+# rows TID STATE: the loop's samples in that state ("" for all)
+rows() {
+	"$tracerd" report "$tmp/repo" -f threads --tid "$1" ${2:+--state "$2"} |
+		awk -v t="$1" '$1 == t { print $4 }'
+}
+echo "wall mode, event loop on a 2 ms timer (fx_evloop 2000, 99 Hz, ${secs}s):"
+for load in quiet loaded; do
+	start fx_evloop 2000
+	[ $load = loaded ] && load
+	loop=$(grep -l '^fx-loop$' /proc/$pid/task/*/comm | cut -d/ -f5)
+	rm -rf "$tmp/repo"
+	"$tracerd" --pid "$pid" -r "$tmp/repo" -q --mode wall 2> "$tmp/sum" &
+	t=$!
+	until [ "$(awk '/^TracerPid/ {print $2}' /proc/$pid/status)" != 0 ]; do sleep 0.01; done
+	counts "$pid"
+	w0=$(col 14) b0=$(col 16)
+	set -- $(cat /proc/$pid/task/$loop/schedstat)
+	r0=$1 q0=$2 t0=$(date +%s%N)
+	sleep "$secs"
+	counts "$pid"
+	w1=$(col 14) b1=$(col 16)
+	set -- $(cat /proc/$pid/task/$loop/schedstat)
+	r1=$1 q1=$2 t1=$(date +%s%N)
+	kill -INT "$t"
+	wait "$t" || true
+	unload
+	stop
+	got=$("$tracerd" report "$tmp/repo" --tid "$loop" --limit 0 | tshare epoll_wait)
+	all=$(rows "$loop") on=$(rows "$loop" on-cpu) rq=$(rows "$loop" runnable)
+	awk -v l=$load -v g="${got:-0}" -v w=$((w1 - w0)) -v b=$((b1 - b0)) -v a="$all" \
+		-v on="$on" -v rq="$rq" -v r=$((r1 - r0)) -v q=$((q1 - q0)) -v t=$((t1 - t0)) 'BEGIN {
+		printf "  %-6s epoll_wait %.1f%% sampled, %.1f%% by its clock; weight %.2f s of %.2f s lived\n",
+			l, g, 100 * w / (w + b), a / 99, t / 1e9
+		printf "         on-cpu/runnable/sleeping %.1f/%.1f/%.1f%%, schedstat %.1f/%.1f/%.1f%%\n",
+			100 * on / a, 100 * rq / a, 100 * (a - on - rq) / a,
+			100 * r / t, 100 * q / t, 100 * (t - r - q) / t }'
+done
+
 echo "EINTR and early returns while recorded ${secs}s (all waits of the fixture):"
 for f in fx_parked fx_evloop; do
 	for mode in cpu wall; do

@@ -1,0 +1,250 @@
+/* Wall mode against truths it does not compute: an event loop's own clock
+ * (fx_evloop times its epoll_wait and its work), the thread's life in the
+ * recording, and the kernel's schedstat split of that life into on-CPU,
+ * waiting for a CPU and sleeping; on an idle machine and on one loaded
+ * with three busy loops per core.  Tolerances here are the ones a busy
+ * two-core VM keeps; the tight figures are in `make bench`
+ * (test/bench/bench_modes.sh). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../common/td.h"
+#include "record.h"
+
+#define HZ 99
+#define SECONDS 6
+
+/* the busy loops of a loaded machine: killed on every path (the suite's
+ * .fini too, should an assertion end a test early) */
+static pid_t hogs[64];
+static unsigned nhogs;
+
+static void unload(void)
+{
+	for (unsigned i = 0; i < nhogs; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
+	}
+	nhogs = 0;
+}
+
+static void fini(void)
+{
+	unload();
+	record_teardown();
+}
+
+TestSuite(record_offcpu, .init = record_setup, .fini = fini, .timeout = 300);
+
+/* Three busy loops per core, each its own process (the fixture competes
+ * with them for every CPU). */
+static void load(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	for (long i = 0; i < 3 * (n > 0 ? n : 1) && nhogs < TD_ARRAY_SIZE(hogs); i++) {
+		pid_t p = fork();
+
+		cr_assert_geq(p, 0);
+		if (!p) {
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+		hogs[nhogs++] = p;
+	}
+}
+
+/* fx_evloop's counts (fx_waits.h) for its loop: ns in epoll_wait and busy */
+static bool loop_clock(pid_t fx, int out, uint64_t *ret_wait, uint64_t *ret_busy)
+{
+	char text[4096], *p;
+	size_t got = 0;
+	unsigned long long w, b;
+
+	kill(fx, SIGUSR2);
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		struct pollfd pfd = { out, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= sizeof(text))
+			return false;
+		n = read(out, text + got, sizeof(text) - 1 - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	p = strstr(text, "T fx-loop ");
+	if (!p || !(p = strstr(p, " wait_ns ")) || sscanf(p, " wait_ns %llu busy_ns %llu", &w, &b) != 2)
+		return false;
+	*ret_wait = w;
+	*ret_busy = b;
+	return true;
+}
+
+/* schedstat of a thread: on-CPU ns, waiting-for-a-CPU ns */
+struct sched {
+	uint64_t run, wait, at;
+};
+
+static struct sched sched_of(pid_t pid, pid_t tid)
+{
+	char path[80];
+	struct sched s = { 0 };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fscanf(f, "%" SCNu64 " %" SCNu64, &s.run, &s.wait), 2);
+	fclose(f);
+	s.at = (uint64_t)td_now_ns();
+	return s;
+}
+
+/* The samples of tid in state (NULL: all) in the repository. */
+static double samples_of(pid_t tid, const char *state)
+{
+	char t[32];
+	const char *argv[] = { "tracerd", "report", repo, "-f", "threads", "--tid", t,
+		state ? "--state" : NULL, state, NULL };
+	struct run_result r;
+	unsigned long n = 0;
+	double pct;
+	const char *line;
+
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	/* "     tid      pid  name  samples  share ..." */
+	snprintf(t, sizeof(t), "%8d ", (int)tid);
+	line = strstr(r.out, t);
+	if (line && sscanf(line, "%*d %*d %*s %lu %lf", &n, &pct) != 2)
+		n = 0;
+	run_result_free(&r);
+	return (double)n;
+}
+
+/* epoll_wait's total share of tid's samples (top, total% column). */
+static double epoll_share(pid_t tid)
+{
+	char t[32];
+	const char *argv[] = { "tracerd", "report", repo, "--tid", t, "--limit", "0", NULL };
+	struct run_result r;
+	double v[2] = { 0, 0 };
+	const char *p;
+
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	p = strstr(r.out, "  epoll_wait (");
+	if (p) {
+		while (p > r.out && p[-1] != '\n')
+			p--;
+		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
+	}
+	run_result_free(&r);
+	return v[1];
+}
+
+/* What one wall recording of the loop read, next to its truths. */
+struct reading {
+	double own, sampled;		/* epoll_wait %: its clock, the profile */
+	double lived_s, weight_s;	/* its time in the recording, its samples' */
+	double truth[3], got[3];	/* on-cpu, runnable, sleeping %: schedstat, profile */
+};
+
+static void record_loop(pid_t fx, int out, pid_t loop, struct reading *ret)
+{
+	static const char *const states[3] = { "on-cpu", "runnable", "sleeping" };
+	uint64_t w0, b0, w1, b1;
+	struct sched s0, s1;
+	double all, lived;
+	char cmd[128];
+	pid_t t;
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	cr_assert_eq(system(cmd), 0);
+	t = tracerd_start(fx, "--mode=wall", "-F", "99");
+	s0 = sched_of(fx, loop);
+	cr_assert(loop_clock(fx, out, &w0, &b0));
+	/* the time recorded is the measurement: its truths are read
+	 * inside it, the recording ends a tick or so after */
+	sleep(SECONDS);
+	cr_assert(loop_clock(fx, out, &w1, &b1));
+	s1 = sched_of(fx, loop);
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	lived = (double)(s1.at - s0.at) / 1e9;
+	all = samples_of(loop, NULL);
+	ret->own = 100.0 * (double)(w1 - w0) / (double)(w1 - w0 + b1 - b0);
+	ret->sampled = epoll_share(loop);
+	ret->lived_s = lived;
+	ret->weight_s = all / HZ;
+	ret->truth[0] = 100.0 * (double)(s1.run - s0.run) / 1e9 / lived;
+	ret->truth[1] = 100.0 * (double)(s1.wait - s0.wait) / 1e9 / lived;
+	ret->truth[2] = 100.0 - ret->truth[0] - ret->truth[1];
+	for (int i = 0; i < 3; i++)
+		ret->got[i] = all > 0 ? 100.0 * samples_of(loop, states[i]) / all : 0;
+}
+
+static void log_reading(const char *what, const struct reading *r)
+{
+	cr_log_info("%s: epoll_wait %.1f%% sampled, %.1f%% by its clock; weight %.2f s of %.2f s "
+		    "lived; on-cpu/runnable/sleeping %.1f/%.1f/%.1f%%, schedstat %.1f/%.1f/%.1f%%",
+		what, r->sampled, r->own, r->weight_s, r->lived_s, r->got[0], r->got[1], r->got[2],
+		r->truth[0], r->truth[1], r->truth[2]);
+}
+
+/* What a reading must hold.  tol: points of epoll_wait's share against
+ * the loop's clock; the weight is the thread's life within 5%, each
+ * state within 6 points of schedstat's. */
+static void expect_true(const char *what, const struct reading *r, double tol)
+{
+	static const char *const names[3] = { "on-cpu", "runnable", "sleeping" };
+
+	log_reading(what, r);
+	cr_expect(r->sampled > r->own - tol && r->sampled < r->own + tol,
+		"%s: epoll_wait has %.1f%% of the loop's samples, %.1f%% of its time by its own "
+		"clock",
+		what, r->sampled, r->own);
+	cr_expect(r->weight_s > 0.95 * r->lived_s && r->weight_s < 1.05 * r->lived_s,
+		"%s: the loop's samples stand for %.2f s, it lived %.2f s in the recording", what,
+		r->weight_s, r->lived_s);
+	for (int i = 0; i < 3; i++)
+		cr_expect(r->got[i] > r->truth[i] - 6 && r->got[i] < r->truth[i] + 6,
+			"%s: %s %.1f%% of the loop's samples, %.1f%% of its time by schedstat", what,
+			names[i], r->got[i], r->truth[i]);
+}
+
+/* An event loop on a 2 ms timer with 1 ms of work per event (the issue's
+ * server), idle and then with three busy loops per core: epoll_wait's
+ * share is the loop's own (it counts the time woken but waiting for a
+ * CPU in its wait, as a user's clock does), its samples add up to its
+ * life, and the states to schedstat's split of it. */
+Test(record_offcpu, event_loop_against_its_clock_idle_and_loaded, .timeout = 240)
+{
+	struct reading idle, loaded;
+	int in, out;
+	pid_t fx = spawn(FX("fx_evloop"), "2000", &in, &out), loop;
+
+	loop = task_by_name(fx, "fx-loop");
+	cr_assert_gt(loop, 0);
+	record_loop(fx, out, loop, &idle);
+	load();
+	record_loop(fx, out, loop, &loaded);
+	unload();
+	close(in);
+	close(out);
+	fx_stop(fx);
+	expect_true("idle", &idle, 8);
+	expect_true("loaded", &loaded, 12);
+}
