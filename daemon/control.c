@@ -179,8 +179,9 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	if (e < 0)
 		goto out_free;
 	r->cfg.ropts.target_pid = (uint32_t)r->cfg.pids[0];
-	/* wall mode writes wait episodes: TCF 1.1 */
-	r->cfg.ropts.minor = r->cfg.mode == REC_MODE_WALL ? 1 : 0;
+	/* wall mode writes wait episodes, their owners' stacks taken while
+	 * they held the object: TCF 1.2 */
+	r->cfg.ropts.minor = r->cfg.mode == REC_MODE_WALL ? 2 : 0;
 	e = repo_open(r->cfg.repo, &r->cfg.ropts, &repo, &owner);
 	if (e < 0) {
 		*ret_fail = (struct rec_failure){ REC_FAIL_REPO, e == -TD_E_LOCKED ? owner : 0 };

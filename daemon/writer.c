@@ -341,7 +341,7 @@ void do_sample(struct writer *w, const struct td_sample *s)
 			episode_sample(w, s, stack);
 		else if (!(s->flags & TD_SAMPLE_HELD))
 			episode_end(w, s->tid);
-		owner_seen(w, s->tid, stack);
+		owner_seen(w, s, stack);
 	}
 	/* a weighted sample: once per period of CPU time it stands for */
 	for (uint32_t n = (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1; n; n--)
