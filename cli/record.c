@@ -453,7 +453,13 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
-	if (wall && s->capture == REC_CAPTURE_PERF)
+	if (wall && s->capture == REC_CAPTURE_PERF && s->owner_stops)
+		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
+			   "of CPU time (perf_event), blocked and runnable ones at every tick; "
+			   "no thread stopped but a lock's owner, once each time a waiter found it "
+			   "holding the lock, for its stack (%llu stops)\n",
+			(unsigned long long)s->owner_stops);
+	else if (wall && s->capture == REC_CAPTURE_PERF)
 		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
 			   "of CPU time (perf_event), blocked and runnable ones at every tick; no "
 			   "thread stopped\n");

@@ -37,6 +37,9 @@ enum {
 	TD_SAMPLE_DEATH = 1u << 14,	   /* taken at its exit stop: its process
 					    * is dying of a signal (pt_config.trace_exit) */
 	TD_SAMPLE_NAMED = 1u << 13,	   /* comm[] holds the thread's name then */
+	TD_SAMPLE_OWNER = 1u << 15,	   /* stopped for a lock's owner's stack
+					    * (wall mode with perf): no period of
+					    * the profile */
 };
 
 /* Words read at a blocked thread's futex address at the tick: a lock's

@@ -94,6 +94,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_p50_us = k ? v[td_rank(k, 0.50)] / 1e3 : 0,
 		.stop_p99_us = k ? v[td_rank(k, 0.99)] / 1e3 : 0,
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
+		.owner_stops = atomic_load(&sh->owner_stops),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

@@ -27,6 +27,7 @@ enum { ST_NEW, ST_SETTLE };
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
 #define S_MAX_EXITS 16		   /* leaders held at once */
+#define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 
 struct sthread {
 	pid_t tid, pid;
@@ -56,6 +57,12 @@ struct sthread {
 	uint32_t ins_looked;  /* ins at its last look through /proc */
 	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
 	bool leaving;	      /* held at its exit stop: sampled no more */
+	/* wall mode with perf, a lock's owner's stack (wall_tick) */
+	uint32_t owner_words;  /* a waiter: hash of the futex words it read last */
+	uint64_t owner_since;  /* a waiter: tick_ns of the first tick that read them */
+	uint64_t running_tick; /* tick_ns of the last tick that found it running */
+	uint64_t owner_tick;   /* an owner: tick_ns of the tick that stops it for its stack */
+	uint64_t owner_took;   /* an owner: tick_ns of the last such stop that came */
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
@@ -94,6 +101,14 @@ struct sampler {
 	} exits[S_MAX_EXITS];
 	unsigned nexits;
 	uint32_t exit_id; /* of the last REC_EV_EXITING */
+	/* wall mode with perf: the waiters whose lock's owner this tick's
+	 * round stops for its stack, and the words they read (wall_tick) */
+	struct owner_wait {
+		pid_t pid, tid, owner;
+		uint64_t uaddr;
+		uint32_t words[TD_FUTEX_WORDS];
+	} owner_waits[S_MAX_OWNER_ASKS];
+	unsigned nowner_waits;
 };
 
 /* ---- sampler.c */
@@ -117,5 +132,8 @@ void mark_sampled(struct sampler *s, pid_t pid);
  * s->chosen for the round, unless the kernel samples them (perf): then
  * only their time waiting for a CPU is sampled here. */
 unsigned wall_tick(struct sampler *s);
+/* After the tick's round: each waiter whose owner it stopped for its
+ * stack reads its words again; the same, REC_EV_HELD. */
+void wall_owners_held(struct sampler *s);
 
 #endif

@@ -50,7 +50,8 @@ struct session {
  * the tick, change.
  * An owner's stack is one taken while it held the object: a sample of it
  * after the waiter's sample that found it owning (held_from), and no later
- * than a waiter's sample that read the same words again (held_to).  One
+ * than a waiter's sample that read the same words again (held_to; or the
+ * sampler's read of them after it stopped the owner, REC_EV_HELD).  One
  * that comes after held_to waits in cand for the waiter's next sample:
  * the same words take it; changed words, or the episode's end, drop it
  * (the owner may have let go before it was taken). */
@@ -230,6 +231,9 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 /* s->tid's sample came, whose stack in this chunk is stack: the episodes
  * whose object it holds may take it as the owner's stack. */
 void owner_seen(struct writer *w, const struct td_sample *s, uint32_t stack);
+/* REC_EV_HELD: waiter tid's words read again at time_ns (futex) were the
+ * same: the owner held the object until then. */
+void episode_held(struct writer *w, pid_t tid, const uint32_t *futex, uint64_t time_ns);
 /* tid ran, exec'ed, exited or died: its episode is written and ends. */
 void episode_end(struct writer *w, pid_t tid);
 /* Before the chunk ends: what every open episode waited in it. */

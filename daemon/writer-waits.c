@@ -13,7 +13,9 @@
  * taken between two of them.  Samples come here nearly in time order (the
  * kernel's are drained before each tick's copies), so an owner's sample
  * taken after the waiter's latest one waits for the next: the same words
- * then take it, changed ones drop it.  A sample that only repeats a stack
+ * then take it, changed ones drop it.  The sampler, when it stops an owner
+ * for its stack, reads the waiters' words again after the stop
+ * (REC_EV_HELD): the same ones take it at once.  A sample that only repeats a stack
  * taken earlier counts when the thread has not run since (blocked, or
  * woken and not yet run): the stack is still where it is.  A preempted
  * thread's repeat does not: it ran since its stack was taken.  What is
@@ -115,6 +117,26 @@ static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
 	return &w->waits.eps[k];
 }
 
+/* Do futex, read at the object of ep's wait, still say what its last
+ * ones said (a join: the joined thread's TID still in its word; the words
+ * after it are that thread's to change)? */
+static bool same_words(const struct episode *ep, const uint32_t *futex)
+{
+	return ep->w.kind == WAIT_JOIN ? futex[0] == ep->futex[0] :
+					 !memcmp(futex, ep->futex, sizeof(ep->futex));
+}
+
+/* ep's candidate stack of its current owner, if taken by held_to: the
+ * owner's (entry i) unless it has one. */
+static void cand_take(struct episode *ep, unsigned i)
+{
+	if (!ep->cand || ep->cand_ns > ep->held_to)
+		return;
+	if (i < ep->nowners && !ep->owners[i].stack)
+		ep->owners[i].stack = ep->cand;
+	ep->cand = 0;
+}
+
 /* The waiter's sample s read the words of ep's object: the owner they name
  * holds it from now (new), or still holds it (a sample after the bounds'
  * end is taken). */
@@ -194,11 +216,8 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 		 * no owner's sample is taken until the next read of them */
 		owner_bounds(w, ep, s, true);
 		ep->held_to = 0;
-	} else if (futex && (ep->w.kind == WAIT_JOIN ? futex[0] == ep->futex[0] :
-						     !memcmp(futex, ep->futex, sizeof(ep->futex)))) {
-		/* still held (a join: the joined thread's TID still in its
-		 * word; the words after it are that thread's to change) */
-		owner_bounds(w, ep, s, false);
+	} else if (futex && same_words(ep, futex)) {
+		owner_bounds(w, ep, s, false); /* still held */
 	} else if ((ep->w.kind == WAIT_MUTEX || ep->w.kind == WAIT_RWLOCK) && futex) {
 		/* the lock changed hands while it waited: its owner at this
 		 * tick (the classifier checks the owner is a live thread, in
@@ -216,12 +235,20 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 	if (!owner || owner == s->tid || (i = owner_index(w, ep, s->pid, owner)) == ep->nowners)
 		return;
 	ep->owners[i].wait_ns += period;
-	if (ep->cand && ep->cand_ns <= ep->held_to) {
-		/* taken between two reads of the same words */
-		if (!ep->owners[i].stack)
-			ep->owners[i].stack = ep->cand;
-		ep->cand = 0;
-	}
+	cand_take(ep, i); /* taken between two reads of the same words */
+}
+
+void episode_held(struct writer *w, pid_t tid, const uint32_t *futex, uint64_t time_ns)
+{
+	struct episode *ep = episode_of(w, tid);
+	unsigned i;
+
+	if (!ep || !ep->w.owner || !same_words(ep, futex))
+		return;
+	ep->held_to = TD_MAX(ep->held_to, time_ns);
+	for (i = 0; i < ep->nowners && ep->owners[i].tid != ep->w.owner; i++)
+		;
+	cand_take(ep, i);
 }
 
 /* tid's sample s, whose stack is stack, came (its own episode updated):
