@@ -218,6 +218,8 @@ void wall_owners_held(struct sampler *s)
 		uint64_t v;
 		struct sthread *o = td_map_get(&s->idx, (uint32_t)ow->owner, &v) ? &s->th[v] : NULL;
 		struct rec_event *e;
+		/* before the read: the words were the same at least until then */
+		uint64_t now = td_now_ns();
 
 		/* its stop came in the round, and the words did not move */
 		if (!o || o->owner_took != s->tick_ns ||
@@ -228,7 +230,7 @@ void wall_owners_held(struct sampler *s)
 		if (!e)
 			break; /* the stack goes without a confirmation: not lost, not wrong */
 		*e = (struct rec_event){ .kind = REC_EV_HELD, .pid = ow->pid, .tid = ow->tid,
-			.time_ns = td_now_ns() };
+			.time_ns = now };
 		memcpy(e->futex, words, sizeof(e->futex));
 		ring_publish(&s->sh->events);
 	}

@@ -27,8 +27,10 @@
  * (episodes_close_chunk, called by writer_rotate); at most the first
  * TCF_WAIT_MAX_OWNERS owners of an episode are kept; never an owner's
  * stack from before the tick that found it owning or after one that saw
- * the object's words change.  Leaves to waits.c (wait_classify) what a
- * blocked call waits for, and to writer-stacks.c the stacks. */
+ * the object's words change (to within the few hundred ns between the
+ * sampler's read of a repeat's words and its clock).  Leaves to waits.c
+ * (wait_classify) what a blocked call waits for, and to writer-stacks.c
+ * the stacks. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
 
@@ -138,12 +140,14 @@ static void cand_take(struct episode *ep, unsigned i)
 }
 
 /* The waiter's sample s read the words of ep's object: the owner they name
- * holds it from now (new), or still holds it (a sample after the bounds'
- * end is taken). */
+ * holds it from now (new: s was timed after the words were read, so only
+ * a later read confirms a sample of it), or still holds it (a sample
+ * after the bounds' end is taken). */
 static void owner_bounds(struct writer *w, struct episode *ep, const struct td_sample *s, bool new)
 {
 	if (new) {
-		ep->held_from = ep->held_to = s->time_ns;
+		ep->held_from = s->time_ns;
+		ep->held_to = 0;
 		ep->cand = 0;
 		if (ep->w.owner)
 			td_map_set(&w->waits.owner_wait, (uint64_t)(uint32_t)ep->w.owner, 1);
@@ -212,10 +216,7 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
 		if (futex)
 			memcpy(ep->futex, futex, sizeof(ep->futex));
-		/* the copy was timed after the words were read, not before:
-		 * no owner's sample is taken until the next read of them */
 		owner_bounds(w, ep, s, true);
-		ep->held_to = 0;
 	} else if (futex && same_words(ep, futex)) {
 		owner_bounds(w, ep, s, false); /* still held */
 	} else if ((ep->w.kind == WAIT_MUTEX || ep->w.kind == WAIT_RWLOCK) && futex) {
