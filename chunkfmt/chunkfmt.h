@@ -77,13 +77,20 @@ enum tcf_wait_kind {
 enum {
 	TCF_WAITF_BEGAN_BEFORE = 1u << 0, /* began in an earlier chunk */
 	TCF_WAITF_GOES_ON = 1u << 1,	  /* still waiting when the chunk ended */
+	/* since 1.2: each owner's stack was taken while it held the object
+	 * (after the tick that found it owning, before a tick that saw the
+	 * object's words change); stack_id 0: none was.  Without it (1.1),
+	 * an owner's stack is its first sample after that tick, which may
+	 * come after it let go. */
+	TCF_WAITF_OWNERS_HELD = 1u << 2,
 };
 #define TCF_WAIT_MAX_OWNERS 8
 
 /* One wait episode of a thread: from the first tick that found it blocked
  * on an object to the last, wait_ns = the ticks' periods (tick
  * resolution).  Owners: who held the object at those ticks, with the
- * wait time seen while each held it and its stack then. */
+ * wait time seen while each held it and its stack then (with
+ * TCF_WAITF_OWNERS_HELD: taken while it held it, 0 if none was). */
 struct chunk_wait {
 	uint64_t time_ns; /* the first tick that saw it */
 	uint64_t wait_ns;
@@ -181,7 +188,7 @@ struct chunk_writer_opts {
 	uint32_t header_flags;	   /* TCF_HDR_* */
 	bool sync_every_block;	   /* fdatasync after each block */
 	uint16_t minor;		   /* format minor the data needs: 0 (1.0), 1 (WAITS),
-				    * 2 (signal sources) */
+				    * 2 (signal sources, owners' stacks while held) */
 };
 
 struct chunk_mapping {

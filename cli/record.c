@@ -453,14 +453,18 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 	cpu = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
 		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	fprintf(f, "tracerd: recorded %.1f s into %s\n", elapsed_ns / 1e9, repo);
-	if (wall && s->offcpu)
+	if (wall && s->capture == REC_CAPTURE_PERF) {
 		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
-			   "of CPU time, each interval off a CPU at its switch out, with its "
-			   "length (perf_event); no thread stopped\n");
-	else if (wall && s->capture == REC_CAPTURE_PERF)
-		fprintf(f, "  mode         wall: running threads sampled by the kernel per period "
-			   "of CPU time (perf_event), blocked and runnable ones at every tick; no "
-			   "thread stopped\n");
+			   "of CPU time, %s (perf_event); ",
+			s->offcpu ? "each interval off a CPU at its switch out, with its length" :
+				    "blocked and runnable ones at every tick");
+		if (s->owner_stops)
+			fprintf(f, "no thread stopped but a lock's owner, once each time a waiter "
+				   "found it holding the lock, for its stack (%llu stops)\n",
+				(unsigned long long)s->owner_stops);
+		else
+			fprintf(f, "no thread stopped\n");
+	}
 	else if (wall)
 		fprintf(f, "  mode         wall: every thread at every tick; blocked threads "
 			   "copied without a stop, running ones stopped%s%s\n",

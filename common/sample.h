@@ -47,6 +47,9 @@ enum {
 					    * OFFCPU samples carry: for its wait
 					    * episode only, no sample of the
 					    * profile */
+	TD_SAMPLE_OWNER = 1u << 18,	   /* stopped for a lock's owner's stack
+					    * (wall mode with perf): no period of
+					    * the profile */
 };
 
 /* What the kernel said of a fatal signal (siginfo_t) at its delivery.

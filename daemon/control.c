@@ -95,6 +95,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_p50_us = k ? v[td_rank(k, 0.50)] / 1e3 : 0,
 		.stop_p99_us = k ? v[td_rank(k, 0.99)] / 1e3 : 0,
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
+		.owner_stops = atomic_load(&sh->owner_stops),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }
@@ -180,8 +181,9 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	if (e < 0)
 		goto out_free;
 	r->cfg.ropts.target_pid = (uint32_t)r->cfg.pids[0];
-	/* a death in any mode is written with its signal's source: TCF 1.2
-	 * (1.1 brought wall mode's wait episodes) */
+	/* a death in any mode is written with its signal's source, and wall
+	 * mode's wait episodes with their owners' stacks taken while they
+	 * held the object: TCF 1.2 (1.1 brought wait episodes) */
 	r->cfg.ropts.minor = 2;
 	e = repo_open(r->cfg.repo, &r->cfg.ropts, &repo, &owner);
 	if (e < 0) {

@@ -55,6 +55,10 @@ enum rec_event_kind {
 			    * Here, not in the samples ring, because its slots
 			    * are sized for a stack: a wall-mode tick over 1000
 			    * parked threads filled that ring in one go. */
+	REC_EV_HELD,	   /* a waiter's futex words (futex), read again at
+			    * time_ns after its lock's owner was stopped for
+			    * its stack, were still those of its last sample:
+			    * the owner held the lock throughout (writer-waits.c) */
 };
 
 struct rec_event {
@@ -166,6 +170,7 @@ struct rec_shared {
 	_Atomic uint64_t threads_seen, threads_live;
 	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* stopped times, [stop_n % RING] last */
 	_Atomic uint64_t stop_n, stop_max;
+	_Atomic uint64_t owner_stops; /* wall mode with perf: lock owners stopped */
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository

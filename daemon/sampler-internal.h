@@ -27,6 +27,7 @@ enum { ST_NEW, ST_SETTLE };
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
 #define S_MAX_EXITS 16		   /* leaders held at once */
+#define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 
 struct sthread {
 	pid_t tid, pid;
@@ -62,6 +63,12 @@ struct sthread {
 	bool covered;
 	int64_t woken_ns; /* covered: schedstat's wait not yet told apart
 			   * from the preemptions (runnable once woken) */
+	/* wall mode with perf, a lock's owner's stack (wall_tick) */
+	uint32_t owner_words;  /* a waiter: hash of the futex words it read last */
+	uint64_t owner_since;  /* a waiter: tick_ns of the first tick that read them */
+	uint64_t running_tick; /* tick_ns of the last tick that found it running */
+	uint64_t owner_tick;   /* an owner: tick_ns of the tick that stops it for its stack */
+	uint64_t owner_took;   /* an owner: tick_ns of the last such stop that came */
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,
@@ -101,6 +108,14 @@ struct sampler {
 	} exits[S_MAX_EXITS];
 	unsigned nexits;
 	uint32_t exit_id; /* of the last REC_EV_EXITING */
+	/* wall mode with perf: the waiters whose lock's owner this tick's
+	 * round stops for its stack, and the words they read (wall_tick) */
+	struct owner_wait {
+		pid_t pid, tid, owner;
+		uint64_t uaddr;
+		uint32_t words[TD_FUTEX_WORDS];
+	} owner_waits[S_MAX_OWNER_ASKS];
+	unsigned nowner_waits;
 };
 
 /* ---- sampler.c */
@@ -129,5 +144,8 @@ unsigned wall_tick(struct sampler *s);
  * wait less the preemptions, paid as the blocked intervals come. */
 uint32_t offcpu_runnable(struct sampler *s, struct sthread *st, uint32_t flags,
 	uint32_t weight);
+/* After the tick's round: each waiter whose owner it stopped for its
+ * stack reads its words again; the same, REC_EV_HELD. */
+void wall_owners_held(struct sampler *s);
 
 #endif

@@ -27,6 +27,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "waits.h"
+
 /* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
  * and flags): no copy, no unwind.  Through the events ring (REC_EV_REPEAT).
  * futex: the words at its futex address this tick, or NULL. */
@@ -169,10 +171,118 @@ static const uint32_t *futex_words(const struct sthread *st, const struct pt_blo
 	return words;
 }
 
+/* A lock's owner, to be stopped this tick for its stack (one taken after
+ * since is wanted), and the waiter that asked: its futex address and the
+ * words it read there. */
+struct owner_ask {
+	pid_t pid, tid, waiter;
+	uint64_t since, uaddr;
+	uint32_t words[TD_FUTEX_WORDS];
+};
+
+/* Waiter st, blocked in b, read futex words at this tick (fresh: it has
+ * just been copied, so its wait began since its last copy): the threads
+ * they may name as the object's owner, into ask, with the tick since
+ * which the waiter has read these words.  With perf nothing else stops a
+ * running owner, and the kernel samples it only per period of its CPU
+ * time: a lock held for a tick or two would mostly go without a stack
+ * taken while it held it (the writer takes only those; writer-waits.c). */
+static void owner_ask(struct sampler *s, struct sthread *st, const struct pt_blocked *b,
+	const uint32_t *futex, bool fresh, struct owner_ask *ask, unsigned *nask)
+{
+	uint32_t h = 2166136261u; /* FNV-1a of the words, never 0 */
+	pid_t c[4];
+	unsigned n;
+
+	if (!futex)
+		return;
+	for (unsigned i = 0; i < TD_FUTEX_WORDS; i++)
+		h = (h ^ futex[i]) * 16777619u;
+	h |= 1;
+	if (fresh || h != st->owner_words) {
+		st->owner_words = h;
+		st->owner_since = s->tick_ns;
+	}
+	n = wait_owner_candidates(futex, c);
+	for (unsigned i = 0; i < n && *nask < S_MAX_OWNER_ASKS; i++, (*nask)++) {
+		ask[*nask] = (struct owner_ask){ .pid = st->pid, .tid = c[i], .waiter = st->tid,
+			.since = st->owner_since, .uaddr = b->sc.args[0] };
+		memcpy(ask[*nask].words, futex, sizeof(ask[*nask].words));
+	}
+}
+
+/* The owners asked for that the kernel samples, that this tick found
+ * running, and whose stack no stop took since the holding was found, into
+ * s->chosen from k on; the new count.  A blocked owner was copied at this
+ * tick, one the kernel does not sample is in the round anyway.  So a
+ * contended owner pays one stop each time a waiter finds it holding the
+ * lock anew (another only if that one did not come in its round).  Their
+ * samples are flagged TD_SAMPLE_OWNER (put_stopped); the waiters that
+ * asked read their words again after the round (wall_owners_held).  As
+ * for any running thread ptrace capture interrupts, an owner that enters
+ * a system call just as it is interrupted may see the call return EINTR. */
+static unsigned owners_chosen(struct sampler *s, const struct owner_ask *ask, unsigned nask,
+	unsigned k)
+{
+	s->nowner_waits = 0;
+	for (unsigned i = 0; i < nask; i++) {
+		uint64_t v;
+		struct sthread *o = td_map_get(&s->idx, (uint32_t)ask[i].tid, &v) ? &s->th[v] : NULL;
+		struct owner_wait *ow = &s->owner_waits[s->nowner_waits];
+		struct pt_blocked b;
+
+		if (!o || o->pid != ask[i].pid || !o->perf || o->leaving ||
+			o->running_tick != s->tick_ns || o->owner_took >= ask[i].since)
+			continue;
+		if (o->owner_tick != s->tick_ns) {
+			/* still out of any system call, looked at again just
+			 * before its interrupt: the rest of the tick went by
+			 * since its look */
+			if (pt_blocked_probe(o->sys_fd, o->fd, &b) != 0)
+				continue;
+			o->owner_tick = s->tick_ns;
+			s->chosen[k++] = o->tid;
+		}
+		*ow = (struct owner_wait){ .pid = ask[i].pid, .tid = ask[i].waiter, .owner = o->tid,
+			.uaddr = ask[i].uaddr };
+		memcpy(ow->words, ask[i].words, sizeof(ow->words));
+		s->nowner_waits++;
+	}
+	return k;
+}
+
+void wall_owners_held(struct sampler *s)
+{
+	for (unsigned i = 0; i < s->nowner_waits; i++) {
+		const struct owner_wait *ow = &s->owner_waits[i];
+		uint32_t words[TD_FUTEX_WORDS];
+		uint64_t v;
+		struct sthread *o = td_map_get(&s->idx, (uint32_t)ow->owner, &v) ? &s->th[v] : NULL;
+		struct rec_event *e;
+		/* before the read: the words were the same at least until then */
+		uint64_t now = td_now_ns();
+
+		/* its stop came in the round, and the words did not move */
+		if (!o || o->owner_took != s->tick_ns ||
+			pt_read_memory(ow->tid, ow->uaddr, words, sizeof(words)) != sizeof(words) ||
+			memcmp(words, ow->words, sizeof(words)))
+			continue;
+		e = ring_reserve(&s->sh->events);
+		if (!e)
+			break; /* the stack goes without a confirmation: not lost, not wrong */
+		*e = (struct rec_event){ .kind = REC_EV_HELD, .pid = ow->pid, .tid = ow->tid,
+			.time_ns = now };
+		memcpy(e->futex, words, sizeof(e->futex));
+		ring_publish(&s->sh->events);
+	}
+	s->nowner_waits = 0;
+}
+
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
  * stop (or repeated); running ones are returned for the round, unless the
  * kernel samples them (perf): then only their time waiting for a CPU is
- * sampled here. */
+ * sampled here, and those that hold a lock a waiter waits for are returned
+ * for the round to copy their stack (owners_chosen). */
 unsigned wall_tick(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
@@ -182,7 +292,8 @@ unsigned wall_tick(struct sampler *s)
 	 * period of the time since the last tick, not once a tick, so that
 	 * late ticks (a loaded machine, a high rate) cannot tilt the shares. */
 	uint64_t dt = tick_dt(s, period);
-	unsigned k = 0;
+	struct owner_ask ask[S_MAX_OWNER_ASKS];
+	unsigned k = 0, nask = 0;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
@@ -223,6 +334,7 @@ unsigned wall_tick(struct sampler *s)
 		}
 		if (r == 0) {
 			st->have_last = false;
+			st->running_tick = s->tick_ns;
 			if (!st->perf)
 				s->chosen[k++] = st->tid;
 			continue;
@@ -236,6 +348,7 @@ unsigned wall_tick(struct sampler *s)
 			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
 		futex = futex_words(st, &b, words);
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
+			owner_ask(s, st, &b, futex, false, ask, &nask);
 			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
@@ -255,6 +368,7 @@ unsigned wall_tick(struct sampler *s)
 			 * where it always waits): that stack.  Dropping it would
 			 * count against waiting threads alone. */
 			st->have_last = true;
+			owner_ask(s, st, &b, futex, false, ask, &nask);
 			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
@@ -274,6 +388,7 @@ unsigned wall_tick(struct sampler *s)
 		if (futex) {
 			memcpy(smp->futex, futex, sizeof(smp->futex));
 			smp->flags |= TD_SAMPLE_FUTEX;
+			owner_ask(s, st, &b, futex, true, ask, &nask);
 		}
 		if (st->covered)
 			smp->flags |= TD_SAMPLE_NO_ROWS;
@@ -286,5 +401,5 @@ unsigned wall_tick(struct sampler *s)
 		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}
 	s->switches_lost = false;
-	return k;
+	return owners_chosen(s, ask, nask, k);
 }

@@ -289,7 +289,14 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 
 	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
 	mark_sampled(s, smp->pid);
-	if (st) {
+	if (st && st->owner_tick && st->owner_tick == s->tick_ns && !(smp->flags & TD_SAMPLE_HELD)) {
+		/* stopped for a lock's owner's stack (wall_tick): the kernel
+		 * samples its CPU time */
+		smp->flags |= TD_SAMPLE_OWNER;
+		weight = 0;
+		st->owner_took = s->tick_ns;
+		atomic_fetch_add_explicit(&sh->owner_stops, 1, memory_order_relaxed);
+	} else if (st) {
 		st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
 		if (st->take) {
 			/* the periods it was owed: paid now */
@@ -952,6 +959,8 @@ static void run_round(struct sampler *s)
 		atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
 		atomic_fetch_add(&sh->skipped, st.skipped);
 	}
+	if (s->nowner_waits)
+		wall_owners_held(s);
 	apply_pending(s);
 	handle_crash(s);
 	if (s->nexits)

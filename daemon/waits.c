@@ -228,6 +228,25 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 	}
 }
 
+unsigned wait_owner_candidates(const uint32_t *futex, pid_t ret[4])
+{
+	/* the lock word (PI, robust; a join's TID), __owner (+8), and
+	 * __cur_writer (+24) from __writers_futex (+12) or __wrphase_futex (+8) */
+	static const unsigned at[] = { 0, 2, 3, 4 };
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(at); i++) {
+		pid_t tid = (pid_t)(futex[at[i]] & FUTEX_TID);
+		unsigned k;
+
+		for (k = 0; k < n && ret[k] != tid; k++)
+			;
+		if (tid > 0 && k == n)
+			ret[n++] = tid;
+	}
+	return n;
+}
+
 void wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], const uint32_t *futex,
 	char state, const char *const *funcs, unsigned nfuncs, struct wait_info *ret)
 {

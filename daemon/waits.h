@@ -48,6 +48,13 @@ const char *wait_kind_name(enum wait_kind k);
 enum tcf_wait_kind wait_tcf_kind(enum wait_kind k);
 /* The name of system call nr, NULL if not one of the blocking calls known. */
 const char *wait_syscall_name(long nr);
+/* The threads that futex words (TD_FUTEX_WORDS words read at a futex
+ * address, as wait_classify takes them) may name as the object's owner,
+ * whatever the object: a mutex's __owner or its PI or robust lock word,
+ * an rwlock's __cur_writer, a joined thread's TID.  Into ret (unique,
+ * nonzero); how many.  Not checked: the caller looks each up among the
+ * process's threads, and wait_classify decides which one owns it. */
+unsigned wait_owner_candidates(const uint32_t *futex, pid_t ret[4]);
 /* Classify thread tid of pid, blocked in system call nr (-1: none) with
  * args, in /proc state 'state', its stack's function names funcs (leaf
  * first, NULL for unknown; the first twelve are looked at).  futex: for

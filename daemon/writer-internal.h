@@ -47,8 +47,14 @@ struct session {
  * is seen running, copied again, or gone.  Each blocked sample of it is a
  * period of waiting.  What the waiter called and the names on its stack
  * are kept to read the owner again whenever the lock's words, read at
- * the tick, change.  An owner's stack is the one of its first sample after
- * the one that found it owning (pending until then). */
+ * the tick, change.
+ * An owner's stack is one taken while it held the object: a sample of it
+ * after the waiter's sample that found it owning (held_from), and no later
+ * than a waiter's sample that read the same words again (held_to; or the
+ * sampler's read of them after it stopped the owner, REC_EV_HELD).  One
+ * that comes after held_to waits in cand for the waiter's next sample:
+ * the same words take it; changed words, or the episode's end, drop it
+ * (the owner may have let go before it was taken). */
 struct episode {
 	pid_t pid, tid; /* tid 0: free */
 	struct wait_info w;
@@ -59,12 +65,14 @@ struct episode {
 	uint64_t start_ns, wait_ns; /* wait_ns: in the current chunk */
 	uint32_t flags;		    /* TCF_WAITF_BEGAN_BEFORE */
 	uint32_t stack;		    /* the waiter's, in the current chunk */
+	uint64_t held_from, held_to; /* of the current owner (w.owner), as above */
+	uint32_t cand;		     /* a stack of it after held_to (this chunk's), 0 none */
+	uint64_t cand_ns;	     /* when it was taken */
 	unsigned nowners;
 	struct {
 		pid_t tid;
 		uint64_t wait_ns;
-		uint32_t stack;
-		bool pending; /* stack: from the owner's next sample */
+		uint32_t stack; /* taken while it held the object; 0: none yet */
 	} owners[TCF_WAIT_MAX_OWNERS];
 };
 
@@ -145,7 +153,7 @@ struct writer {
 	/* wall mode: each thread's wait episode (writer-waits.c) */
 	struct writer_waits {
 		struct td_map idx;	  /* tid -> index + 1 in eps */
-		struct td_map owner_wait; /* owners whose next sample episodes wait for */
+		struct td_map owner_wait; /* the current owners of episodes' objects */
 		struct episode *eps;
 		size_t n, cap;
 	} waits;
@@ -220,8 +228,12 @@ void saved_drop(struct writer *w, pid_t tid);
 /* A blocked sample of s->tid, whose stack in this chunk is stack (its
  * frames in w->stacks.u): its episode goes on or begins. */
 void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack);
-/* tid's sample came: the owners that waited for it take its stack. */
-void owner_seen(struct writer *w, pid_t tid, uint32_t stack);
+/* s->tid's sample came, whose stack in this chunk is stack: the episodes
+ * whose object it holds may take it as the owner's stack. */
+void owner_seen(struct writer *w, const struct td_sample *s, uint32_t stack);
+/* REC_EV_HELD: waiter tid's words read again at time_ns (futex) were the
+ * same: the owner held the object until then. */
+void episode_held(struct writer *w, pid_t tid, const uint32_t *futex, uint64_t time_ns);
 /* tid ran, exec'ed, exited or died: its episode is written and ends. */
 void episode_end(struct writer *w, pid_t tid);
 /* Before the chunk ends: what every open episode waited in it. */

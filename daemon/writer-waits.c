@@ -6,11 +6,31 @@
  * An episode becomes a WAITS record of each chunk it spans (the next
  * repeats its start, flagged as begun before).
  *
+ * An owner's stack is one of its samples taken while it held the object,
+ * or none (TCF_WAITF_OWNERS_HELD): the waiter's samples bound the holding
+ * (the one that read the owner from the object's words, and each later
+ * one that read the same words), and an owner's sample counts only if
+ * taken between two of them.  Samples come here nearly in time order (the
+ * kernel's are drained before each tick's copies), so an owner's sample
+ * taken after the waiter's latest one waits for the next: the same words
+ * then take it, changed ones drop it.  The sampler, when it stops an owner
+ * for its stack, reads the waiters' words again after the stop
+ * (REC_EV_HELD): the same ones take it at once.  A sample that only repeats a stack
+ * taken earlier counts when the thread has not run since (blocked, or
+ * woken and not yet run): the stack is still where it is.  A preempted
+ * thread's repeat does not: it ran since its stack was taken.  What is
+ * not seen between two ticks cannot be told apart: a lock let go and taken
+ * again by the same owner between them, leaving the same words, reads as
+ * held throughout.
+ *
  * Guarantees: every open episode is written before its chunk ends
  * (episodes_close_chunk, called by writer_rotate); at most the first
- * TCF_WAIT_MAX_OWNERS owners of an episode are kept.  Leaves to
- * waits.c (wait_classify) what a blocked call waits for, and to
- * writer-stacks.c the stacks. */
+ * TCF_WAIT_MAX_OWNERS owners of an episode are kept; never an owner's
+ * stack from before the tick that found it owning or after one that saw
+ * the object's words change (to within the few hundred ns between the
+ * sampler's read of a repeat's words and its clock).  Leaves to waits.c
+ * (wait_classify) what a blocked call waits for, and to writer-stacks.c
+ * the stacks. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
 
@@ -34,28 +54,14 @@ static bool waits_on(struct writer *w, pid_t tid, const struct episode *ep)
 	return own && own != ep && own->w.kind == ep->w.kind && own->w.object == ep->w.object;
 }
 
-/* The chunk's stack for thread tid's saved frames; 0 if none saved. */
-static uint32_t saved_stack(struct writer *w, pid_t pid, pid_t tid)
-{
-	struct saved *sv = saved_of(w, tid, false);
-	struct session *se;
-
-	if (!sv || !sv->n || !(se = session_for(w, pid, true)))
-		return 0;
-	memcpy(w->stacks.u.pc, sv->pc, sv->n * sizeof(*sv->pc));
-	memcpy(w->stacks.u.activation, sv->act, sv->n * sizeof(*sv->act));
-	w->stacks.u.n = sv->n;
-	w->stacks.u.end = sv->end;
-	return stack_of_unwound(w, se->s, pid);
-}
-
 /* Write what the episode waited in the current chunk; with goes_on, it
  * goes on in the next chunk (which repeats its start). */
 static void episode_write(struct writer *w, struct episode *ep, bool goes_on)
 {
 	struct chunk_wait cw = { .time_ns = ep->start_ns, .wait_ns = ep->wait_ns,
 		.stack_id = ep->stack, .kind = wait_tcf_kind(ep->w.kind),
-		.flags = ep->flags | (goes_on ? TCF_WAITF_GOES_ON : 0), .object = ep->w.object };
+		.flags = ep->flags | TCF_WAITF_OWNERS_HELD | (goes_on ? TCF_WAITF_GOES_ON : 0),
+		.object = ep->w.object };
 
 	if (ep->wait_ns && w->cw) {
 		cw.thread_id = thread_id(w, ep->pid, ep->tid);
@@ -68,10 +74,13 @@ static void episode_write(struct writer *w, struct episode *ep, bool goes_on)
 		chunk_writer_wait(w->cw, &cw);
 	}
 	if (goes_on) {
+		/* stack ids are the chunk's: the next one takes its own (the
+		 * holding goes on, so does its bounds) */
 		ep->flags = TCF_WAITF_BEGAN_BEFORE;
 		ep->wait_ns = 0;
 		ep->nowners = 0;
 		ep->stack = 0;
+		ep->cand = 0;
 	} else {
 		ep->tid = 0;
 	}
@@ -108,6 +117,62 @@ static struct episode *episode_new(struct writer *w, pid_t pid, pid_t tid)
 		return NULL;
 	w->waits.eps[k] = (struct episode){ .pid = pid, .tid = tid };
 	return &w->waits.eps[k];
+}
+
+/* Do futex, read at the object of ep's wait, still say what its last
+ * ones said (a join: the joined thread's TID still in its word; the words
+ * after it are that thread's to change)? */
+static bool same_words(const struct episode *ep, const uint32_t *futex)
+{
+	return ep->w.kind == WAIT_JOIN ? futex[0] == ep->futex[0] :
+					 !memcmp(futex, ep->futex, sizeof(ep->futex));
+}
+
+/* ep's candidate stack of its current owner, if taken by held_to: the
+ * owner's (entry i) unless it has one. */
+static void cand_take(struct episode *ep, unsigned i)
+{
+	if (!ep->cand || ep->cand_ns > ep->held_to)
+		return;
+	if (i < ep->nowners && !ep->owners[i].stack)
+		ep->owners[i].stack = ep->cand;
+	ep->cand = 0;
+}
+
+/* The waiter's sample s read the words of ep's object: the owner they name
+ * holds it from now (new: s was timed after the words were read, so only
+ * a later read confirms a sample of it), or still holds it (a sample
+ * after the bounds' end is taken). */
+static void owner_bounds(struct writer *w, struct episode *ep, const struct td_sample *s, bool new)
+{
+	if (new) {
+		ep->held_from = s->time_ns;
+		ep->held_to = 0;
+		ep->cand = 0;
+		if (ep->w.owner)
+			td_map_set(&w->waits.owner_wait, (uint64_t)(uint32_t)ep->w.owner, 1);
+		return;
+	}
+	ep->held_to = s->time_ns;
+}
+
+/* The index of ep's entry of thread owner, added if new; ep->nowners if
+ * it has none (the first TCF_WAIT_MAX_OWNERS are kept). */
+static unsigned owner_index(struct writer *w, struct episode *ep, pid_t pid, pid_t owner)
+{
+	unsigned i;
+
+	for (i = 0; i < ep->nowners && ep->owners[i].tid != owner; i++)
+		;
+	if (i == ep->nowners && i < TCF_WAIT_MAX_OWNERS) {
+		ep->owners[i].tid = owner;
+		ep->owners[i].wait_ns = 0;
+		ep->owners[i].stack = 0;
+		ep->nowners++;
+		if (w->cw)
+			thread_id(w, pid, owner); /* its name, while it lives */
+	}
+	return i;
 }
 
 /* A blocked sample of s->tid, whose stack in this chunk is stack: a new
@@ -151,8 +216,10 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
 		if (futex)
 			memcpy(ep->futex, futex, sizeof(ep->futex));
-	} else if ((ep->w.kind == WAIT_MUTEX || ep->w.kind == WAIT_RWLOCK) && futex &&
-		   memcmp(futex, ep->futex, sizeof(ep->futex))) {
+		owner_bounds(w, ep, s, true);
+	} else if (futex && same_words(ep, futex)) {
+		owner_bounds(w, ep, s, false); /* still held */
+	} else if ((ep->w.kind == WAIT_MUTEX || ep->w.kind == WAIT_RWLOCK) && futex) {
 		/* the lock changed hands while it waited: its owner at this
 		 * tick (the classifier checks the owner is a live thread, in
 		 * /proc: only when the lock's words moved, not at every tick) */
@@ -161,57 +228,63 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 		wait_classify(s->pid, s->tid, ep->w.nr, ep->args, futex, 'S', funcs, ep->nfuncs,
 			&ep->w);
 		memcpy(ep->futex, futex, sizeof(ep->futex));
+		owner_bounds(w, ep, s, true);
 	}
 	ep->stack = stack;
 	ep->wait_ns += period;
 	owner = ep->w.owner;
-	if (!owner || owner == s->tid)
+	if (!owner || owner == s->tid || (i = owner_index(w, ep, s->pid, owner)) == ep->nowners)
 		return;
-	for (i = 0; i < ep->nowners && ep->owners[i].tid != owner; i++)
-		;
-	if (i == ep->nowners) {
-		if (i == TCF_WAIT_MAX_OWNERS)
-			return; /* the first eight owners are kept */
-		ep->owners[i].tid = owner;
-		ep->owners[i].wait_ns = 0;
-		if (w->cw)
-			thread_id(w, s->pid, owner); /* its name, while it lives */
-		/* its stack: its first sample after the one that found it
-		 * owning that does not show it waiting for this very object
-		 * (taken before the lock changed hands, or after it gave the
-		 * lock up and waits again); until then, its last such one */
-		ep->owners[i].stack = waits_on(w, owner, ep) ? 0 : saved_stack(w, s->pid, owner);
-		ep->owners[i].pending =
-			td_map_set(&w->waits.owner_wait, (uint64_t)(uint32_t)owner, 1) >= 0;
-		ep->nowners++;
-	}
 	ep->owners[i].wait_ns += period;
+	cand_take(ep, i); /* taken between two reads of the same words */
 }
 
-/* tid's sample, whose stack is stack, came (its own episode updated):
- * the owners that waited for it take it, unless it shows tid waiting for
- * their very object. */
-void owner_seen(struct writer *w, pid_t tid, uint32_t stack)
+void episode_held(struct writer *w, pid_t tid, const uint32_t *futex, uint64_t time_ns)
 {
-	bool still = false;
-	uint64_t v;
+	struct episode *ep = episode_of(w, tid);
+	unsigned i;
 
-	if (!td_map_get(&w->waits.owner_wait, (uint64_t)(uint32_t)tid, &v))
+	if (!ep || !ep->w.owner || !same_words(ep, futex))
+		return;
+	ep->held_to = TD_MAX(ep->held_to, time_ns);
+	for (i = 0; i < ep->nowners && ep->owners[i].tid != ep->w.owner; i++)
+		;
+	cand_take(ep, i);
+}
+
+/* tid's sample s, whose stack is stack, came (its own episode updated):
+ * for each episode whose object it holds, a stack of the holding, unless
+ * it shows tid waiting for that very object. */
+void owner_seen(struct writer *w, const struct td_sample *s, uint32_t stack)
+{
+	/* preempted: a repeat of the stack of its last sample, before it ran
+	 * on (its time waiting for a CPU) */
+	bool stale = (s->flags & (TD_SAMPLE_REPEAT | TD_SAMPLE_RUNNABLE | TD_SAMPLE_IN_SYSCALL)) ==
+		     (TD_SAMPLE_REPEAT | TD_SAMPLE_RUNNABLE);
+	uint64_t t = s->time_ns, v;
+	bool still = false;
+
+	if (!td_map_get(&w->waits.owner_wait, (uint64_t)(uint32_t)s->tid, &v))
 		return;
 	for (size_t k = 0; k < w->waits.n; k++) {
 		struct episode *ep = &w->waits.eps[k];
+		unsigned i;
 
-		for (unsigned i = 0; ep->tid && i < ep->nowners; i++) {
-			if (!ep->owners[i].pending || ep->owners[i].tid != tid)
-				continue;
-			if (waits_on(w, tid, ep)) {
-				still = true;
-				continue;
-			}
-			ep->owners[i].stack = stack;
-			ep->owners[i].pending = false;
+		if (!ep->tid || ep->w.owner != s->tid)
+			continue;
+		still = true;
+		if (stale || !stack || t < ep->held_from || waits_on(w, s->tid, ep))
+			continue;
+		for (i = 0; i < ep->nowners && ep->owners[i].tid != s->tid; i++)
+			;
+		if (t <= ep->held_to && i < ep->nowners) {
+			if (!ep->owners[i].stack)
+				ep->owners[i].stack = stack;
+		} else if (!ep->cand || t < ep->cand_ns) {
+			ep->cand = stack;
+			ep->cand_ns = t;
 		}
 	}
 	if (!still)
-		td_map_remove(&w->waits.owner_wait, (uint64_t)(uint32_t)tid);
+		td_map_remove(&w->waits.owner_wait, (uint64_t)(uint32_t)s->tid);
 }

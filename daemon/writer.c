@@ -320,6 +320,12 @@ void do_sample(struct writer *w, const struct td_sample *s)
 
 	if (!current_chunk(w))
 		return;
+	if (s->flags & TD_SAMPLE_OWNER) {
+		/* a lock's owner stopped for its stack: no period of the
+		 * profile, a stack for the waits (writer-waits.c) */
+		owner_seen(w, s, stack_of(w, s));
+		return;
+	}
 	/* time a thread waited for a CPU before any stack of it was seen:
 	 * where it was is unknown, and a frame saying so would only clutter
 	 * the start of a recording */
@@ -347,7 +353,7 @@ void do_sample(struct writer *w, const struct td_sample *s)
 			episode_sample(w, s, stack);
 		else if (!(s->flags & TD_SAMPLE_HELD))
 			episode_end(w, s->tid);
-		owner_seen(w, s->tid, stack);
+		owner_seen(w, s, stack);
 	}
 	if (s->flags & TD_SAMPLE_NO_ROWS)
 		return; /* its time is in its OFFCPU samples */
@@ -415,6 +421,9 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		do_sample(w, &smp);
 		break;
 	}
+	case REC_EV_HELD:
+		episode_held(w, e->tid, e->futex, e->time_ns);
+		break;
 	case REC_EV_CRASH_DONE:
 		crash_done(w, e);
 		break;

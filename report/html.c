@@ -151,8 +151,8 @@ static const char page_script[] =
 	"function el(tag,text,cls){const e=document.createElement(tag);if(text!==undefined)"
 	"e.textContent=text;if(cls)e.className=cls;return e;}\n"
 	"function frames(t,k,last){const r=[];for(;k&&k!==last;k=t.P[k])r.push(k);return r;}\n"
-	"function stackOf(t,ks,summary){const d=el('details'),o=el('ol');"
-	"d.appendChild(el('summary',summary));if(!ks.length)o.appendChild(el('li','[no "
+	"function stackOf(t,ks,summary,none){const d=el('details'),o=el('ol');"
+	"d.appendChild(el('summary',summary));if(!ks.length)o.appendChild(el('li',none||'[no "
 	"stack]'));for(const k of ks)o.appendChild(el('li',S[FN[t.F[k]][0]]));d.appendChild(o)"
 	";return d;}\n"
 	"function waitingIn(t,ks){if(!ks.length)return '[no stack]';"
@@ -180,7 +180,8 @@ static const char page_script[] =
 	"ho.textContent='none known';\n"
 	"for(const o of s.owners.slice(0,10))ho.appendChild(stackOf(T[0],frames(T[0],o.stack,"
 	"0),tn(o.thread)+': '+secs(o.wait_ns)+' ('+(s.wait_ns?(100*o.wait_ns/s.wait_ns)"
-	".toFixed(0):0)+'%)'));\n"
+	".toFixed(0):0)+'%)'+(o.held===false?', no stack taken while it held it':''),"
+	"o.held===false?'[no stack taken while it held it]':undefined));\n"
 	"if(s.owners.length>10)ho.appendChild(el('div','and '+(s.owners.length-10)+' more'));\n"
 	"tr.appendChild(ho);tb.appendChild(tr);}\n"
 	"w.appendChild(tb);\n"
@@ -590,8 +591,14 @@ static int put_waits(FILE *out, const struct rp_profile *p, const uint32_t *pre,
 		for (size_t o = 0; o < x->nowners; o++) {
 			uint32_t node = x->owners[o].node;
 
-			fprintf(out, "%s{\"thread\":%u,\"wait_ns\":%" PRIu64 ",\"stack\":%u}",
+			/* held: whether the stack was taken while it held the
+			 * object (false: none was; null: not known, before 1.2) */
+			fprintf(out,
+				"%s{\"thread\":%u,\"wait_ns\":%" PRIu64 ",\"held\":%s,\"stack\":%u}",
 				o ? "," : "", x->owners[o].thread, x->owners[o].wait_ns,
+				x->owners[o].held == RP_HELD_STACK ? "true" :
+				x->owners[o].held == RP_HELD_NONE  ? "false" :
+								     "null",
 				p->fnode_of && node < p->nnodes ? pre[p->fnode_of[node]] : 0);
 		}
 		fputs("]}", out);

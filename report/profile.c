@@ -621,27 +621,42 @@ static int on_wait(struct load *L, struct chunk_reader *r, const struct chunk_wa
 		struct rp_thread *o = thread_wanted(L, r, w->owners[i].thread_id) ?
 					      thread_of(L, r, w->owners[i].thread_id) :
 					      NULL;
-		uint32_t oi = o ? (uint32_t)(o - p->threads) : UINT32_MAX, k;
+		uint32_t oi = o ? (uint32_t)(o - p->threads) : UINT32_MAX, k, node = 0;
+		uint8_t held = !(w->flags & TCF_WAITF_OWNERS_HELD) ? RP_HELD_UNKNOWN :
+			       w->owners[i].stack_id		     ? RP_HELD_STACK :
+								       RP_HELD_NONE;
 
 		if (oi == UINT32_MAX)
 			continue;
-		/* the same owner in an earlier part of the episode */
-		for (k = e->owner0; k && p->wowners[k - 1].thread != oi; k = p->wowners[k - 1].next)
-			;
+		if (held == RP_HELD_STACK)
+			node = resolve_stack(L, r, w->owners[i].stack_id);
+		/* the same owner in an earlier part of the episode: one entry
+		 * per stack since 1.2 (each part's was taken while it held
+		 * the object); before, one per owner, with its first stack */
+		for (k = e->owner0; k; k = p->wowners[k - 1].next) {
+			const struct rp_wait_owner *x = &p->wowners[k - 1];
+
+			if (x->thread == oi && (held == RP_HELD_UNKNOWN ?
+							x->held == RP_HELD_UNKNOWN :
+							x->held == held && x->node == node))
+				break;
+		}
 		if (!k) {
 			if (td_array_grow(p->wowners, p->capwowners, p->nwowners + 1, 256) < 0) {
 				L->oom = true;
 				return 1;
 			}
 			p->wowners[p->nwowners] = (struct rp_wait_owner){ .thread = oi,
-				.next = e->owner0 };
+				.next = e->owner0, .held = held };
 			e->owner0 = (uint32_t)++p->nwowners;
 			e->nowners++;
 			k = e->owner0;
 		}
 		p->wowners[k - 1].wait_ns += w->owners[i].wait_ns;
-		if (w->owners[i].stack_id && !p->wowners[k - 1].node)
+		if (held == RP_HELD_UNKNOWN && w->owners[i].stack_id && !p->wowners[k - 1].node)
 			p->wowners[k - 1].node = resolve_stack(L, r, w->owners[i].stack_id);
+		else if (held != RP_HELD_UNKNOWN)
+			p->wowners[k - 1].node = node;
 	}
 	return 0;
 }

@@ -95,10 +95,18 @@ struct rp_wait {
 	uint32_t owner0, nowners; /* owners[owner0 .. +nowners) */
 	bool began;		  /* its first part was read */
 };
+/* Where an owner's stack was taken (WAITS flag TCF_WAITF_OWNERS_HELD). */
+enum rp_held {
+	RP_HELD_UNKNOWN, /* before TCF 1.2: its first sample after the tick that
+			  * found it owning, maybe after it let go */
+	RP_HELD_STACK,	 /* while it held the object */
+	RP_HELD_NONE,	 /* none was taken while it held it (node 0) */
+};
 struct rp_wait_owner {
 	uint32_t thread, node;
 	uint64_t wait_ns;
 	uint32_t next; /* index + 1 of the next owner of the same episode */
+	uint8_t held;  /* enum rp_held */
 };
 
 struct rp_profile {
@@ -176,6 +184,7 @@ struct rp_profile {
 struct rp_wait_site_owner {
 	uint32_t thread, node; /* index into threads; its stack (line-level node) */
 	uint64_t wait_ns;      /* of the site's waits, seen while it held the object */
+	uint8_t held;	       /* enum rp_held of the stack */
 };
 struct rp_wait_site {
 	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack; string id */
@@ -184,7 +193,8 @@ struct rp_wait_site {
 	size_t n, cap;
 	uint32_t threads[8]; /* the first waiters, indices into threads */
 	unsigned nthreads, more_threads;
-	struct rp_wait_site_owner *owners; /* longest first */
+	/* one per owner and stack (function-level), longest first */
+	struct rp_wait_site_owner *owners;
 	size_t nowners, capowners;
 };
 struct rp_wait_sites {

@@ -4,6 +4,12 @@
  * total time, episodes, p50/p99/max durations and the owners that held
  * the object longest, with their stacks; as text or JSON.
  *
+ * An owner's row is an owner and a stack of it (function by function):
+ * since TCF 1.2 each stack was taken while it held the object, and the
+ * time it held it with no stack taken is a row of its own that says so.
+ * An older recording's owner is one row with its first stack, which may
+ * have been taken after it let go.
+ *
  * The grouping into sites (rp_wait_sites_build) is the one the html page's
  * waits view reads too: a site's figures are the same in both. */
 #define _GNU_SOURCE
@@ -34,16 +40,30 @@ void rp_wait_sites_free(struct rp_wait_sites *S)
 	*S = (struct rp_wait_sites){ 0 };
 }
 
-static int add_owner(struct rp_wait_site *x, const struct rp_wait_owner *o)
+/* A line-level node's function-level one (itself before the function
+ * tree is built). */
+static uint32_t fnode(const struct rp_profile *p, uint32_t node)
+{
+	return p->fnode_of && node < p->nnodes ? p->fnode_of[node] : node;
+}
+
+static int add_owner(const struct rp_profile *p, struct rp_wait_site *x,
+	const struct rp_wait_owner *o)
 {
 	size_t i;
 
-	for (i = 0; i < x->nowners && x->owners[i].thread != o->thread; i++)
-		;
+	for (i = 0; i < x->nowners; i++) {
+		const struct rp_wait_site_owner *y = &x->owners[i];
+
+		if (y->thread == o->thread && y->held == o->held &&
+			(o->held == RP_HELD_UNKNOWN || fnode(p, y->node) == fnode(p, o->node)))
+			break;
+	}
 	if (i == x->nowners) {
 		if (td_array_grow(x->owners, x->capowners, x->nowners + 1, 0) < 0)
 			return -ENOMEM;
-		x->owners[x->nowners++] = (struct rp_wait_site_owner){ o->thread, o->node, 0 };
+		x->owners[x->nowners++] =
+			(struct rp_wait_site_owner){ o->thread, o->node, 0, o->held };
 	}
 	x->owners[i].wait_ns += o->wait_ns;
 	if (!x->owners[i].node)
@@ -91,7 +111,7 @@ static int add_episode(const struct rp_profile *p, struct rp_wait_site *x, const
 			x->more_threads = 1;
 	}
 	for (uint32_t o = w->owner0; o; o = p->wowners[o - 1].next)
-		if (add_owner(x, &p->wowners[o - 1]) < 0)
+		if (add_owner(p, x, &p->wowners[o - 1]) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -216,6 +236,16 @@ static void text_stack(FILE *out, const struct rp_profile *p, uint32_t node, uns
 	}
 }
 
+/* What an owner's row says where it has no stack. */
+static const char *no_stack(const struct rp_wait_site *x, const struct rp_wait_site_owner *o)
+{
+	if (o->held != RP_HELD_NONE)
+		return "[no stack]";
+	return x->kind == TCF_WAIT_MUTEX || x->kind == TCF_WAIT_RWLOCK ?
+		       "[no stack taken while it held the lock]" :
+		       "[no stack taken while it held the object]";
+}
+
 static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 {
 	bool first = true;
@@ -289,8 +319,12 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			for (size_t o = 0; o < x->nowners; o++) {
 				fprintf(out, "%s{\"thread\":", o ? "," : "");
 				td_json_string(out, tname(p, x->owners[o].thread), 0);
-				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack\":",
-					p->threads[x->owners[o].thread].tid, x->owners[o].wait_ns);
+				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,"
+					     "\"stack\":",
+					p->threads[x->owners[o].thread].tid, x->owners[o].wait_ns,
+					x->owners[o].held == RP_HELD_STACK ? "true" :
+					x->owners[o].held == RP_HELD_NONE  ? "false" :
+									     "null");
 				json_stack(out, p, x->owners[o].node);
 				fputc('}', out);
 			}
@@ -340,7 +374,10 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 					x->total_ns ? 100.0 * (double)x->owners[o].wait_ns /
 							      (double)x->total_ns :
 						      0);
-				text_stack(out, p, x->owners[o].node, 8);
+				if (x->owners[o].node)
+					text_stack(out, p, x->owners[o].node, 8);
+				else
+					fputs(no_stack(x, &x->owners[o]), out);
 				fputc('\n', out);
 			}
 		}

@@ -1,0 +1,242 @@
+/* Where a lock's owner is shown: fx_owners' holders run their critical
+ * section in one known function (ow_mutex_crit, ow_rwlock_crit) and sleep
+ * in msleep() without the lock, so a stack of the holder with its crit
+ * function on it was taken while it held the lock, and any other stack of
+ * it was not.  A wall recording's waits report must credit the waiters'
+ * wait to the holder with a stack of the first kind, never the second
+ * (a row without a stack says none was taken while it held the lock):
+ * on a quiet machine, and with three busy loops per core. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../helpers.h"
+
+/* Start fx_owners; its objects' addresses ("NAME 0xADDR" lines up to
+ * "end") into text. */
+static pid_t start_owners(char *text, size_t len)
+{
+	size_t got = 0;
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(FX("fx_owners"), "fx_owners", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		ssize_t n = read(p[0], text + got, len - 1 - got);
+
+		cr_assert_gt(n, 0, "fx_owners did not start: %s", text);
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	close(p[0]);
+	return pid;
+}
+
+static unsigned long long addr_of(const char *text, const char *name)
+{
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s 0x", name);
+	p = strstr(text, key);
+	cr_assert_not_null(p, "no %s in %s", name, text);
+	return strtoull(p + strlen(key), NULL, 16);
+}
+
+/* ---- the load: three busy loops per core, each killed with the test
+ * process whatever way it ends (PR_SET_PDEATHSIG), and by load_stop */
+#define MAX_LOAD 64
+
+struct load {
+	pid_t pids[MAX_LOAD];
+	int n;
+};
+
+static void load_start(struct load *l)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t parent = getpid();
+
+	l->n = 0;
+	for (long i = 0; i < 3 * (cores > 0 ? cores : 1) && l->n < MAX_LOAD; i++) {
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			volatile unsigned long spin = 0;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
+			for (;;)
+				spin++;
+		}
+		l->pids[l->n++] = pid;
+	}
+}
+
+static void load_stop(struct load *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		kill(l->pids[i], SIGKILL);
+		waitpid(l->pids[i], NULL, 0);
+	}
+	l->n = 0;
+}
+
+/* ---- what the waits report credits to a holder */
+struct credit {
+	unsigned long long total;  /* the waiters' wait on the object */
+	unsigned long long inside; /* credited to the holder with its crit function */
+	unsigned long long none;   /* to the holder, no stack taken while it held it */
+	unsigned long long wrong;  /* to the holder, with another stack */
+	char wrong_stack[512];	   /* the first such stack */
+	unsigned episodes;
+};
+
+/* Over the sites of report --format waits --json (one per line) of kind
+ * and object whose waiters are named waiter*: the time credited to holder
+ * by the stack it has there. */
+static void credit_of(const char *out, const char *kind, unsigned long long object,
+	const char *waiter, const char *holder, const char *crit, struct credit *c)
+{
+	char head[96], wkey[64], hkey[64];
+
+	*c = (struct credit){ 0 };
+	snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"object\":\"0x%llx\",", kind, object);
+	snprintf(wkey, sizeof(wkey), "\"name\":\"%s", waiter);
+	snprintf(hkey, sizeof(hkey), "{\"thread\":\"%s\",", holder);
+	for (const char *p = out; (p = strstr(p, head)); p++) {
+		const char *end = strchrnul(p, '\n'), *owners = strstr(p, "\"owners\":[");
+		const char *th = strstr(p, "\"threads\":["), *o;
+		unsigned long long ns = 0;
+		unsigned count = 0;
+		char *site = strndup(p, (size_t)(end - p));
+
+		cr_assert(owners && th && owners < end, "%.400s", p);
+		th = strstr(site, "\"threads\":[");
+		if (!strstr(th, wkey) || strstr(th, wkey) > strstr(th, "]")) {
+			free(site); /* another thread's wait on the object */
+			continue;
+		}
+		cr_assert(sscanf(strstr(site, "\"wait_ns\":"), "\"wait_ns\":%llu,\"count\":%u", &ns,
+				  &count) == 2,
+			"%s", site);
+		c->total += ns;
+		c->episodes += count;
+		for (o = strstr(site, "\"owners\":["); (o = strstr(o, hkey)); o++) {
+			const char *st = strstr(o, "\"stack\":["), *se = st ? strstr(st, "]}") : NULL;
+			unsigned long long ons = 0;
+			char *stack;
+
+			cr_assert(st && se && sscanf(strstr(o, "\"wait_ns\":"), "\"wait_ns\":%llu",
+						   &ons) == 1,
+				"%s", o);
+			stack = strndup(st, (size_t)(se + 1 - st));
+			if (!strcmp(stack, "\"stack\":[]")) {
+				cr_expect(strstr(o, "\"stack_while_held\":false,") < st &&
+						  strstr(o, "\"stack_while_held\":false,"),
+					"a row without a stack says none was taken: %.300s", o);
+				c->none += ons;
+			} else if (strstr(stack, crit)) {
+				cr_expect(strstr(o, "\"stack_while_held\":true,") < st &&
+						  strstr(o, "\"stack_while_held\":true,"),
+					"%.300s", o);
+				c->inside += ons;
+			} else {
+				if (!c->wrong)
+					snprintf(c->wrong_stack, sizeof(c->wrong_stack), "%s", stack);
+				c->wrong += ons;
+			}
+			free(stack);
+		}
+		free(site);
+	}
+}
+
+/* Record fx_owners for secs seconds in wall mode; the waits report's
+ * credits of the mutex's and the rwlock's holders. */
+static void record_owners(const char *secs, struct credit *mutex, struct credit *rwlock)
+{
+	char text[512], dir[] = "/tmp/tracerd-owners-XXXXXX", repo[64], p[32], cmd[96];
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", secs, "-q", "-r", repo,
+		NULL };
+	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", "--limit",
+		"0", NULL };
+	struct run_result r;
+	pid_t pid = start_owners(text, sizeof(text));
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	run_tracerd(&r, rec);
+	fx_stop(pid);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, rep);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	credit_of(r.out, "mutex", addr_of(text, "mutex"), "ow-post", "ow-mholder", "\"ow_mutex_crit\"",
+		mutex);
+	credit_of(r.out, "rwlock", addr_of(text, "rwlock"), "ow-reader", "ow-writer",
+		"\"ow_rwlock_crit\"", rwlock);
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+static void expect_held_where_it_holds(const char *what, const struct credit *c)
+{
+	double inside = c->total ? (double)c->inside / (double)c->total : 0;
+
+	cr_log_info("%s: %u episodes, %.3f s waited; the holder in its critical section "
+		    "%.1f%%, no stack taken while it held %.1f%%, another stack %.1f%%",
+		what, c->episodes, c->total / 1e9, 100 * inside,
+		c->total ? 100.0 * (double)c->none / (double)c->total : 0,
+		c->total ? 100.0 * (double)c->wrong / (double)c->total : 0);
+	cr_assert_gt(c->episodes, 0, "%s: no wait recorded", what);
+	cr_expect_eq(c->wrong, 0, "%s: %.3f s of the wait credited to the holder where it did not "
+				  "hold the lock: %s",
+		what, c->wrong / 1e9, c->wrong_stack);
+	cr_expect_geq(inside, 0.8,
+		"%s: %.1f%% of %.3f s of waiting credited to the holder in its critical section "
+		"(%.3f s with no stack taken while it held it)",
+		what, 100 * inside, c->total / 1e9, c->none / 1e9);
+}
+
+Test(lock_waits, owners_shown_where_they_hold_the_lock, .timeout = 180)
+{
+	struct credit mutex, rwlock;
+
+	record_owners("4s", &mutex, &rwlock);
+	expect_held_where_it_holds("mutex", &mutex);
+	expect_held_where_it_holds("rwlock", &rwlock);
+}
+
+/* The same with three busy loops per core: the holders are preempted
+ * while they hold the lock, their holds stretched in wall time. */
+Test(lock_waits, owners_shown_where_they_hold_the_lock_loaded, .timeout = 180)
+{
+	struct credit mutex, rwlock;
+	struct load l;
+
+	load_start(&l);
+	record_owners("6s", &mutex, &rwlock);
+	load_stop(&l);
+	expect_held_where_it_holds("mutex, loaded", &mutex);
+	expect_held_where_it_holds("rwlock, loaded", &rwlock);
+}
