@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Wall mode's tick (sampler thread): every thread, every tick.  A thread
- * blocked in a system call is copied without a stop (ptrace/blocked.c),
- * or, when nothing changed since its last copy (same call, same place,
- * same schedstat), repeated without a copy (REC_EV_REPEAT); a running one
- * goes into the round of stops (sampler.c), unless the kernel samples it
- * (perf capture): then only the time it waits for a CPU, which neither
- * perf nor a copy sees, is sampled here.
+ * blocked in a system call, or in a job-control stop, is copied without a
+ * stop (ptrace/blocked.c), or, when nothing changed since its last copy
+ * (same call, same place, same schedstat), repeated without a copy
+ * (REC_EV_REPEAT); a running one goes into the round of stops
+ * (sampler.c), unless the kernel samples it (perf capture): then only the
+ * time it waits for a CPU, which neither perf nor a copy sees, is sampled
+ * here.
  *
  * Guarantees: blocked and runnable time is sampled per period of the time
  * since the last tick, not once a tick, so that late ticks cannot tilt
  * the shares; a copy torn because the thread ran meanwhile is dropped and
- * counted (lost_torn), never published.  Leaves to sampler.c the round of
- * stops and the thread table. */
+ * counted (lost_torn), never published; every sample of a thread in a
+ * job-control stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, until SIGCONT)
+ * carries TD_SAMPLE_GROUP_STOPPED (the writer's state stopped), and
+ * nothing here resumes it.  Leaves to sampler.c the round of stops and
+ * the thread table, and to ptrace.c the stop itself (PTRACE_LISTEN). */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
 
@@ -56,14 +60,17 @@ static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
 	return n;
 }
 
-/* n repeats of a blocked thread's last stack: asleep in its call, or in
- * disk sleep. */
+/* n repeats of a blocked thread's last stack: asleep in its call, in disk
+ * sleep, or in a job-control stop (stopped). */
 static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
-	const uint32_t *futex)
+	const uint32_t *futex, bool stopped)
 {
+	uint32_t flags = TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0);
+
+	if (stopped)
+		flags = TD_SAMPLE_GROUP_STOPPED | (st->last.sc.nr >= 0 ? TD_SAMPLE_IN_SYSCALL : 0);
 	while (n--)
-		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
-			futex);
+		publish_repeat(s, st, flags, futex);
 }
 
 /* Wall mode with perf: samples for the time a thread waited for a CPU,
@@ -150,7 +157,7 @@ unsigned wall_tick(struct sampler *s)
 		uint32_t words[TD_FUTEX_WORDS];
 		const uint32_t *futex;
 		unsigned extra = 0; /* samples beyond the first */
-		bool same_place, unseen;
+		bool same_place, unseen, stopped;
 		int r;
 
 		if (st->leaving)
@@ -191,9 +198,16 @@ unsigned wall_tick(struct sampler *s)
 		}
 		if (unseen)
 			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
-		futex = futex_words(st, &b, words);
+		/* In a job-control stop?  The tracer knows (it keeps the stop
+		 * with PTRACE_LISTEN; /proc reads 't' for it as for any ptrace
+		 * stop).  Asked at every tick, of a thread repeated without a
+		 * look too.  Stopped, it waits for SIGCONT, not for its call's
+		 * object: no lock words.  Its stack is where it stopped, copied
+		 * without a stop of ours, and never torn: it cannot run. */
+		stopped = pt_tracer_group_stopped(s->t, st->tid);
+		futex = stopped ? NULL : futex_words(st, &b, words);
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			repeat_blocked(s, st, extra + 1, futex);
+			repeat_blocked(s, st, extra + 1, futex, stopped);
 			continue;
 		}
 		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
@@ -212,7 +226,7 @@ unsigned wall_tick(struct sampler *s)
 			 * where it always waits): that stack.  Dropping it would
 			 * count against waiting threads alone. */
 			st->have_last = true;
-			repeat_blocked(s, st, extra + 1, futex);
+			repeat_blocked(s, st, extra + 1, futex, stopped);
 			continue;
 		}
 		if (r == -EAGAIN) {
@@ -228,6 +242,8 @@ unsigned wall_tick(struct sampler *s)
 			smp->flags |= TD_SAMPLE_NAMED;
 		if (st->last_disk)
 			smp->flags |= TD_SAMPLE_DISK;
+		if (stopped)
+			smp->flags |= TD_SAMPLE_GROUP_STOPPED;
 		if (futex) {
 			memcpy(smp->futex, futex, sizeof(smp->futex));
 			smp->flags |= TD_SAMPLE_FUTEX;
@@ -237,7 +253,8 @@ unsigned wall_tick(struct sampler *s)
 		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		mark_sampled(s, st->pid);
-		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
+		/* more periods blocked since the last tick */
+		repeat_blocked(s, st, extra, futex, stopped);
 	}
 	s->switches_lost = false;
 	return k;

@@ -20,7 +20,8 @@
  * stop (ptrace/blocked.c), or, when nothing changed since its last copy
  * (same call, same place, same schedstat), repeated without a copy; a
  * running one is sampled in the round of interrupts (that tick:
- * sampler-wall.c; sampler-internal.h has the parts).
+ * sampler-wall.c; sampler-internal.h has the parts).  A thread in a
+ * job-control stop is read as a blocked one, in state stopped.
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
