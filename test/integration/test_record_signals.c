@@ -362,7 +362,8 @@ static void jobstop_run(const char *capture)
 	char text[4096];
 	int in, out;
 	pid_t fx = spawn(FX("fx_jobstop"), NULL, &in, &out), t, sampler, tids[4];
-	uint64_t t_begin, t_stop, t_stopped, t_cont, t_resumed, t_end, runtime[4], spins0, gap = 0;
+	uint64_t t_begin, t_stop, t_stopped, t_cont, t_resumed, t_end; /* this test's clock */
+	uint64_t runtime[4], spins, progress, gap = 0;
 	struct spinning k;
 	struct run_result r;
 	bool settled = false;
@@ -381,7 +382,7 @@ static void jobstop_run(const char *capture)
 	/* the stop: from here the spinners' longest gap is the stop */
 	cr_assert(jobstop_ask(in, out, 'z', text, sizeof(text)));
 	cr_assert(jobstop_ask(in, out, 'r', text, sizeof(text)), "%s: no report", capture);
-	spins0 = report_field(text, "G ", "fx-spin0", "spins");
+	spins = report_field(text, "G ", "fx-spin0", "spins");
 	t_stop = mono_ns();
 	kill(fx, SIGSTOP);
 	cr_assert(wait_for(all_stopped, &fx, TEST_PATIENCE_MS), "SIGSTOP not taken");
@@ -395,7 +396,9 @@ static void jobstop_run(const char *capture)
 			settled &= task_runtime(fx, tids[i]) == runtime[i];
 	}
 	cr_assert(settled, "%s: the stopped threads keep running", capture);
+	progress = fx_counter(fx);
 	cr_assert(sampler_ticks(t, sampler, 200));
+	cr_expect_eq(fx_counter(fx), progress, "%s: the spinners spun while stopped", capture);
 	for (int i = 0; i < 4; i++) {
 		char st = task_state(fx, tids[i]);
 
@@ -424,7 +427,7 @@ static void jobstop_run(const char *capture)
 		"%s: a gap of %.3f s; held %.3f to %.3f s", capture, gap / 1e9,
 		(t_cont - t_stopped) / 1e9, (t_resumed - t_stop) / 1e9);
 	/* it ran as before once continued, and saw no EINTR */
-	cr_expect_gt(report_field(text, "G ", "fx-spin0", "spins"), spins0 + 100,
+	cr_expect_gt(report_field(text, "G ", "fx-spin0", "spins"), spins + 100,
 		"%s: the spinner did not run on\n%s", capture, text);
 	for (int i = 0; i < 3; i++) {
 		static const char *const waiters[] = { "fx-nap", "fx-park", "fx-main" };
@@ -470,4 +473,52 @@ Test(record_signals, wall_mode_weighs_a_job_control_stop, .timeout = 240)
 Test(record_signals, wall_mode_weighs_a_job_control_stop_ptrace, .timeout = 240)
 {
 	jobstop_run("--capture=ptrace");
+}
+
+/* A process already stopped when the wall recording attaches: all of its
+ * time is stopped, the recording and its end leave it stopped (its code
+ * makes no progress: the attach and the detach trap it in the kernel, which
+ * its run time counts), and SIGCONT still resumes it. */
+Test(record_signals, wall_mode_attached_to_a_stopped_process)
+{
+	static const char *const names[] = { "fx-spin0", "fx-spin1", "fx-nap", "fx-park" };
+	const char *argv[] = { "tracerd", "report", repo, "-f", "threads", NULL };
+	char text[4096];
+	int in, out;
+	pid_t fx = spawn(FX("fx_jobstop"), NULL, &in, &out), t, sampler, tids[2];
+	struct spinning k = { .pid = fx };
+	struct run_result r;
+	uint64_t progress;
+
+	cr_assert_gt(fx, 0);
+	kill(fx, SIGSTOP);
+	cr_assert(wait_for(all_stopped, &fx, TEST_PATIENCE_MS), "SIGSTOP not taken");
+	for (int i = 0; i < 2; i++) {
+		tids[i] = task_by_name(fx, names[i]);
+		k.tids[i] = tids[i];
+		k.runtime[i] = task_runtime(fx, tids[i]);
+	}
+	progress = fx_counter(fx);
+	cr_assert_neq(progress, UINT64_MAX, "cannot read the fixture's progress counter");
+	t = tracerd_start(fx, "--mode=wall", "--frequency=199", NULL);
+	sampler = tracer_tid(fx);
+	cr_assert(sampler_ticks(t, sampler, 100), "tracerd's sampler does not tick");
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	cr_expect(all_stopped(&fx), "the recording resumed a stopped process");
+	cr_expect_eq(fx_counter(fx), progress, "the spinners spun while stopped");
+
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	for (int i = 0; i < 4; i++) {
+		double got = threads_column(r.out, names[i], "stopped");
+
+		cr_expect_geq(got, 99.0, "%s %.1f%% stopped\n%s", names[i], got, r.out);
+	}
+	run_result_free(&r);
+	kill(fx, SIGCONT);
+	cr_expect(wait_for(spin_again, &k, TEST_PATIENCE_MS), "SIGCONT does not resume it");
+	cr_expect(jobstop_ask(in, out, 'r', text, sizeof(text)), "no report after SIGCONT");
+	close(in);
+	close(out);
+	fx_stop(fx);
 }
