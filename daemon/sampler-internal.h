@@ -56,6 +56,9 @@ struct sthread {
 	uint32_t ins_looked;  /* ins at its last look through /proc */
 	uint64_t skip_ns;     /* wall mode: blocked ns sampled without a look since the last */
 	bool leaving;	      /* held at its exit stop: sampled no more */
+	/* wall mode: its job-control stop's registers and stack were taken
+	 * (put_stopped); the ticks of the stop repeat them */
+	bool stop_copied;
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Wall mode's tick (sampler thread): every thread, every tick.  A thread
- * blocked in a system call, or in a job-control stop, is copied without a
- * stop (ptrace/blocked.c), or, when nothing changed since its last copy
- * (same call, same place, same schedstat), repeated without a copy
- * (REC_EV_REPEAT); a running one goes into the round of stops
- * (sampler.c), unless the kernel samples it (perf capture): then only the
- * time it waits for a CPU, which neither perf nor a copy sees, is sampled
- * here.
+ * blocked in a system call is copied without a stop (ptrace/blocked.c),
+ * or, when nothing changed since its last copy (same call, same place,
+ * same schedstat), repeated without a copy (REC_EV_REPEAT); a running one
+ * goes into the round of stops (sampler.c), unless the kernel samples it
+ * (perf capture): then only the time it waits for a CPU, which neither
+ * perf nor a copy sees, is sampled here.  A thread in a job-control stop
+ * goes into the round once, and is repeated for the rest of its stop
+ * (stopped_tick).
  *
  * Guarantees: blocked and runnable time is sampled per period of the time
  * since the last tick, not once a tick, so that late ticks cannot tilt
@@ -60,17 +61,46 @@ static unsigned spend(uint64_t *credit, uint64_t ns, uint64_t period)
 	return n;
 }
 
-/* n repeats of a blocked thread's last stack: asleep in its call, in disk
- * sleep, or in a job-control stop (stopped). */
+/* n repeats of a blocked thread's last stack: asleep in its call, or in
+ * disk sleep. */
 static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned n,
-	const uint32_t *futex, bool stopped)
+	const uint32_t *futex)
 {
-	uint32_t flags = TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0);
-
-	if (stopped)
-		flags = TD_SAMPLE_GROUP_STOPPED | (st->last.sc.nr >= 0 ? TD_SAMPLE_IN_SYSCALL : 0);
 	while (n--)
-		publish_repeat(s, st, flags, futex);
+		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
+			futex);
+}
+
+/* A thread in a job-control stop, asked of the tracer at every tick
+ * (ptrace.c keeps the stop with PTRACE_LISTEN; /proc cannot tell it from
+ * a blocked thread: 't' as for any ptrace stop, and a syscall line).  It
+ * waits for SIGCONT, not for its call's object: no lock words, and the
+ * writer keeps it out of the waits.  /proc's syscall line has only its sp
+ * and pc, too little to unwind code that keeps its frame in rbp (the
+ * vDSO's clock_gettime, where a busy thread often stops); so its first
+ * tick in the stop puts it in the round: trapped again, it stays stopped
+ * (ptrace.c listens again), its registers and stack are copied, and
+ * put_stopped() sets stop_copied.  Every later tick of the stop repeats
+ * that stack, in state stopped.  Returns 1 if it goes in the round (into
+ * *chosen). */
+static unsigned stopped_tick(struct sampler *s, struct sthread *st, uint64_t dt,
+	uint64_t period, pid_t *chosen)
+{
+	unsigned n = st->perf ? spend(&st->block_credit, dt, period) : 1;
+
+	st->have_last = false; /* it runs before it blocks again */
+	if (!n)
+		return 0; /* no whole period stopped yet */
+	if (!st->stop_copied) {
+		/* the copy stands for one period; the rest are repeats of
+		 * it, once it is in */
+		st->block_credit += (n - 1) * period;
+		*chosen = st->tid;
+		return 1;
+	}
+	while (n--)
+		publish_repeat(s, st, TD_SAMPLE_GROUP_STOPPED, NULL);
+	return 0;
 }
 
 /* Wall mode with perf: samples for the time a thread waited for a CPU,
@@ -157,12 +187,17 @@ unsigned wall_tick(struct sampler *s)
 		uint32_t words[TD_FUTEX_WORDS];
 		const uint32_t *futex;
 		unsigned extra = 0; /* samples beyond the first */
-		bool same_place, unseen, stopped;
+		bool same_place, unseen;
 		int r;
 
 		if (st->leaving)
 			continue; /* held at its exit: its time is over */
 		maybe_grow(s, st);
+		if (pt_tracer_group_stopped(s->t, st->tid)) {
+			k += stopped_tick(s, st, dt, period, &s->chosen[k]);
+			continue;
+		}
+		st->stop_copied = false;
 		/* Not scheduled in since a look found it blocked: still in
 		 * that wait, without a look (two reads of /proc a thread a
 		 * tick were most of wall mode's cost with many idle
@@ -198,16 +233,9 @@ unsigned wall_tick(struct sampler *s)
 		}
 		if (unseen)
 			st->skip_ns = TD_MIN(st->skip_ns + (extra + 1) * period, 1000000000u + period);
-		/* In a job-control stop?  The tracer knows (it keeps the stop
-		 * with PTRACE_LISTEN; /proc reads 't' for it as for any ptrace
-		 * stop).  Asked at every tick, of a thread repeated without a
-		 * look too.  Stopped, it waits for SIGCONT, not for its call's
-		 * object: no lock words.  Its stack is where it stopped, copied
-		 * without a stop of ours, and never torn: it cannot run. */
-		stopped = pt_tracer_group_stopped(s->t, st->tid);
-		futex = stopped ? NULL : futex_words(st, &b, words);
+		futex = futex_words(st, &b, words);
 		if (st->have_last && pt_blocked_same(&st->last, &b)) {
-			repeat_blocked(s, st, extra + 1, futex, stopped);
+			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
 		same_place = st->have_last && st->last.sc.nr == b.sc.nr && st->last.sc.sp == b.sc.sp &&
@@ -226,7 +254,7 @@ unsigned wall_tick(struct sampler *s)
 			 * where it always waits): that stack.  Dropping it would
 			 * count against waiting threads alone. */
 			st->have_last = true;
-			repeat_blocked(s, st, extra + 1, futex, stopped);
+			repeat_blocked(s, st, extra + 1, futex);
 			continue;
 		}
 		if (r == -EAGAIN) {
@@ -242,8 +270,6 @@ unsigned wall_tick(struct sampler *s)
 			smp->flags |= TD_SAMPLE_NAMED;
 		if (st->last_disk)
 			smp->flags |= TD_SAMPLE_DISK;
-		if (stopped)
-			smp->flags |= TD_SAMPLE_GROUP_STOPPED;
 		if (futex) {
 			memcpy(smp->futex, futex, sizeof(smp->futex));
 			smp->flags |= TD_SAMPLE_FUTEX;
@@ -253,8 +279,7 @@ unsigned wall_tick(struct sampler *s)
 		ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
 		atomic_fetch_add_explicit(&sh->samples_taken, 1, memory_order_relaxed);
 		mark_sampled(s, st->pid);
-		/* more periods blocked since the last tick */
-		repeat_blocked(s, st, extra, futex, stopped);
+		repeat_blocked(s, st, extra, futex); /* more periods blocked since the last tick */
 	}
 	s->switches_lost = false;
 	return k;

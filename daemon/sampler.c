@@ -285,6 +285,7 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 	mark_sampled(s, smp->pid);
 	if (st) {
 		st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
+		st->stop_copied = smp->flags & TD_SAMPLE_GROUP_STOPPED;
 		if (st->take) {
 			/* the periods it was owed: paid now */
 			weight = st->take;
