@@ -348,16 +348,22 @@ static double total_of(pid_t tid, const char *fn, const char *extra)
 
 /* A process stopped by job control in a wall recording: every tick a
  * thread spends in the stop is in state stopped, with the stack where it
- * stopped (the threads view and --state stopped show it), and that
- * state's share of each thread agrees with the time the fixture's own
- * clock says it was stopped.  tracerd never resumes it; after SIGCONT it
- * runs as before, and none of its waits returned EINTR or early. */
+ * stopped (the threads view and --state stopped show it), and with perf
+ * capture that state's share of each thread agrees with the time this
+ * test held it stopped (and the fixture's own clock saw a gap at least
+ * that long in its spinners).  (With ptrace capture a sample
+ * is a tick, and ticks come slower while rounds of stops run than while
+ * every thread is stopped: a share of ticks, not of time.  All threads
+ * stopped together, so their shares agree with each other.)  tracerd
+ * never resumes it; after SIGCONT it runs as before, and none of its
+ * waits returned EINTR or early. */
 static void jobstop_run(const char *capture)
 {
+	bool timed = !strcmp(capture, "--capture=perf");
 	static const struct {
 		const char *name, *fn;
-	} th[] = { { "fx-spin0", "spin_inner" }, { "fx-spin1", "spin_inner" },
-		{ "fx-nap", "nap_inner" }, { "fx-park", "park_inner" } };
+	} th[] = { { "fx-spin0", "spin_outer" }, { "fx-spin1", "spin_outer" },
+		{ "fx-nap", "nap_outer" }, { "fx-park", "park_outer" } };
 	const char *argv[] = { "tracerd", "report", repo, "-f", "threads", NULL };
 	char text[4096];
 	int in, out;
@@ -367,7 +373,7 @@ static void jobstop_run(const char *capture)
 	struct spinning k;
 	struct run_result r;
 	bool settled = false;
-	double truth;
+	double truth, first = NAN;
 
 	cr_assert_gt(fx, 0);
 	for (int i = 0; i < 4; i++) {
@@ -418,14 +424,13 @@ static void jobstop_run(const char *capture)
 	t_end = mono_ns();
 	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
 
-	/* its own clock: the stop as the spinners saw it, within what this
-	 * test's clock allows (and the time a spinner waited for a CPU just
-	 * before it stopped or after, which its gap counts too) */
+	/* its own clock saw the stop: a gap at least as long as this test
+	 * held it (longer by the waits for a CPU around it, on a loaded
+	 * machine) */
 	for (int i = 0; i < 2; i++)
 		gap = TD_MAX(gap, report_field(text, "G ", th[i].name, "gap_ns"));
-	cr_expect(gap >= t_cont - t_stopped && gap <= t_resumed - t_stop + 100000000u,
-		"%s: a gap of %.3f s; held %.3f to %.3f s", capture, gap / 1e9,
-		(t_cont - t_stopped) / 1e9, (t_resumed - t_stop) / 1e9);
+	cr_expect(gap >= t_cont - t_stopped, "%s: a gap of %.3f s; held %.3f to %.3f s", capture,
+		gap / 1e9, (t_cont - t_stopped) / 1e9, (t_resumed - t_stop) / 1e9);
 	/* it ran as before once continued, and saw no EINTR */
 	cr_expect_gt(report_field(text, "G ", "fx-spin0", "spins"), spins + 100,
 		"%s: the spinner did not run on\n%s", capture, text);
@@ -440,20 +445,31 @@ static void jobstop_run(const char *capture)
 	cr_expect_gt(report_field(text, "T ", "fx-nap", "waits"), 100, "%s: %s", capture, text);
 
 	/* the threads view: each thread's time stopped, the stop's share of
-	 * the recording (every thread stopped and continued together) */
-	truth = 100.0 * (double)gap / (double)(t_end - t_begin);
+	 * the recording by this test's clock, from SIGSTOP to SIGCONT (it
+	 * took t_stopped - t_stop to stop; every thread stopped and
+	 * continued together) */
+	truth = 100.0 * (double)(t_cont - t_stop) / (double)(t_end - t_begin);
 	run_tracerd(&r, argv);
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect(strstr(r.out, "% stopped"), "%s: mode header\n%s", capture, r.out);
 	for (int i = 0; i < 4; i++) {
 		double got = threads_column(r.out, th[i].name, "stopped");
 
-		cr_expect(fabs(got - truth) <= 5.0,
-			"%s: %s %.1f%% stopped, its clock says %.1f%%\n%s", capture, th[i].name, got,
-			truth, r.out);
+		if (timed)
+			cr_expect(fabs(got - truth) <= 5.0,
+				"%s: %s %.1f%% stopped, held %.1f%% of the time\n%s", capture,
+				th[i].name, got, truth, r.out);
+		else if (!i)
+			first = got;
+		else
+			cr_expect(got > 0 && fabs(got - first) <= 5.0,
+				"%s: %s %.1f%% stopped, %s %.1f%%\n%s", capture, th[i].name, got,
+				th[0].name, first, r.out);
 	}
 	run_result_free(&r);
-	/* --state stopped: where each one stopped */
+	/* --state stopped: where each one stopped (a spinner in spin_inner,
+	 * or in the vDSO's clock_gettime it calls, whose frame only a full
+	 * set of registers unwinds) */
 	for (int i = 0; i < 4; i++) {
 		double pct = total_of(tids[i], th[i].fn, "--state=stopped");
 
@@ -467,7 +483,7 @@ static void jobstop_run(const char *capture)
 
 Test(record_signals, wall_mode_weighs_a_job_control_stop, .timeout = 240)
 {
-	jobstop_run("--capture=auto");
+	jobstop_run("--capture=perf");
 }
 
 Test(record_signals, wall_mode_weighs_a_job_control_stop_ptrace, .timeout = 240)
