@@ -21,7 +21,9 @@
  * (same call, same place, same schedstat), repeated without a copy; a
  * running one is sampled in the round of interrupts (that tick:
  * sampler-wall.c; sampler-internal.h has the parts).  A thread in a
- * job-control stop is read as a blocked one, in state stopped.
+ * job-control stop is interrupted once for its registers, then repeated,
+ * in state stopped (it is out of its system call already: the kernel
+ * restarts the call at SIGCONT, whatever the tracer does meanwhile).
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
