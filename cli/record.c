@@ -39,7 +39,7 @@ static void usage(FILE *f)
 	      "                           99): of CPU time in cpu mode, of wall time in wall\n"
 	      "                           mode\n"
 	      "  -m, --mode MODE          cpu (default): where threads use CPU; wall: every\n"
-	      "                           thread at every tick, running or blocked\n"
+	      "                           thread at every tick, running, blocked or stopped\n"
 	      "      --capture HOW        running threads: perf (the kernel samples, no stop),\n"
 	      "                           ptrace (a stop per sample), or auto (perf if\n"
 	      "                           permitted)\n"

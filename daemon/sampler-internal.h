@@ -69,6 +69,9 @@ struct sthread {
 	uint64_t running_tick; /* tick_ns of the last tick that found it running */
 	uint64_t owner_tick;   /* an owner: tick_ns of the tick that stops it for its stack */
 	uint64_t owner_took;   /* an owner: tick_ns of the last such stop that came */
+	/* wall mode: its job-control stop's registers and stack were taken
+	 * (put_stopped); the ticks of the stop repeat them */
+	bool stop_copied;
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,

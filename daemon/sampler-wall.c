@@ -5,7 +5,9 @@
  * same schedstat), repeated without a copy (REC_EV_REPEAT); a running one
  * goes into the round of stops (sampler.c), unless the kernel samples it
  * (perf capture): then only the time it waits for a CPU, which neither
- * perf nor a copy sees, is sampled here.
+ * perf nor a copy sees, is sampled here.  A thread in a job-control stop
+ * goes into the round once, and is repeated for the rest of its stop
+ * (stopped_tick).
  *
  * With offcpu (the kernel samples each switch out: ptrace/perf.c), a
  * thread's time off CPUs is measured, interval by interval, from its first
@@ -18,8 +20,11 @@
  * Guarantees: blocked and runnable time is sampled per period of the time
  * since the last tick, not once a tick, so that late ticks cannot tilt
  * the shares; a copy torn because the thread ran meanwhile is dropped and
- * counted (lost_torn), never published.  Leaves to sampler.c the round of
- * stops and the thread table. */
+ * counted (lost_torn), never published; every sample of a thread in a
+ * job-control stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, until SIGCONT)
+ * carries TD_SAMPLE_GROUP_STOPPED (the writer's state stopped), and
+ * nothing here resumes it.  Leaves to sampler.c the round of stops and
+ * the thread table, and to ptrace.c the stop itself (PTRACE_LISTEN). */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
 
@@ -76,6 +81,38 @@ static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned
 	while (n--)
 		publish_repeat(s, st, TD_SAMPLE_IN_SYSCALL | (st->last_disk ? TD_SAMPLE_DISK : 0),
 			futex);
+}
+
+/* A thread in a job-control stop, asked of the tracer at every tick
+ * (ptrace.c keeps the stop with PTRACE_LISTEN; /proc cannot tell it from
+ * a blocked thread: 't' as for any ptrace stop, and a syscall line).  It
+ * waits for SIGCONT, not for its call's object: no lock words, and the
+ * writer keeps it out of the waits.  /proc's syscall line has only its sp
+ * and pc, too little to unwind code that keeps its frame in rbp (the
+ * vDSO's clock_gettime, where a busy thread often stops); so its first
+ * tick in the stop puts it in the round: trapped again, it stays stopped
+ * (ptrace.c listens again), its registers and stack are copied, and
+ * put_stopped() sets stop_copied.  Every later tick of the stop repeats
+ * that stack, in state stopped.  Returns 1 if it goes in the round (into
+ * *chosen). */
+static unsigned stopped_tick(struct sampler *s, struct sthread *st, uint64_t dt,
+	uint64_t period, pid_t *chosen)
+{
+	unsigned n = st->perf ? spend(&st->block_credit, dt, period) : 1;
+
+	st->have_last = false; /* it runs before it blocks again */
+	if (!n)
+		return 0; /* no whole period stopped yet */
+	if (!st->stop_copied) {
+		/* the copy stands for one period; the rest are repeats of
+		 * it, once it is in */
+		st->block_credit += (n - 1) * period;
+		*chosen = st->tid;
+		return 1;
+	}
+	while (n--)
+		publish_repeat(s, st, TD_SAMPLE_GROUP_STOPPED, NULL);
+	return 0;
 }
 
 /* Wall mode with perf: samples for the time a thread waited for a CPU,
@@ -308,6 +345,11 @@ unsigned wall_tick(struct sampler *s)
 		if (st->leaving)
 			continue; /* held at its exit: its time is over */
 		maybe_grow(s, st);
+		if (pt_tracer_group_stopped(s->t, st->tid)) {
+			k += stopped_tick(s, st, dt, period, &s->chosen[k]);
+			continue;
+		}
+		st->stop_copied = false;
 		/* Not scheduled in since a look found it blocked: still in
 		 * that wait, without a look (two reads of /proc a thread a
 		 * tick were most of wall mode's cost with many idle

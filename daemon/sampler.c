@@ -20,7 +20,10 @@
  * stop (ptrace/blocked.c), or, when nothing changed since its last copy
  * (same call, same place, same schedstat), repeated without a copy; a
  * running one is sampled in the round of interrupts (that tick:
- * sampler-wall.c; sampler-internal.h has the parts).
+ * sampler-wall.c; sampler-internal.h has the parts).  A thread in a
+ * job-control stop is interrupted once for its registers, then repeated,
+ * in state stopped (it is out of its system call already: the kernel
+ * restarts the call at SIGCONT, whatever the tracer does meanwhile).
  *
  * While a target thread is stopped this thread neither allocates, logs,
  * opens files nor takes a lock: the ring slot is reserved without waiting
@@ -298,6 +301,7 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 		atomic_fetch_add_explicit(&sh->owner_stops, 1, memory_order_relaxed);
 	} else if (st) {
 		st->oncpu = !(smp->flags & (TD_SAMPLE_IN_SYSCALL | TD_SAMPLE_GROUP_STOPPED));
+		st->stop_copied = smp->flags & TD_SAMPLE_GROUP_STOPPED;
 		if (st->take) {
 			/* the periods it was owed: paid now */
 			weight = st->take;

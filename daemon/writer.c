@@ -288,9 +288,13 @@ static void check_renames(struct writer *w, uint64_t now)
 	}
 }
 
-static enum tcf_state state_of(const struct td_sample *s)
+static enum tcf_state state_of(const struct td_sample *s, enum rec_mode mode)
 {
-	if (s->flags & TD_SAMPLE_GROUP_STOPPED)
+	/* wall mode: a tick of a thread in a job-control stop.  A cpu
+	 * sample is CPU time used, never time stopped (a stop that found
+	 * the thread entering its group-stop stands for the time it ran
+	 * before). */
+	if ((s->flags & TD_SAMPLE_GROUP_STOPPED) && mode == REC_MODE_WALL)
 		return TCF_STATE_STOPPED;
 	if (s->flags & TD_SAMPLE_RUNNABLE)
 		return TCF_STATE_RUNNABLE;
@@ -348,8 +352,11 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	 * thread now: the ticks' copies follow its waits */
 	if (w->cfg->mode == REC_MODE_WALL && !(s->flags & TD_SAMPLE_OFFCPU)) {
 		/* blocked (copied, or repeated unchanged): a period of a wait;
-		 * woken, it waits for a CPU, not for the object: runnable */
-		if ((s->flags & TD_SAMPLE_NOSTOP) && !(s->flags & TD_SAMPLE_RUNNABLE))
+		 * woken, it waits for a CPU, not for the object: runnable;
+		 * in a job-control stop, it waits for SIGCONT: no wait of
+		 * its call's (a lock's owner is not holding it up) */
+		if ((s->flags & TD_SAMPLE_NOSTOP) &&
+			!(s->flags & (TD_SAMPLE_RUNNABLE | TD_SAMPLE_GROUP_STOPPED)))
 			episode_sample(w, s, stack);
 		else if (!(s->flags & TD_SAMPLE_HELD))
 			episode_end(w, s->tid);
@@ -365,7 +372,7 @@ void do_sample(struct writer *w, const struct td_sample *s)
 
 		for (uint32_t i = 0; i < n; i++)
 			if (chunk_writer_sample(w->cw, s->time_ns, tid,
-				    i < n - woken ? state_of(s) : TCF_STATE_RUNNABLE, stack, NULL,
+				    i < n - woken ? state_of(s, w->cfg->mode) : TCF_STATE_RUNNABLE, stack, NULL,
 				    0) == 0)
 				atomic_fetch_add_explicit(&w->sh->samples_written, 1,
 					memory_order_relaxed);

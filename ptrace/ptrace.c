@@ -65,6 +65,7 @@ struct pt_thread {
 	uint8_t misses;	   /* rounds in a row it did not stop in */
 	uint16_t backoff;  /* rounds to leave it out, after misses */
 	bool detach_want;  /* interrupted for a detach */
+	/* in a job-control stop, kept in force with PTRACE_LISTEN */
 	bool group_stopped;
 	bool held_exit;	   /* held at its exit stop (ops->hold_exit) */
 	int held_sig;	  /* held in a signal-delivery-stop with this signal */
@@ -1308,6 +1309,13 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
 			return t->threads[i].tid;
 		}
 	return 0;
+}
+
+bool pt_tracer_group_stopped(const struct pt_tracer *t, pid_t tid)
+{
+	const struct pt_thread *th = thread_find(t, tid);
+
+	return th && th->group_stopped;
 }
 
 int pt_tracer_release(struct pt_tracer *t, pid_t tid)

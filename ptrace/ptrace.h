@@ -178,6 +178,12 @@ pid_t pt_tracer_held(const struct pt_tracer *t, int *ret_signo, uint64_t *ret_ad
  * would have).  Returns 0 or -errno. */
 int pt_tracer_release(struct pt_tracer *t, pid_t tid);
 
+/* Is tid in a job-control stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) that
+ * the tracer keeps in force with PTRACE_LISTEN: from the report of its
+ * group-stop until the one that says SIGCONT ended it?  It runs no code
+ * meanwhile, so its stack can be copied without a stop. */
+bool pt_tracer_group_stopped(const struct pt_tracer *t, pid_t tid);
+
 /* Let a thread held at its exit stop (ops->hold_exit) exit.  Returns 0,
  * or -ESRCH if tid is not held there. */
 int pt_tracer_release_exit(struct pt_tracer *t, pid_t tid);

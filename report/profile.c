@@ -429,6 +429,7 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	p->samples++;
 	p->state_samples[s->state & 7]++;
 	t->samples++;
+	t->state_samples[s->state & 7]++;
 	if (!t->first_ns || real < t->first_ns)
 		t->first_ns = real;
 	if (real > t->last_ns)

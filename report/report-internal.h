@@ -28,6 +28,7 @@ struct rp_node {
 struct rp_thread {
 	uint32_t pid, tid, name;
 	uint64_t samples, first_ns, last_ns;
+	uint64_t state_samples[8]; /* samples kept, by TCF_STATE_* */
 	bool exited;
 	int32_t exit_status;
 };

@@ -296,9 +296,17 @@ static int thread_cmp(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* The states that wall mode splits time into, as rp_mode_header and the
+ * threads view name them (index: TCF_STATE_*). */
+static const char *const state_names[] = { "on-cpu", "runnable", "sleeping", "disk",
+	"stopped" };
+
 int rp_threads(FILE *out, const struct rp_profile *p)
 {
 	struct rp_thread *t = malloc((p->nthreads + 1) * sizeof(*t));
+	/* wall mode: each thread's time by state, a column for each state
+	 * the profile holds (a stopped process shows where it was stopped) */
+	bool wall = (p->modes & RP_MODE_WALL) && p->samples;
 
 	if (!t)
 		return -ENOMEM;
@@ -307,8 +315,11 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	rp_sort(t, p->nthreads, sizeof(*t), thread_cmp);
-	fprintf(out, "%8s %8s  %-16s %9s %7s  %-20s  %-20s  %s\n", "tid", "pid", "name", "samples",
-		"share", "first", "last", "end");
+	fprintf(out, "%8s %8s  %-16s %9s %7s ", "tid", "pid", "name", "samples", "share");
+	for (unsigned k = 0; wall && k < TD_ARRAY_SIZE(state_names); k++)
+		if (p->state_samples[k])
+			fprintf(out, " %8s", state_names[k]);
+	fprintf(out, " %-20s  %-20s  %s\n", "first", "last", "end");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		char a[32], b[32], end[96];
 
@@ -324,9 +335,13 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 			snprintf(end, sizeof(end), "exited with %d", WEXITSTATUS(t[i].exit_status));
 		else
 			snprintf(end, sizeof(end), "running at the end");
-		fprintf(out, "%8u %8u  %-16s %9llu %6.2f%%  %-20s  %-20s  %s\n", t[i].tid, t[i].pid,
+		fprintf(out, "%8u %8u  %-16s %9llu %6.2f%% ", t[i].tid, t[i].pid,
 			name_or(p, t[i].name, "?"), (unsigned long long)t[i].samples,
-			pct(t[i].samples, p->samples), a, b, end);
+			pct(t[i].samples, p->samples));
+		for (unsigned k = 0; wall && k < TD_ARRAY_SIZE(state_names); k++)
+			if (p->state_samples[k])
+				fprintf(out, " %7.1f%%", pct(t[i].state_samples[k], t[i].samples));
+		fprintf(out, " %-20s  %-20s  %s\n", a, b, end);
 	}
 	free(t);
 	return 0;
@@ -525,19 +540,17 @@ void rp_death_header(FILE *out, const struct rp_profile *p)
 
 void rp_mode_header(FILE *out, const struct rp_profile *p)
 {
-	static const char *const names[] = { "on-cpu", "runnable", "sleeping", "disk",
-		"stopped" };
 	bool first = true;
 
 	fprintf(out, "mode: %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
 	if (!(p->modes & RP_MODE_WALL) || !p->samples)
 		return;
 	fputs("time:", out);
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(names); i++) {
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(state_names); i++) {
 		if (!p->state_samples[i])
 			continue;
 		fprintf(out, "%s %.1f%% %s", first ? "" : ",", pct(p->state_samples[i], p->samples),
-			names[i]);
+			state_names[i]);
 		first = false;
 	}
 	fputs(" (--state to keep one)\n", out);
