@@ -26,7 +26,8 @@ static void usage(FILE *f)
 	      "                [-r DIR] [--max-chunk-size SIZE] [--max-chunk-age DUR]\n"
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
 	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
-	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [-q]\n"
+	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [--owner-stops]\n"
+	      "                [-q]\n"
 	      "       tracerd [record] [OPTION]... -- CMD [ARG]...\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 	      "      --capture HOW        running threads: perf (the kernel samples, no stop),\n"
 	      "                           ptrace (a stop per sample), or auto (perf if\n"
 	      "                           permitted)\n"
+	      "      --owner-stops        wall mode with perf: stop a lock's running owner\n"
+	      "                           once for its stack where it holds the lock (it\n"
+	      "                           may see EINTR; without it, no thread is stopped)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -103,6 +107,7 @@ enum {
 	OPT_CAPTURE,
 	OPT_CACHE_DIR,
 	OPT_DEBUGINFOD,
+	OPT_OWNER_STOPS,
 };
 
 static bool add_pid(struct rec_config *c, const char *arg)
@@ -169,6 +174,9 @@ static bool sampling_option(int ch, const char *arg, struct rec_config *c)
 		return parse_mode(arg, &c->mode);
 	case OPT_CAPTURE:
 		return parse_capture(arg, &c->capture);
+	case OPT_OWNER_STOPS:
+		c->owner_stops = true;
+		return true;
 	case OPT_STACK_BYTES:
 		if (!td_parse_size("--stack-bytes", arg, 4096, 8u << 20, &v))
 			return false;
@@ -280,6 +288,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
+		{ "owner-stops", no_argument, NULL, OPT_OWNER_STOPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -299,6 +308,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		case 'd':
 		case 'm':
 		case OPT_CAPTURE:
+		case OPT_OWNER_STOPS:
 		case OPT_STACK_BYTES:
 			ok = sampling_option(ch, optarg, c);
 			break;

@@ -52,6 +52,12 @@ struct rec_config {
 	uint32_t first_window;
 	const char *debuginfo_dir;
 	const char *cache_dir; /* decompressed debuginfo (sym_options.cache_dir), NULL: none */
+	/* wall mode with perf: interrupt a lock's running owner once each time
+	 * a waiter finds it holding the lock, for a stack taken while it
+	 * holds it (--owner-stops).  Off by default: an owner that enters a
+	 * system call just as it is interrupted may see EINTR, which perf
+	 * capture otherwise never causes. */
+	bool owner_stops;
 	/* A service's recording (tracerd service, service/service.c): it may
 	 * start with no target, takes processes one at a time with
 	 * rec_attach, runs on when every one has exited, handles no signal

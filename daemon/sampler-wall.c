@@ -262,6 +262,8 @@ static unsigned owners_chosen(struct sampler *s, const struct owner_ask *ask, un
 	unsigned k)
 {
 	s->nowner_waits = 0;
+	if (!s->cfg->owner_stops)
+		return k; /* the kernel's own samples, and only those, show them */
 	for (unsigned i = 0; i < nask; i++) {
 		uint64_t v;
 		struct sthread *o = td_map_get(&s->idx, (uint32_t)ask[i].tid, &v) ? &s->th[v] : NULL;

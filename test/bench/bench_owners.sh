@@ -6,7 +6,8 @@
 #  - of the waiters' wait on each lock, the share credited to the holder
 #    with a stack inside its critical section, with no stack taken while it
 #    held the lock, and with another stack (must be 0), idle and with
-#    three busy loops per core, in wall mode;
+#    three busy loops per core, in wall mode, without and with
+#    --owner-stops;
 #  - the cost: the holders' holds per second and mean hold (lock to
 #    unlock, wall time) alone and recorded in wall mode, idle; tracerd's
 #    stops of lock owners for their stack and its stopped time.
@@ -79,21 +80,22 @@ credit() {
 pct() { awk -v a="$1" -v t="$2" 'BEGIN { printf "%.1f", t ? 100 * a / t : 0 }'; }
 
 echo "owners' stacks (wall mode, ${secs}s): of each lock's wait, credited to its holder"
-printf '  %-8s %-7s %10s %10s %10s %10s\n' load lock "in crit" "no stack" "other" "waited s"
-for l in idle loaded; do
-	[ "$l" = loaded ] && load_start
+printf '  %-15s %-7s %10s %10s %10s %10s\n' load lock "in crit" "no stack" "other" "waited s"
+for l in idle loaded idle+stops loaded+stops; do
+	case $l in loaded*) load_start ;; esac
+	case $l in *stops) stops=--owner-stops ;; *) stops= ;; esac
 	start
 	rm -rf "$tmp/repo"
-	"$tracerd" --pid "$pid" --mode wall -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
+	"$tracerd" --pid "$pid" --mode wall $stops -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
 	stop
-	[ "$l" = loaded ] && load_stop
+	case $l in loaded*) load_stop ;; esac
 	"$tracerd" report "$tmp/repo" -f waits --json --limit 0 > "$tmp/w.json"
 	mu=$(awk '$1 == "mutex" { print $2 }' "$tmp/out")
 	rw=$(awk '$1 == "rwlock" { print $2 }' "$tmp/out")
 	for spec in "mutex $mu ow-post ow-mholder ow_mutex_crit" "rwlock $rw ow-reader ow-writer ow_rwlock_crit"; do
 		set -- $spec
 		set -- $(credit "$@" < "$tmp/w.json") "$1"
-		printf '  %-8s %-7s %9s%% %9s%% %9s%% %10s\n' "$l" "$5" "$(pct "$1" "$4")" \
+		printf '  %-15s %-7s %9s%% %9s%% %9s%% %10s\n' "$l" "$5" "$(pct "$1" "$4")" \
 			"$(pct "$2" "$4")" "$(pct "$3" "$4")" "$(awk -v t="$4" 'BEGIN { printf "%.2f", t / 1e9 }')"
 	done
 	sed -n 's/.*(\([0-9]*\) stops).*/  tracerd stopped owners \1 times/p; s/^  stopped */  stopped       /p' "$tmp/sum"
@@ -115,13 +117,14 @@ rate() {
 
 echo "cost to the holders (idle, ${secs}s): holds per second, mean hold (wall ms)"
 printf '  %-10s %-12s %10s %10s\n' run holder holds/s "hold ms"
-for run in alone wall; do
+for run in alone wall wall+stops; do
 	start
 	report
 	m0=$(holds ow-mholder) w0=$(holds ow-writer)
-	if [ "$run" = wall ]; then
+	if [ "$run" != alone ]; then
+		[ "$run" = wall+stops ] && stops=--owner-stops || stops=
 		rm -rf "$tmp/repo"
-		"$tracerd" --pid "$pid" --mode wall -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
+		"$tracerd" --pid "$pid" --mode wall $stops -r "$tmp/repo" -q -d "${secs}s" 2> "$tmp/sum" || true
 	else
 		sleep "$secs"
 	fi

@@ -169,13 +169,15 @@ static void credit_of(const char *out, const char *kind, unsigned long long obje
 	}
 }
 
-/* Record fx_owners for secs seconds in wall mode; the waits report's
- * credits of the mutex's and the rwlock's holders. */
-static void record_owners(const char *secs, struct credit *mutex, struct credit *rwlock)
+/* Record fx_owners for secs seconds in wall mode (with --owner-stops if
+ * stops); the waits report's credits of the mutex's and the rwlock's
+ * holders.  *ret_stopped, when asked: the owner stops the summary counts. */
+static void record_owners(const char *secs, bool stops, struct credit *mutex,
+	struct credit *rwlock, unsigned long long *ret_stopped)
 {
 	char text[512], dir[] = "/tmp/tracerd-owners-XXXXXX", repo[64], p[32], cmd[96];
-	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", secs, "-q", "-r", repo,
-		NULL };
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", secs, "-r", repo,
+		stops ? "--owner-stops" : NULL, NULL };
 	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", "--limit",
 		"0", NULL };
 	struct run_result r;
@@ -187,6 +189,11 @@ static void record_owners(const char *secs, struct credit *mutex, struct credit 
 	run_tracerd(&r, rec);
 	fx_stop(pid);
 	cr_assert_eq(r.status, 0, "%s", r.err);
+	if (ret_stopped) {
+		const char *n = strstr(r.err, "for its stack (");
+
+		*ret_stopped = n ? strtoull(n + strlen("for its stack ("), NULL, 10) : 0;
+	}
 	run_result_free(&r);
 	run_tracerd(&r, rep);
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -199,19 +206,31 @@ static void record_owners(const char *secs, struct credit *mutex, struct credit 
 	cr_expect_eq(system(cmd), 0);
 }
 
-static void expect_held_where_it_holds(const char *what, const struct credit *c)
+static void log_credit(const char *what, const struct credit *c)
 {
-	double inside = c->total ? (double)c->inside / (double)c->total : 0;
-
 	cr_log_info("%s: %u episodes, %.3f s waited; the holder in its critical section "
 		    "%.1f%%, no stack taken while it held %.1f%%, another stack %.1f%%",
-		what, c->episodes, c->total / 1e9, 100 * inside,
+		what, c->episodes, c->total / 1e9,
+		c->total ? 100.0 * (double)c->inside / (double)c->total : 0,
 		c->total ? 100.0 * (double)c->none / (double)c->total : 0,
 		c->total ? 100.0 * (double)c->wrong / (double)c->total : 0);
+}
+
+/* Never a stack of the holder from outside its hold. */
+static void expect_never_wrong(const char *what, const struct credit *c)
+{
+	log_credit(what, c);
 	cr_assert_gt(c->episodes, 0, "%s: no wait recorded", what);
 	cr_expect_eq(c->wrong, 0, "%s: %.3f s of the wait credited to the holder where it did not "
 				  "hold the lock: %s",
 		what, c->wrong / 1e9, c->wrong_stack);
+}
+
+static void expect_held_where_it_holds(const char *what, const struct credit *c)
+{
+	double inside = c->total ? (double)c->inside / (double)c->total : 0;
+
+	expect_never_wrong(what, c);
 	cr_expect_geq(inside, 0.8,
 		"%s: %.1f%% of %.3f s of waiting credited to the holder in its critical section "
 		"(%.3f s with no stack taken while it held it)",
@@ -222,7 +241,7 @@ Test(lock_waits, owners_shown_where_they_hold_the_lock, .timeout = 180)
 {
 	struct credit mutex, rwlock;
 
-	record_owners("4s", &mutex, &rwlock);
+	record_owners("4s", true, &mutex, &rwlock, NULL);
 	expect_held_where_it_holds("mutex", &mutex);
 	expect_held_where_it_holds("rwlock", &rwlock);
 }
@@ -235,8 +254,22 @@ Test(lock_waits, owners_shown_where_they_hold_the_lock_loaded, .timeout = 180)
 	struct load l;
 
 	load_start(&l);
-	record_owners("6s", &mutex, &rwlock);
+	record_owners("6s", true, &mutex, &rwlock, NULL);
 	load_stop(&l);
 	expect_held_where_it_holds("mutex, loaded", &mutex);
 	expect_held_where_it_holds("rwlock, loaded", &rwlock);
+}
+
+/* Without --owner-stops no owner is stopped (so no call of the target can
+ * see EINTR because of tracerd): the kernel's samples alone show the
+ * holders, and never where they do not hold the lock. */
+Test(lock_waits, owners_never_shown_outside_their_hold_without_stops, .timeout = 180)
+{
+	struct credit mutex, rwlock;
+	unsigned long long stopped;
+
+	record_owners("4s", false, &mutex, &rwlock, &stopped);
+	cr_expect_eq(stopped, 0, "%llu owner stops without --owner-stops", stopped);
+	expect_never_wrong("mutex, no stops", &mutex);
+	expect_never_wrong("rwlock, no stops", &rwlock);
 }
