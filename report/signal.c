@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Where the signal a process died of came from, for people: the fault
  * address for a fault the kernel raised, the sender (PID, comm, uid, and
  * by which call) for a signal a process sent, the timer or other source

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Where the waits report shows a lock's owner, and what showing it costs
 # the owner (test/fixtures/fx_owners.c: a mutex holder runs 30 ms of CPU
 # in ow_mutex_crit, an rwlock writer 20 ms in ow_rwlock_crit, each then

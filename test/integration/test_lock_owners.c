@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Where a lock's owner is shown: fx_owners' holders run their critical
  * section in one known function (ow_mutex_crit, ow_rwlock_crit) and sleep
  * in msleep() without the lock, so a stack of the holder with its crit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tracerd record and what a death says of its signal: si_code decides.
  * The fixture fx_die dies by a kill() from this test or from a helper
  * with a hostile name, by tgkill and sigqueue from itself, by a real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Wall mode against truths it does not compute: an event loop's own clock
  * (fx_evloop times its epoll_wait and its work), the thread's life in the
  * recording, and the kernel's schedstat split of that life into on-CPU,
