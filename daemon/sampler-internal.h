@@ -72,6 +72,9 @@ struct sthread {
 	/* wall mode: its job-control stop's registers and stack were taken
 	 * (put_stopped); the ticks of the stop repeat them */
 	bool stop_copied;
+	/* wall mode: a tick found it in a job-control stop since its last
+	 * interval off a CPU; that interval is the stop (put_unstopped) */
+	bool stop_seen;
 };
 
 /* The sampler thread's own state.  owns: t, th (and each fd in it), idx, tfd,

@@ -93,14 +93,21 @@ static void repeat_blocked(struct sampler *s, const struct sthread *st, unsigned
  * tick in the stop puts it in the round: trapped again, it stays stopped
  * (ptrace.c listens again), its registers and stack are copied, and
  * put_stopped() sets stop_copied.  Every later tick of the stop repeats
- * that stack, in state stopped.  Returns 1 if it goes in the round (into
- * *chosen). */
+ * that stack, in state stopped.  A thread whose switches the kernel
+ * samples (covered) is not: its switch into the stop copied its stack,
+ * and the interval to its switch back is the stop (put_unstopped flags
+ * it); the tick only notes that it saw the stop.  Returns 1 if it goes in
+ * the round (into *chosen). */
 static unsigned stopped_tick(struct sampler *s, struct sthread *st, uint64_t dt,
 	uint64_t period, pid_t *chosen)
 {
-	unsigned n = st->perf ? spend(&st->block_credit, dt, period) : 1;
+	unsigned n;
 
 	st->have_last = false; /* it runs before it blocks again */
+	st->stop_seen = true;
+	if (st->covered)
+		return 0; /* its switch into the stop measures it (put_unstopped) */
+	n = st->perf ? spend(&st->block_credit, dt, period) : 1;
 	if (!n)
 		return 0; /* no whole period stopped yet */
 	if (!st->stop_copied) {

@@ -269,9 +269,19 @@ static void put_unstopped(struct sampler *s, struct td_sample *smp)
 	struct sthread *st;
 
 	if ((smp->flags & TD_SAMPLE_OFFCPU) && (st = lookup(s, smp->tid))) {
+		bool stopped = pt_tracer_group_stopped(s->t, st->tid);
+
 		smp->runnable = offcpu_runnable(s, st, smp->flags, smp->weight);
-		if (st->last_disk && (smp->flags & TD_SAMPLE_IN_SYSCALL))
+		if (!(smp->flags & TD_SAMPLE_RUNNABLE) && (st->stop_seen || stopped)) {
+			/* it left the CPU for a job-control stop (a thread
+			 * stops at once as it takes the signal): the interval
+			 * is the stop, and what it waited for a CPU after
+			 * SIGCONT runnable */
+			smp->flags |= TD_SAMPLE_GROUP_STOPPED;
+			st->stop_seen = stopped;
+		} else if (st->last_disk && (smp->flags & TD_SAMPLE_IN_SYSCALL)) {
 			smp->flags |= TD_SAMPLE_DISK;
+		}
 	}
 	mark_sampled(s, smp->pid);
 	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
