@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "helpers.h"
 #include "../common/buf.h"
+#include "../common/td.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -707,4 +709,37 @@ void go_fixture_build(const char *bin)
 	out = shell_output(cmd, &status);
 	cr_assert_eq(status, 0, "go build: %s", out);
 	free(out);
+}
+
+static pid_t load_pids[64];
+static unsigned load_n;
+
+void load_start(void)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t parent = getpid();
+
+	for (long i = 0; i < 3 * (cores > 0 ? cores : 1) && load_n < TD_ARRAY_SIZE(load_pids);
+		i++) {
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
+			for (volatile unsigned long spin = 0;; spin++)
+				;
+		}
+		load_pids[load_n++] = pid;
+	}
+}
+
+void load_stop(void)
+{
+	for (unsigned i = 0; i < load_n; i++) {
+		kill(load_pids[i], SIGKILL);
+		waitpid(load_pids[i], NULL, 0);
+	}
+	load_n = 0;
 }

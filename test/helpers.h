@@ -108,6 +108,13 @@ int source_line(const char *path, const char *marker);
 
 bool is_root(void);
 
+/* The load of a busy machine, for tests that must hold on one: three busy
+ * loops per core, each its own process, killed by load_stop() and with
+ * the test process whatever way it ends (PR_SET_PDEATHSIG).  load_stop()
+ * with no load started does nothing: a suite's .fini may call it. */
+void load_start(void);
+void load_stop(void);
+
 /* What sh -c cmd writes to its standard output, whole (never NULL; the
  * caller frees it); *ret_status, when asked, as pclose() returns it. */
 char *shell_output(const char *cmd, int *ret_status);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,47 +56,6 @@ static unsigned long long addr_of(const char *text, const char *name)
 	p = strstr(text, key);
 	cr_assert_not_null(p, "no %s in %s", name, text);
 	return strtoull(p + strlen(key), NULL, 16);
-}
-
-/* ---- the load: three busy loops per core, each killed with the test
- * process whatever way it ends (PR_SET_PDEATHSIG), and by load_stop */
-#define MAX_LOAD 64
-
-struct load {
-	pid_t pids[MAX_LOAD];
-	int n;
-};
-
-static void load_start(struct load *l)
-{
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	pid_t parent = getpid();
-
-	l->n = 0;
-	for (long i = 0; i < 3 * (cores > 0 ? cores : 1) && l->n < MAX_LOAD; i++) {
-		pid_t pid = fork();
-
-		cr_assert_geq(pid, 0);
-		if (pid == 0) {
-			volatile unsigned long spin = 0;
-
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getppid() != parent)
-				_exit(0);
-			for (;;)
-				spin++;
-		}
-		l->pids[l->n++] = pid;
-	}
-}
-
-static void load_stop(struct load *l)
-{
-	for (int i = 0; i < l->n; i++) {
-		kill(l->pids[i], SIGKILL);
-		waitpid(l->pids[i], NULL, 0);
-	}
-	l->n = 0;
 }
 
 /* ---- what the waits report credits to a holder */
@@ -252,11 +210,10 @@ Test(lock_waits, owners_shown_where_they_hold_the_lock, .timeout = 180)
 Test(lock_waits, owners_shown_where_they_hold_the_lock_loaded, .timeout = 180)
 {
 	struct credit mutex, rwlock;
-	struct load l;
 
-	load_start(&l);
+	load_start();
 	record_owners("6s", true, &mutex, &rwlock, NULL);
-	load_stop(&l);
+	load_stop();
 	expect_held_where_it_holds("mutex, loaded", &mutex);
 	expect_held_where_it_holds("rwlock, loaded", &rwlock);
 }

@@ -23,45 +23,13 @@
 #define HZ 99
 #define SECONDS 6
 
-/* the busy loops of a loaded machine: killed on every path (the suite's
- * .fini too, should an assertion end a test early) */
-static pid_t hogs[64];
-static unsigned nhogs;
-
-static void unload(void)
-{
-	for (unsigned i = 0; i < nhogs; i++) {
-		kill(hogs[i], SIGKILL);
-		waitpid(hogs[i], NULL, 0);
-	}
-	nhogs = 0;
-}
-
 static void fini(void)
 {
-	unload();
+	load_stop(); /* should an assertion end a loaded test early */
 	record_teardown();
 }
 
 TestSuite(record_offcpu, .init = record_setup, .fini = fini, .timeout = 300);
-
-/* Three busy loops per core, each its own process (the fixture competes
- * with them for every CPU). */
-static void load(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	for (long i = 0; i < 3 * (n > 0 ? n : 1) && nhogs < TD_ARRAY_SIZE(hogs); i++) {
-		pid_t p = fork();
-
-		cr_assert_geq(p, 0);
-		if (!p) {
-			for (volatile unsigned long x = 0;; x++)
-				;
-		}
-		hogs[nhogs++] = p;
-	}
-}
 
 /* fx_evloop's counts (fx_waits.h) for its loop: ns in epoll_wait and busy */
 static bool loop_clock(pid_t fx, int out, uint64_t *ret_wait, uint64_t *ret_busy)
@@ -240,9 +208,9 @@ Test(record_offcpu, event_loop_against_its_clock_idle_and_loaded, .timeout = 240
 	loop = task_by_name(fx, "fx-loop");
 	cr_assert_gt(loop, 0);
 	record_loop(fx, out, loop, &idle);
-	load();
+	load_start();
 	record_loop(fx, out, loop, &loaded);
-	unload();
+	load_stop();
 	close(in);
 	close(out);
 	fx_stop(fx);
