@@ -46,7 +46,8 @@ static void usage(FILE *f)
 	      "                           permitted)\n"
 	      "      --owner-stops        wall mode with perf: stop a lock's running owner\n"
 	      "                           once for its stack where it holds the lock (it\n"
-	      "                           may see EINTR; without it, no thread is stopped)\n"
+	      "                           may see EINTR; without it, no thread is stopped:\n"
+	      "                           the kernel is asked for an early sample of it)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -472,6 +473,11 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			fprintf(f, "no thread stopped but a lock's owner, once each time a waiter "
 				   "found it holding the lock, for its stack (%llu stops)\n",
 				(unsigned long long)s->owner_stops);
+		else if (s->owner_early)
+			fprintf(f, "no thread stopped; a lock's running owner sampled early by "
+				   "the kernel, once each time a waiter found it holding the lock "
+				   "(%llu asked)\n",
+				(unsigned long long)s->owner_early);
 		else
 			fprintf(f, "no thread stopped\n");
 	}

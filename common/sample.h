@@ -47,9 +47,10 @@ enum {
 					    * OFFCPU samples carry: for its wait
 					    * episode only, no sample of the
 					    * profile */
-	TD_SAMPLE_OWNER = 1u << 18,	   /* stopped for a lock's owner's stack
-					    * (wall mode with perf): no period of
-					    * the profile */
+	TD_SAMPLE_OWNER = 1u << 18,	   /* a lock's owner's stack (wall mode
+					    * with perf), stopped for it, or (with
+					    * PERF) the kernel's early sample of it
+					    * of weight 0: no period of the profile */
 };
 
 /* What the kernel said of a fatal signal (siginfo_t) at its delivery.

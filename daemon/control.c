@@ -96,6 +96,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_p99_us = k ? v[td_rank(k, 0.99)] / 1e3 : 0,
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
 		.owner_stops = atomic_load(&sh->owner_stops),
+		.owner_early = atomic_load(&sh->owner_early),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

@@ -57,8 +57,9 @@ enum rec_event_kind {
 			    * parked threads filled that ring in one go. */
 	REC_EV_HELD,	   /* a waiter's futex words (futex), read again at
 			    * time_ns after its lock's owner was stopped for
-			    * its stack, were still those of its last sample:
-			    * the owner held the lock throughout (writer-waits.c) */
+			    * its stack, or its early sample came, were still
+			    * those of its last sample: the owner held the
+			    * lock throughout (writer-waits.c) */
 };
 
 struct rec_event {
@@ -171,6 +172,7 @@ struct rec_shared {
 	_Atomic uint32_t stop_ns[REC_STOP_RING]; /* stopped times, [stop_n % RING] last */
 	_Atomic uint64_t stop_n, stop_max;
 	_Atomic uint64_t owner_stops; /* wall mode with perf: lock owners stopped */
+	_Atomic uint64_t owner_early; /* wall mode with perf: early samples asked of owners */
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository

@@ -90,6 +90,7 @@ struct rec_stats {
 	unsigned tables_reused, tables_made; /* symbol tables in that cache */
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
+	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };
 

@@ -28,6 +28,7 @@ enum { ST_NEW, ST_SETTLE };
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
 #define S_MAX_EXITS 16		   /* leaders held at once */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
+#define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */
 
 struct sthread {
 	pid_t tid, pid;
@@ -67,8 +68,12 @@ struct sthread {
 	uint32_t owner_words;  /* a waiter: hash of the futex words it read last */
 	uint64_t owner_since;  /* a waiter: tick_ns of the first tick that read them */
 	uint64_t running_tick; /* tick_ns of the last tick that found it running */
-	uint64_t owner_tick;   /* an owner: tick_ns of the tick that stops it for its stack */
-	uint64_t owner_took;   /* an owner: tick_ns of the last such stop that came */
+	uint64_t owner_tick;   /* an owner: tick_ns of the tick that stops it for its
+				* stack, or asks the kernel for an early sample */
+	uint64_t owner_took;   /* an owner: tick_ns of the last such stop, or ask,
+				* whose sample came */
+	uint64_t owner_asked_ns; /* an owner: when the early sample was asked, until
+				  * a sample of it came; 0: none pending */
 	/* wall mode: its job-control stop's registers and stack were taken
 	 * (put_stopped); the ticks of the stop repeat them */
 	bool stop_copied;
@@ -122,6 +127,9 @@ struct sampler {
 		uint32_t words[TD_FUTEX_WORDS];
 	} owner_waits[S_MAX_OWNER_ASKS];
 	unsigned nowner_waits;
+	/* early samples asked of owners (no --owner-stops): when the
+	 * waiters read their words again (wall_owners_held); 0: not due */
+	uint64_t owner_check_ns;
 };
 
 /* ---- sampler.c */
@@ -134,6 +142,8 @@ bool probe_fds(struct sthread *st);
 /* In uninterruptible sleep (D): waiting for the disk or the like; its
  * name in ret_name when stat could be read. */
 bool in_disk_wait(struct sthread *st, char ret_name[16]);
+/* The CPU a thread last ran on (field 39 of its stat), -1 if unknown. */
+int last_cpu(struct sthread *st);
 /* Apply a pending window-growth request of the writer (grow[]). */
 void maybe_grow(struct sampler *s, struct sthread *st);
 /* A sample of pid's current image is on its way to the writer. */
@@ -150,8 +160,10 @@ unsigned wall_tick(struct sampler *s);
  * wait less the preemptions, paid as the blocked intervals come. */
 uint32_t offcpu_runnable(struct sampler *s, struct sthread *st, uint32_t flags,
 	uint32_t weight);
-/* After the tick's round: each waiter whose owner it stopped for its
- * stack reads its words again; the same, REC_EV_HELD. */
+/* After the tick's round (stops), or at owner_check_ns once the kernel's
+ * ring is drained (early samples): each waiter whose owner's stop or
+ * early sample came since the tick reads its words again; the same,
+ * REC_EV_HELD. */
 void wall_owners_held(struct sampler *s);
 
 #endif

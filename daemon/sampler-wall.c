@@ -255,22 +255,54 @@ static void owner_ask(struct sampler *s, struct sthread *st, const struct pt_blo
 	}
 }
 
+/* Ask the kernel for a sample of running owner o soon (pt_perf_early):
+ * after an eighth of a tick of its CPU time rather than its drawn period,
+ * until the next tick restores that (pt_perf_rearm), on the CPU it last
+ * ran on; at most once a tick, whatever the waiters that found it.  The
+ * first sample of it since is kept whatever its weight (of none: for the
+ * waits alone, TD_SAMPLE_OWNER), and put_unstopped notes that it came
+ * (owner_took).  Nothing stops or signals it: the kernel changes the
+ * period in an interrupt of its CPU, which no system call sees. */
+static uint64_t owner_early_ns(const struct sampler *s)
+{
+	return 1000000000u / s->cfg->hz / S_OWNER_EARLY_DIV;
+}
+
+static void owner_early(struct sampler *s, struct sthread *o)
+{
+	uint64_t now = td_now_ns(); /* before the ask: its sample comes after */
+
+	if (o->owner_tick == s->tick_ns)
+		return;
+	o->owner_tick = s->tick_ns;
+	o->owner_asked_ns = 0;
+	if (pt_perf_early(s->perf, o->tid, last_cpu(o), owner_early_ns(s)) < 0)
+		return;
+	o->owner_asked_ns = now;
+	atomic_fetch_add_explicit(&s->sh->owner_early, 1, memory_order_relaxed);
+}
+
 /* The owners asked for that the kernel samples, that this tick found
- * running, and whose stack no stop took since the holding was found, into
- * s->chosen from k on; the new count.  A blocked owner was copied at this
- * tick, one the kernel does not sample is in the round anyway.  So a
- * contended owner pays one stop each time a waiter finds it holding the
- * lock anew (another only if that one did not come in its round).  Their
- * samples are flagged TD_SAMPLE_OWNER (put_stopped); the waiters that
- * asked read their words again after the round (wall_owners_held).  As
- * for any running thread ptrace capture interrupts, an owner that enters
- * a system call just as it is interrupted may see the call return EINTR. */
+ * running, and of which no sample came since the holding was found: each
+ * gets an early sample asked of the kernel (owner_early), or, with
+ * --owner-stops, is put into s->chosen from k on, for a stop in this
+ * tick's round; the new count.  A blocked owner was copied at this tick,
+ * one the kernel does not sample is in the round anyway.  So a contended
+ * owner pays one early sample, or one stop, each time a waiter finds it
+ * holding the lock anew (another at the next tick only if its sample did
+ * not come).  The waiters that asked read their words again once the
+ * sample may have come (wall_owners_held): after the round for a stop,
+ * whose sample is flagged TD_SAMPLE_OWNER (put_stopped); for an early
+ * sample after a quarter of a tick (owner_check_ns), when the kernel's
+ * ring is drained; one that comes later is confirmed by the next tick's
+ * reads, as any sample of the owner.  As for any running thread ptrace
+ * capture interrupts, an owner that enters a system call just as it is
+ * stopped may see the call return EINTR: hence stops only when asked. */
 static unsigned owners_chosen(struct sampler *s, const struct owner_ask *ask, unsigned nask,
 	unsigned k)
 {
 	s->nowner_waits = 0;
-	if (!s->cfg->owner_stops)
-		return k; /* the kernel's own samples, and only those, show them */
+	s->owner_check_ns = 0;
 	for (unsigned i = 0; i < nask; i++) {
 		uint64_t v;
 		struct sthread *o = td_map_get(&s->idx, (uint32_t)ask[i].tid, &v) ? &s->th[v] : NULL;
@@ -280,7 +312,11 @@ static unsigned owners_chosen(struct sampler *s, const struct owner_ask *ask, un
 		if (!o || o->pid != ask[i].pid || !o->perf || o->leaving ||
 			o->running_tick != s->tick_ns || o->owner_took >= ask[i].since)
 			continue;
-		if (o->owner_tick != s->tick_ns) {
+		if (!s->cfg->owner_stops) {
+			owner_early(s, o);
+			if (o->owner_tick != s->tick_ns || !o->owner_asked_ns)
+				continue; /* not asked */
+		} else if (o->owner_tick != s->tick_ns) {
 			/* still out of any system call, looked at again just
 			 * before its interrupt: the rest of the tick went by
 			 * since its look */
@@ -294,6 +330,8 @@ static unsigned owners_chosen(struct sampler *s, const struct owner_ask *ask, un
 		memcpy(ow->words, ask[i].words, sizeof(ow->words));
 		s->nowner_waits++;
 	}
+	if (s->nowner_waits && !s->cfg->owner_stops)
+		s->owner_check_ns = td_now_ns() + 2 * owner_early_ns(s);
 	return k;
 }
 
@@ -327,7 +365,8 @@ void wall_owners_held(struct sampler *s)
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
  * stop (or repeated); running ones are returned for the round, unless the
  * kernel samples them (perf): then only their time waiting for a CPU is
- * sampled here, and those that hold a lock a waiter waits for are returned
+ * sampled here, and those that hold a lock a waiter waits for get an
+ * early sample asked of the kernel, or with --owner-stops are returned
  * for the round to copy their stack (owners_chosen). */
 unsigned wall_tick(struct sampler *s)
 {

@@ -117,7 +117,7 @@ bool probe_fds(struct sthread *st)
 }
 
 /* The CPU a thread last ran on (field 39 of stat), -1 if unknown. */
-static int last_cpu(struct sthread *st)
+int last_cpu(struct sthread *st)
 {
 	char buf[512], *p;
 	ssize_t n;
@@ -282,6 +282,13 @@ static void put_unstopped(struct sampler *s, struct td_sample *smp)
 		} else if (st->last_disk && (smp->flags & TD_SAMPLE_IN_SYSCALL)) {
 			smp->flags |= TD_SAMPLE_DISK;
 		}
+	} else if ((smp->flags & TD_SAMPLE_PERF) && !(smp->flags & TD_SAMPLE_REPEAT) &&
+		   (st = lookup(s, smp->tid)) && st->owner_asked_ns &&
+		   smp->time_ns >= st->owner_asked_ns) {
+		/* a lock's owner sampled since an early sample was asked of it
+		 * (owners_chosen): asked no more for that holding */
+		st->owner_took = st->owner_tick;
+		st->owner_asked_ns = 0;
 	}
 	mark_sampled(s, smp->pid);
 	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
@@ -911,6 +918,8 @@ static void arm_timer(struct sampler *s)
 		s->next_ns = now + (s->perf ? S_DRAIN_NS : next_period(s) / 2);
 	if (s->perf && rounds && s->round_at < s->next_ns)
 		s->next_ns = s->round_at;
+	if (s->owner_check_ns && s->owner_check_ns < s->next_ns)
+		s->next_ns = s->owner_check_ns;
 	its.it_value.tv_sec = (time_t)(s->next_ns / 1000000000u);
 	its.it_value.tv_nsec = (long)(s->next_ns % 1000000000u);
 	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -973,7 +982,7 @@ static void run_round(struct sampler *s)
 		atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
 		atomic_fetch_add(&sh->skipped, st.skipped);
 	}
-	if (s->nowner_waits)
+	if (s->nowner_waits && s->cfg->owner_stops)
 		wall_owners_held(s);
 	apply_pending(s);
 	handle_crash(s);
@@ -1021,8 +1030,15 @@ static void sampler_loop(struct sampler *s)
 			expirations = 0; /* woken by an end, not the timer */
 		if (s->perf) {
 			perf_drain(s);
-			/* new periods on our timer alone (ptrace/perf.c) */
-			pt_perf_rearm(s->perf);
+			if (s->owner_check_ns && td_now_ns() >= s->owner_check_ns) {
+				/* the owners' early samples come in that drain;
+				 * their periods are drawn again at the next tick */
+				s->owner_check_ns = 0;
+				wall_owners_held(s);
+			} else {
+				/* new periods on our timer alone (ptrace/perf.c) */
+				pt_perf_rearm(s->perf);
+			}
 		}
 		if (stopping(sh) || (!targets_live(&s->targets) && !s->cfg->follow))
 			break;

@@ -392,7 +392,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			memory_order_relaxed);
 	/* the stack a repeat uses: a blocked thread's, and in wall mode a
 	 * running one's (its time waiting for a CPU repeats it); not a lock
-	 * owner's stopped for the waits, which no sample of the profile saw */
+	 * owner's taken for the waits alone, which no sample of the profile
+	 * saw */
 	if (((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL) &&
 		!(s->flags & TD_SAMPLE_OWNER))
 		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);

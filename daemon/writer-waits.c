@@ -13,9 +13,11 @@
  * taken between two of them.  Samples come here nearly in time order (the
  * kernel's are drained before each tick's copies), so an owner's sample
  * taken after the waiter's latest one waits for the next: the same words
- * then take it, changed ones drop it.  The sampler, when it stops an owner
- * for its stack, reads the waiters' words again after the stop
- * (REC_EV_HELD): the same ones take it at once.  A sample that only repeats a stack
+ * then take it, changed ones drop it.  The sampler asks the kernel for an
+ * early sample of a running owner a waiter found (pt_perf_early), or,
+ * with --owner-stops, stops it for its stack; and once that sample came
+ * (a quarter of a tick later, or right after the stop) reads the waiters'
+ * words again (REC_EV_HELD): the same ones take it at once.  A sample that only repeats a stack
  * taken earlier counts when the thread has not run since (blocked, or
  * woken and not yet run): the stack is still where it is.  A preempted
  * thread's repeat does not: it ran since its stack was taken.  What is

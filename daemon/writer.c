@@ -325,8 +325,9 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	if (!current_chunk(w))
 		return;
 	if (s->flags & TD_SAMPLE_OWNER) {
-		/* a lock's owner stopped for its stack: no period of the
-		 * profile, a stack for the waits (writer-waits.c) */
+		/* a lock's owner stopped for its stack, or the kernel's early
+		 * sample of it of weight 0: no period of the profile, a stack
+		 * for the waits (writer-waits.c) */
 		owner_seen(w, s, stack_of(w, s));
 		return;
 	}

@@ -59,6 +59,18 @@
  * weighs the points that fall in its stretch, so the weights add up to
  * the time measured within a period or two, and each is fair.
  *
+ * Early samples (pt_perf_early: a lock's running owner, for the waits): the
+ * thread's event on one CPU gets a short period at once, and its drawn
+ * one back at the next pt_perf_rearm, both on the caller's timer.  The
+ * kernel (6.18, checked) restarts the period from nothing at the ioctl, on
+ * a CPU or off (then from its next switch in), and samples every short
+ * period until the next ioctl; the sample's PERIOD field keeps the period
+ * of the event's opening.  The weights stay the CPU time's (periods_of),
+ * whatever the period: the first sample after the ask, of weight 0, goes
+ * out as TD_SAMPLE_OWNER (a stack for the waits, no period of the
+ * profile) rather than thinned; the later ones of the short period are
+ * thinned as any.
+ *
  * Bounds: max_threads threads, one fd per thread and CPU (two with
  * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (a sample must
  * fit a u16 record size); at most PERF_MAX_SWITCHES switch records a
@@ -104,6 +116,7 @@ struct perf_thread {
 	uint64_t left;	    /* ns of its time until its next sampling point */
 	uint64_t open_since; /* offcpu: off a CPU, weighed up to then; 0: not */
 	bool open_preempted; /* the open interval began with a preemption */
+	uint64_t early_ns;   /* pt_perf_early asked then; 0: its sample came */
 };
 
 /* A PERF_RECORD_SWITCH of a drain. */
@@ -684,30 +697,69 @@ static void put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t we
 	st->samples++;
 }
 
+/* Is ps the first sample of th since pt_perf_early asked for one?  Then
+ * it is kept, of any weight. */
+static bool early_taken(struct perf_thread *th, const struct perf_sample *ps)
+{
+	if (!th->early_ns || ps->time < th->early_ns)
+		return false;
+	th->early_ns = 0;
+	return true;
+}
+
+int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns)
+{
+	uint64_t now = (uint64_t)td_now_ns(); /* before: no sample of it can precede */
+	unsigned i;
+	int r = -ENOENT;
+
+	if (!thread_find(p, tid, &i))
+		return -ENOENT;
+	ns = TD_MAX(ns, PT_PERF_EARLY_MIN_NS);
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		uint32_t j = (uint32_t)((size_t)i * p->ncpus + c);
+
+		if (p->fds[j] < 0 || (cpu >= 0 && (unsigned)cpu != c))
+			continue;
+		if (ioctl(p->fds[j], PERF_EVENT_IOC_PERIOD, &ns) < 0) {
+			r = -errno;
+			continue;
+		}
+		rearm_later(p, j); /* its drawn period back at the next rearm */
+		r = 0;
+	}
+	if (r == 0)
+		p->th[i].early_ns = now;
+	return r;
+}
+
 /* A task-clock sample: on a CPU, weighed by the CPU time since the
  * event's previous sample. */
 static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sample *ps,
 	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	struct perf_thread *th;
-	uint32_t weight = 1;
+	uint32_t weight = 1, flags = 0;
 	unsigned k;
 
 	if ((th = thread_find(p, (pid_t)ps->tid, &k)) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
 		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
+		bool early = early_taken(th, ps);
 
 		rearm_later(p, j);
 		weight = weigh(p, th, j, ps->count);
-		if (!weight) {
+		if (!weight && !early) {
 			st->thinned++;
 			return;
 		}
+		if (!weight)
+			flags = TD_SAMPLE_OWNER; /* a stack for the waits alone */
 	}
 	if (ps->abi == PERF_SAMPLE_REGS_ABI_NONE) {
 		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
 		return;
 	}
-	put_sample(ps, kernel ? TD_SAMPLE_IN_KERNEL : 0, weight, ps->time, ops, arg, st);
+	put_sample(ps, flags | (kernel ? TD_SAMPLE_IN_KERNEL : 0), weight, ps->time, ops, arg, st);
 }
 
 static int switch_cmp(const void *a, const void *b)

@@ -283,6 +283,15 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
  * caller's, never on a target's event (what runs next would be sampled
  * late).  One ioctl per such event. */
 void pt_perf_rearm(struct pt_perf *p);
+/* A sample of tid soon: after ns of its CPU time (at least
+ * PT_PERF_EARLY_MIN_NS) on cpu (-1: on any), instead of its drawn period,
+ * until the next pt_perf_rearm restores that.  Its first sample since the
+ * call is kept whatever its weight; of weight 0 it is flagged
+ * TD_SAMPLE_OWNER (no period of the profile).  Nothing is stopped: an
+ * ioctl per event, which the kernel runs on tid's CPU.  Returns 0,
+ * -ENOENT if tid is not sampled (or has no event on cpu), or -errno. */
+#define PT_PERF_EARLY_MIN_NS 50000u
+int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns);
 
 
 /* ---------------------------------------- blocked threads, never stopped

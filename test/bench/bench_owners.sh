@@ -7,11 +7,12 @@
 #  - of the waiters' wait on each lock, the share credited to the holder
 #    with a stack inside its critical section, with no stack taken while it
 #    held the lock, and with another stack (must be 0), idle and with
-#    three busy loops per core, in wall mode, without and with
-#    --owner-stops;
+#    three busy loops per core, in wall mode, without --owner-stops (the
+#    kernel asked for an early sample of the owner) and with it;
 #  - the cost: the holders' holds per second and mean hold (lock to
-#    unlock, wall time) alone and recorded in wall mode, idle; tracerd's
-#    stops of lock owners for their stack and its stopped time.
+#    unlock, wall time) alone and recorded in wall mode, idle, both ways;
+#    the early samples tracerd asked of the kernel, its stops of lock
+#    owners for their stack and its stopped time.
 #   bench_owners.sh TRACERD FIXTURE_DIR [SECONDS]
 set -eu
 tracerd=$1 fx=$2 secs=${3:-5}
@@ -100,6 +101,7 @@ for l in idle loaded idle+stops loaded+stops; do
 			"$(pct "$2" "$4")" "$(pct "$3" "$4")" "$(awk -v t="$4" 'BEGIN { printf "%.2f", t / 1e9 }')"
 	done
 	sed -n 's/.*(\([0-9]*\) stops).*/  tracerd stopped owners \1 times/p; s/^  stopped */  stopped       /p' "$tmp/sum"
+	sed -n 's/.*(\([0-9]*\) asked).*/  tracerd asked the kernel \1 early samples of owners/p' "$tmp/sum"
 done
 
 # holds HOLDER: "holds wall_ns" of fx_owners' SIGUSR2 report in $tmp/out,
@@ -136,3 +138,4 @@ for run in alone wall wall+stops; do
 	printf '  %-10s %-12s %10s %10s\n' "$run" ow-writer $(rate ow-writer "$w0" "$w1")
 done
 sed -n 's/.*(\([0-9]*\) stops).*/  tracerd stopped owners \1 times/p; s/^  stopped */  stopped       /p' "$tmp/sum"
+sed -n 's/.*(\([0-9]*\) asked).*/  tracerd asked the kernel \1 early samples of owners/p' "$tmp/sum"
