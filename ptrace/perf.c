@@ -62,11 +62,11 @@
  * preempted or blocked) is a line cut into periods with a sampling point
  * at a random place in each (periods_of); a sample weighs the points that
  * fall in its stretch, so each state's weights add up to its time within
- * a period, and each is fair.  With offcpu the switch
- * records cut that time into stretches on a CPU and intervals off one,
- * without overlap: a task-clock sample weighs its thread's time on CPUs
- * since its previous one by the records (weigh_on), not its event's
- * count, which overlaps the intervals at each switch.
+ * a period, and each is fair.  With offcpu the switch records cut that
+ * time into stretches on a CPU and intervals off one, without overlap: a
+ * task-clock sample weighs its thread's time on CPUs since its previous
+ * one by the records (weigh_on), not its event's count, which overlaps
+ * the intervals at each switch.
  *
  * Bounds: max_threads threads, one fd per thread and CPU (two with
  * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (a sample must
@@ -124,7 +124,7 @@ struct perf_thread {
 	 * drain's last one; on a CPU since on_since (0: not), which is its
 	 * add's time until a record says (on_guess) */
 	uint64_t on_ns, on_since;
-	uint64_t on_weighed; /* of on_ns and on: what its samples weighed */
+	uint64_t on_weighed; /* of its time on CPUs (on_at), what its samples weighed */
 	/* offcpu: time on a CPU that an interval off one weighed already
 	 * (it began at its switch-out sample, its record came later; a
 	 * switch in that came after the drain that took it as still off):
