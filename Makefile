@@ -73,7 +73,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_contend \
 	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
-FIXTURES += $(FX)/fx_die
+FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -120,7 +120,7 @@ $(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners: $(FX)/%: test/fixtur
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 # Fixtures that count their waits' EINTR and early returns.
-$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_contend \
+$(FX)/fx_evloop $(FX)/fx_parked $(FX)/fx_contend $(FX)/fx_bursts \
 $(FX)/fx_jobstop: $(FX)/%: test/fixtures/%.c test/fixtures/fx_waits.h
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

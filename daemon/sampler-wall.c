@@ -192,9 +192,17 @@ uint32_t offcpu_runnable(struct sampler *s, struct sthread *st, uint32_t flags, 
 }
 
 /* A covered thread looked at: the wait schedstat added since its last
- * look (ended waits for a CPU, preempted or woken). */
+ * look (ended waits for a CPU, preempted or woken).  Its first look: from
+ * now on if it was there at the attach (a server's worker had waited
+ * seconds before: the whole of it was paid out of its first blocked
+ * intervals), all of it if it was born since. */
 static void woken_tick(struct sthread *st, const struct pt_blocked *b)
 {
+	if (st->state == ST_NEW) {
+		if (!st->born)
+			st->wait_ns = b->wait_ns;
+		st->state = ST_SETTLE;
+	}
 	if (b->wait_ns > st->wait_ns)
 		st->woken_ns = TD_MIN(st->woken_ns + (int64_t)(b->wait_ns - st->wait_ns),
 			WOKEN_MAX_NS);

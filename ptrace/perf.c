@@ -49,15 +49,24 @@
  * first collects every switch record of every ring (sorted by thread and
  * time) and then pairs each switch-out sample with the thread's next
  * switch in.  An interval still open at the drain is weighed up to then
- * and continued (pt_round_ops.offcpu) at each later drain until its
- * switch in (a sample without stack bytes, TD_SAMPLE_REPEAT: the
- * thread's last stack, its interval's): a long sleep shows while it lasts.  Nothing is stopped or
- * interrupted: the kernel writes all of it at the switch.
+ * and continued (continue_open) at each later drain until its switch in
+ * (a sample without stack bytes, TD_SAMPLE_REPEAT: the thread's last
+ * stack, its interval's): a long sleep shows while it lasts.  A drain
+ * can read a ring while the kernel writes a record whose time it took
+ * already (a switch-out sample's record, a switch in): the first records
+ * of the thread at the next drain settle it, and time weighed twice is
+ * owed back (owed_ns).  Nothing is stopped or interrupted: the kernel
+ * writes all of it at the switch.
  *
- * Weights add up: a thread's time, on CPUs and off, is one line with
- * sampling points at random periods along it (periods_of); a sample
- * weighs the points that fall in its stretch, so the weights add up to
- * the time measured within a period or two, and each is fair.
+ * Weights add up: a thread's time in each state (on a CPU; off one,
+ * preempted or blocked) is a line cut into periods with a sampling point
+ * at a random place in each (periods_of); a sample weighs the points that
+ * fall in its stretch, so each state's weights add up to its time within
+ * a period, and each is fair.  With offcpu the switch records cut that
+ * time into stretches on a CPU and intervals off one, without overlap: a
+ * task-clock sample weighs its thread's time on CPUs since its previous
+ * one by the records (weigh_on), not its event's count, which overlaps
+ * the intervals at each switch.
  *
  * Early samples (pt_perf_early: a lock's running owner, for the waits): the
  * thread's event on one CPU gets a short period at once, and its drawn
@@ -109,14 +118,36 @@
 #define PERF_NREGS 20
 #define PERF_MAX_SWITCHES (1u << 17) /* switch records paired per drain */
 
+/* A thread's time in one state (periods_of): ns until its next sampling
+ * point, and where that point falls in its period-long slot. */
+struct perf_line {
+	uint64_t left, at;
+};
+
+/* The states whose time is sampled on lines of their own. */
+enum { LINE_ON, LINE_PREEMPTED, LINE_BLOCKED, NLINES };
+
 struct perf_thread {
 	pid_t tid; /* 0: free */
 	pid_t pid;
 	uint32_t stack_bytes;
-	uint64_t left;	    /* ns of its time until its next sampling point */
+	struct perf_line line[NLINES];
+	/* offcpu: its time on CPUs by its switch records, up to the last
+	 * drain's last one; on a CPU since on_since (0: not), which is its
+	 * add's time until a record says (on_guess) */
+	uint64_t on_ns, on_since;
+	uint64_t on_weighed; /* of its time on CPUs (on_at), what its samples weighed */
+	/* offcpu: time on a CPU that an interval off one weighed already
+	 * (it began at its switch-out sample, its record came later; a
+	 * switch in that came after the drain that took it as still off):
+	 * taken off its next on-CPU stretches (weigh_on) */
+	uint64_t owed_ns;
+	bool on_guess;
 	uint64_t open_since; /* offcpu: off a CPU, weighed up to then; 0: not */
+	uint64_t open_at;    /* the open interval's switch-out sample's time */
 	bool open_preempted; /* the open interval began with a preemption */
 	uint64_t early_ns;   /* pt_perf_early asked then; 0: its sample came */
+	bool open_unsure;    /* its switch-out record was not in the ring yet */
 };
 
 /* A PERF_RECORD_SWITCH of a drain. */
@@ -124,6 +155,7 @@ struct perf_switch {
 	uint32_t tid;
 	uint32_t misc; /* PERF_RECORD_MISC_SWITCH_OUT[_PREEMPT] */
 	uint64_t time;
+	uint64_t on; /* its thread's time on CPUs in this drain's records, up to it */
 };
 
 /* owns: every event fd, the rings' mappings, the epoll fd, the tables */
@@ -458,7 +490,9 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes)
 	r = open_thread(p, i, tid, stack_bytes);
 	if (r < 0)
 		return r;
-	p->th[i] = (struct perf_thread){ .tid = tid, .pid = pid, .stack_bytes = stack_bytes };
+	/* on a CPU from now, until its first switch record says it was not */
+	p->th[i] = (struct perf_thread){ .tid = tid, .pid = pid, .stack_bytes = stack_bytes,
+		.on_since = (uint64_t)td_now_ns(), .on_guess = true };
 	p->count++;
 	return 0;
 }
@@ -557,28 +591,40 @@ void pt_perf_rearm(struct pt_perf *p)
 	memset(p->fired, 0, words * sizeof(*p->fired));
 }
 
-/* The next ns of thread th's time (on a CPU or off), in periods: how
- * many of its sampling points fall in them.  The points are spaced by
- * random periods (next_period), as the kernel's samples of CPU time are:
- * the expected weight of any stretch of time is its length in periods,
- * whatever comes before it, and no rhythm of the program can line up with
- * them; the weights of a thread add up to its time within a period or
- * two.  (Rounding each stretch on its own at random strays by the square
- * root of their number; carrying a remainder from stretch to stretch
- * tilts short ones against long ones.) */
-static uint32_t periods_of(struct pt_perf *p, struct perf_thread *th, uint64_t ns)
+/* The next ns of thread th's time in state line (on a CPU, preempted,
+ * blocked), in periods: how many of its sampling points fall in them.
+ * The time of each state is one line cut into slots of a period, with one
+ * point in each slot at a random place: the expected weight of any
+ * stretch is its length in periods, whatever comes before it, and no
+ * rhythm of the program can line up with the points; and the weights of
+ * a state add up to its time within a period.  (Points a random period
+ * apart on one line for all states strayed from a thread's time by the
+ * square root of a twelfth of their number, and a state's by the spread
+ * of which state each point fell in: 4% of a server worker's on-CPU time
+ * in 10 s at 99 Hz; rounding each stretch on its own at random strays by
+ * the square root of their number; carrying a remainder from stretch to
+ * stretch tilts short ones against long ones.) */
+static uint32_t periods_of(struct pt_perf *p, struct perf_thread *th, unsigned line,
+	uint64_t ns)
 {
+	struct perf_line *l = &th->line[line];
+	uint64_t period = p->cfg.period_ns;
 	uint32_t w = 0;
 
-	ns = TD_MIN(ns, 1000 * p->cfg.period_ns); /* a stale count: 1000 periods */
-	if (!th->left)
-		th->left = next_period(p);
-	while (ns >= th->left) {
-		ns -= th->left;
-		th->left = next_period(p);
+	ns = TD_MIN(ns, 1000 * period); /* a stale count: 1000 periods */
+	if (!l->left) {
+		l->at = rand64(p) % period;
+		l->left = l->at + 1;
+	}
+	while (ns >= l->left) {
+		uint64_t at = rand64(p) % period;
+
+		ns -= l->left;
+		l->left = period - l->at + at; /* to the next slot's point */
+		l->at = at;
 		w++;
 	}
-	th->left -= ns;
+	l->left -= ns;
 	return w;
 }
 
@@ -589,7 +635,7 @@ static uint32_t weigh(struct pt_perf *p, struct perf_thread *th, uint32_t j, uin
 	uint64_t gap = count > p->last[j] ? count - p->last[j] : 0;
 
 	p->last[j] = count;
-	return periods_of(p, th, gap);
+	return periods_of(p, th, LINE_ON, gap);
 }
 
 /* A sample record, as both events write it. */
@@ -733,8 +779,136 @@ int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns)
 	return r;
 }
 
+static int switch_cmp(const void *a, const void *b)
+{
+	const struct perf_switch *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* Where a switch record of tid at time would go among this drain's. */
+static size_t switch_index(const struct pt_perf *p, uint32_t tid, uint64_t time)
+{
+	size_t lo = 0, hi = p->nsw;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct perf_switch *m = &p->sw[mid];
+
+		if (m->tid < tid || (m->tid == tid && m->time < time))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first switch record of tid at or after time, or NULL. */
+static const struct perf_switch *switch_after(const struct pt_perf *p, uint32_t tid,
+	uint64_t time)
+{
+	size_t i = switch_index(p, tid, time);
+
+	return i < p->nsw && p->sw[i].tid == tid ? &p->sw[i] : NULL;
+}
+
+/* Thread th's time on CPUs at time (of this drain) by its switch records:
+ * on a CPU from a switch in to the next switch out. */
+static uint64_t on_at(const struct pt_perf *p, const struct perf_thread *th, uint64_t time)
+{
+	size_t i = switch_index(p, (uint32_t)th->tid, time);
+	const struct perf_switch *e =
+		i && p->sw[i - 1].tid == (uint32_t)th->tid ? &p->sw[i - 1] : NULL;
+
+	if (!e)
+		return th->on_ns + (th->on_since && time > th->on_since ? time - th->on_since : 0);
+	if (e->misc & PERF_RECORD_MISC_SWITCH_OUT)
+		return th->on_ns + e->on;
+	return th->on_ns + e->on + (time - e->time);
+}
+
+/* After the sort: each record's on.  A switch out without a switch in
+ * before it (records lost, or a thread on a CPU since its add), the time
+ * since the last one it knows of; two switches in, the first stretch is
+ * lost with the record between. */
+static void sum_on(struct pt_perf *p)
+{
+	for (size_t a = 0, b; a < p->nsw; a = b) {
+		struct perf_thread *th;
+		uint64_t acc = 0, since = 0;
+		unsigned k;
+
+		for (b = a + 1; b < p->nsw && p->sw[b].tid == p->sw[a].tid; b++)
+			;
+		if ((th = thread_find(p, (pid_t)p->sw[a].tid, &k)) &&
+			(!th->on_guess || (p->sw[a].misc & PERF_RECORD_MISC_SWITCH_OUT)))
+			since = th->on_since;
+		for (size_t i = a; i < b; i++) {
+			struct perf_switch *e = &p->sw[i];
+
+			if (!(e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
+				since = e->time;
+			} else {
+				if (since && e->time > since)
+					acc += e->time - since;
+				since = 0;
+			}
+			e->on = acc;
+		}
+	}
+}
+
+/* After the drain's samples: each thread's on_ns and on_since up to its
+ * last record.  When records were not kept (sw_full), where a thread is
+ * is unknown: taken as on a CPU from now if its next record is a switch
+ * out, and what its records said of its time until now forgotten. */
+static void carry_on(struct pt_perf *p, uint64_t now)
+{
+	for (size_t a = 0, b; a < p->nsw; a = b) {
+		const struct perf_switch *e;
+		struct perf_thread *th;
+		unsigned k;
+
+		for (b = a + 1; b < p->nsw && p->sw[b].tid == p->sw[a].tid; b++)
+			;
+		e = &p->sw[b - 1];
+		if (!(th = thread_find(p, (pid_t)e->tid, &k)))
+			continue;
+		th->on_ns += e->on;
+		th->on_since = e->misc & PERF_RECORD_MISC_SWITCH_OUT ? 0 : e->time;
+		th->on_guess = false;
+		if (p->sw_full) {
+			th->on_since = now;
+			th->on_guess = true;
+			th->on_weighed = th->on_ns;
+		}
+	}
+}
+
+/* The weight of a task-clock sample of thread th at time, with offcpu:
+ * its time on CPUs since its previous one by its switch records, which
+ * cut its time into stretches on a CPU and intervals off one without
+ * overlap, less what intervals weighed of it already.  (The event's own
+ * count runs past the records at each switch, 5 us a switch on the VM
+ * where it was measured, time the intervals weigh too: a web server's
+ * worker's weights added up to 3% more than its life; see
+ * docs/notes/offcpu.md.)  A sample that another CPU's ring had from
+ * earlier weighs nothing. */
+static uint32_t weigh_on(struct pt_perf *p, struct perf_thread *th, uint64_t time)
+{
+	uint64_t on = on_at(p, th, time), gap = on > th->on_weighed ? on - th->on_weighed : 0;
+	uint64_t owed = TD_MIN(gap, th->owed_ns);
+
+	th->on_weighed = TD_MAX(th->on_weighed, on);
+	th->owed_ns -= owed;
+	return periods_of(p, th, LINE_ON, gap - owed);
+}
+
 /* A task-clock sample: on a CPU, weighed by the CPU time since the
- * event's previous sample. */
+ * event's previous sample (with offcpu: the thread's previous sample, by
+ * its switch records). */
 static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sample *ps,
 	bool kernel, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
@@ -747,7 +921,12 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sampl
 		bool early = early_taken(th, ps);
 
 		rearm_later(p, j);
-		weight = weigh(p, th, j, ps->count);
+		if (p->offcpu) {
+			p->last[j] = ps->count;
+			weight = weigh_on(p, th, ps->time);
+		} else {
+			weight = weigh(p, th, j, ps->count);
+		}
 		if (!weight && !early) {
 			st->thinned++;
 			return;
@@ -762,33 +941,6 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sampl
 	put_sample(ps, flags | (kernel ? TD_SAMPLE_IN_KERNEL : 0), weight, ps->time, ops, arg, st);
 }
 
-static int switch_cmp(const void *a, const void *b)
-{
-	const struct perf_switch *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-/* The first switch record of tid at or after time, or NULL. */
-static const struct perf_switch *switch_after(const struct pt_perf *p, uint32_t tid,
-	uint64_t time)
-{
-	size_t lo = 0, hi = p->nsw;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct perf_switch *m = &p->sw[mid];
-
-		if (m->tid < tid || (m->tid == tid && m->time < time))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->nsw && p->sw[lo].tid == tid ? &p->sw[lo] : NULL;
-}
-
 /* The flags of an interval off a CPU: preempted, it waited for one;
  * else it was blocked in the kernel (a system call, a fault). */
 static uint32_t offcpu_flags(bool preempted)
@@ -796,16 +948,36 @@ static uint32_t offcpu_flags(bool preempted)
 	return TD_SAMPLE_OFFCPU | (preempted ? TD_SAMPLE_RUNNABLE : TD_SAMPLE_IN_SYSCALL);
 }
 
-/* A switch-out sample: the stack where the thread left the CPU.  Paired
- * with its switch-out record (preempted or not) and its next switch in;
- * without that, open up to now, continued at later drains. */
+/* The record after e if it is the same thread's, else NULL. */
+static const struct perf_switch *switch_next(const struct pt_perf *p, const struct perf_switch *e)
+{
+	return e + 1 < p->sw + p->nsw && e[1].tid == e->tid ? e + 1 : NULL;
+}
+
+/* An interval that began at its switch-out sample's time, its record not
+ * in the ring yet: from the sample (its time is taken before the stack is
+ * copied) to the record, the thread's records have it on the CPU too.
+ * At most a period: a stray record is no reason to drop CPU time. */
+static void owe_copy(const struct pt_perf *p, struct perf_thread *th, uint64_t sample,
+	uint64_t record)
+{
+	if (record > sample)
+		th->owed_ns += TD_MIN(record - sample, p->cfg.period_ns);
+}
+
+/* A switch-out sample: the stack where the thread left the CPU, its
+ * interval from its switch-out record (preempted or blocked, it says) to
+ * its next switch in.  Without the switch in, open up to now, continued
+ * at later drains; with a switch out instead, the switch in was lost
+ * (PERF_RECORD_LOST): where it ended is unknown, and the interval is
+ * dropped rather than weighed over time the thread spent on a CPU. */
 static void take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_t now,
 	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	const struct perf_switch *e = switch_after(p, ps->tid, ps->time);
 	struct perf_thread *th;
 	uint64_t out = ps->time, in = now;
-	bool preempted = false, open = true;
+	bool preempted = false, open = true, unsure = true;
 	uint32_t weight;
 	unsigned k;
 
@@ -818,19 +990,27 @@ static void take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_
 	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
 		preempted = e->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
 		out = e->time;
-		e = e + 1 < p->sw + p->nsw && e[1].tid == ps->tid ? e + 1 : NULL;
+		unsure = false;
+		e = switch_next(p, e);
 	}
 	if (e && !(e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
 		in = e->time;
 		open = false;
-	} else if (p->sw_full) {
-		st->unpaired++; /* its switch in may be among the records not kept */
+	} else if (e || p->sw_full) {
+		/* its switch in lost, or among the records not kept */
+		st->unpaired++;
 		return;
 	}
-	weight = periods_of(p, th, in > out ? in - out : 0);
+	weight = periods_of(p, th, preempted ? LINE_PREEMPTED : LINE_BLOCKED,
+		in > out ? in - out : 0);
 	if (open) {
+		/* a drain can read the ring between the sample and its
+		 * switch-out record: unsure, the record is taken at the
+		 * next drain */
 		th->open_since = now;
+		th->open_at = ps->time;
 		th->open_preempted = preempted;
+		th->open_unsure = unsure;
 	} else if (!weight) {
 		st->thinned++; /* less than a period: its fraction is carried */
 		return;
@@ -841,25 +1021,45 @@ static void take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_
 	st->offcpu++;
 }
 
-/* Thread th's open interval: weighed from open_since to its switch in
- * (this drain's), else to now and kept open. */
+/* Thread th's open interval: weighed from open_since to its switch in,
+ * else to now and kept open.  Every record of the thread in this drain
+ * came after its switch-out sample, so its first one ends the interval
+ * (after the interval's own switch-out record, when that came late): a
+ * switch in whatever its time (a record the kernel was still writing
+ * when the last drain read the ring can be older than open_since: that
+ * much was weighed twice, and is owed), a switch out if the switch in
+ * was lost (the interval ends where it was weighed to). */
 static void continue_open(struct pt_perf *p, struct perf_thread *th, uint64_t now,
 	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	struct td_sample *s;
 	uint32_t window = 0;
-	const struct perf_switch *e = switch_after(p, (uint32_t)th->tid, th->open_since);
+	const struct perf_switch *e = switch_after(p, (uint32_t)th->tid, 0);
 	uint64_t from = th->open_since, to = now;
 	uint32_t weight;
 
-	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT))
-		e = NULL; /* its switch in was lost: ends at its next switch out */
+	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT) && th->open_unsure) {
+		th->open_preempted = e->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		owe_copy(p, th, th->open_at, e->time);
+		e = switch_next(p, e);
+	}
 	if (e)
+		th->open_unsure = false;
+	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
+		th->open_since = 0;
+		return;
+	}
+	if (e) {
 		to = e->time;
-	else if (p->sw_full)
+		if (to < from) {
+			th->owed_ns += from - to;
+			to = from;
+		}
+	} else if (p->sw_full) {
 		return; /* cannot tell: weighed at the next drain */
+	}
 	th->open_since = e ? 0 : now;
-	weight = periods_of(p, th, to > from ? to - from : 0);
+	weight = periods_of(p, th, th->open_preempted ? LINE_PREEMPTED : LINE_BLOCKED, to - from);
 	if (!weight)
 		return;
 	/* no stack: a repeat of the thread's last, its interval's sample */
@@ -939,8 +1139,10 @@ static void collect_switches(struct pt_perf *p, const struct pt_round_ops *ops, 
 				p->sw[p->nsw++] = sw;
 		}
 	}
-	if (p->offcpu)
+	if (p->offcpu) {
 		qsort(p->sw, p->nsw, sizeof(*p->sw), switch_cmp);
+		sum_on(p);
+	}
 }
 
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
@@ -994,6 +1196,8 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
+	if (p->offcpu)
+		carry_on(p, now);
 	if (ret_stats)
 		*ret_stats = st;
 	return (int)st.samples;
