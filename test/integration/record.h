@@ -84,4 +84,9 @@ struct running {
  * run?  (For wait_for().) */
 bool runs_again(void *arg);
 
+/* total% of the first top row of function fn in a report of this test's
+ * repository for tid alone, with extra (an option such as
+ * "--state=stopped") if not NULL; -1 if fn has no row. */
+double total_share(pid_t tid, const char *fn, const char *extra);
+
 #endif

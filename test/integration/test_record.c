@@ -639,3 +639,25 @@ Test(record, attach_refusals_say_the_real_cause)
 	cr_expect_not(strstr(out, "run as root"), "%s", out);
 	free(out);
 }
+
+double total_share(pid_t tid, const char *fn, const char *extra)
+{
+	char t[32], key[96];
+	const char *argv[] = { "tracerd", "report", repo, "--limit", "0", "--tid", t, extra, NULL };
+	struct run_result r;
+	double v[2] = { -1, -1 };
+	const char *p;
+
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	snprintf(key, sizeof(key), "  %s (", fn);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	p = strstr(r.out, key);
+	if (p) {
+		while (p > r.out && p[-1] != '\n')
+			p--;
+		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
+	}
+	run_result_free(&r);
+	return v[1];
+}

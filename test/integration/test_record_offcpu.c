@@ -128,29 +128,6 @@ static double samples_of(pid_t tid, const char *state)
 	return (double)n;
 }
 
-/* The total share of tid's samples in function fn (top, total% column). */
-static double fn_share(pid_t tid, const char *fn)
-{
-	char t[32], key[64];
-	const char *argv[] = { "tracerd", "report", repo, "--tid", t, "--limit", "0", NULL };
-	struct run_result r;
-	double v[2] = { 0, 0 };
-	const char *p;
-
-	snprintf(t, sizeof(t), "%d", (int)tid);
-	run_tracerd(&r, argv);
-	cr_expect_eq(r.status, 0, "%s", r.err);
-	snprintf(key, sizeof(key), "  %s (", fn);
-	p = strstr(r.out, key);
-	if (p) {
-		while (p > r.out && p[-1] != '\n')
-			p--;
-		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
-	}
-	run_result_free(&r);
-	return v[1];
-}
-
 /* What one wall recording of a thread read, next to its truths. */
 struct reading {
 	const char *fn;			/* the function it waits in */
@@ -187,7 +164,7 @@ static void record_thread(pid_t fx, int out, const char *name, pid_t loop, const
 	all = samples_of(loop, NULL);
 	ret->own = 100.0 * (double)(w1 - w0) / (double)(w1 - w0 + b1 - b0);
 	ret->fn = fn;
-	ret->sampled = fn_share(loop, fn);
+	ret->sampled = TD_MAX(total_share(loop, fn, NULL), 0); /* none: 0 */
 	ret->lived_s = lived;
 	ret->weight_s = all / HZ;
 	ret->truth[0] = 100.0 * (double)(s1.run - s0.run) / 1e9 / lived;

@@ -322,30 +322,6 @@ static double threads_column(const char *out, const char *name, const char *col)
 	return atof(word);
 }
 
-/* total% (column 1) of the first top row of function fn in a report of
- * tid alone, with extra (--state ...) if not NULL; -1 if none. */
-static double total_of(pid_t tid, const char *fn, const char *extra)
-{
-	char t[32], key[96];
-	const char *argv[] = { "tracerd", "report", repo, "--limit", "0", "--tid", t, extra, NULL };
-	struct run_result r;
-	double v[2] = { -1, -1 };
-	const char *p;
-
-	snprintf(t, sizeof(t), "%d", (int)tid);
-	snprintf(key, sizeof(key), "  %s (", fn);
-	run_tracerd(&r, argv);
-	cr_expect_eq(r.status, 0, "%s", r.err);
-	p = strstr(r.out, key);
-	if (p) {
-		while (p > r.out && p[-1] != '\n')
-			p--;
-		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
-	}
-	run_result_free(&r);
-	return v[1];
-}
-
 /* A process stopped by job control in a wall recording: every tick a
  * thread spends in the stop is in state stopped, with the stack where it
  * stopped (the threads view and --state stopped show it), and with perf
@@ -471,7 +447,7 @@ static void jobstop_run(const char *capture)
 	 * or in the vDSO's clock_gettime it calls, whose frame only a full
 	 * set of registers unwinds) */
 	for (int i = 0; i < 4; i++) {
-		double pct = total_of(tids[i], th[i].fn, "--state=stopped");
+		double pct = total_share(tids[i], th[i].fn, "--state=stopped");
 
 		cr_expect_geq(pct, 90.0, "%s: %s: %.1f%% of its stopped time in %s", capture,
 			th[i].name, pct, th[i].fn);

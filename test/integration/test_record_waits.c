@@ -84,30 +84,6 @@ static void expect_untouched(const char *text, const char *what)
 	cr_expect_gt(n, 0, "%s: no counts in\n%s", what, text);
 }
 
-/* The share (self% or total%, column 0 or 1) of the first top row whose
- * function is fn, in a report of tid alone; -1 if none. */
-static double share_of(pid_t tid, const char *fn, int column)
-{
-	char t[32], key[96];
-	const char *argv[] = { "tracerd", "report", repo, "--tid", t, "--limit", "0", NULL };
-	struct run_result r;
-	double v[2] = { -1, -1 };
-	const char *p;
-
-	snprintf(t, sizeof(t), "%d", (int)tid);
-	snprintf(key, sizeof(key), "  %s (", fn);
-	run_tracerd(&r, argv);
-	cr_expect_eq(r.status, 0, "%s", r.err);
-	p = strstr(r.out, key);
-	if (p) {
-		while (p > r.out && p[-1] != '\n')
-			p--;
-		sscanf(p, "%lf%% %lf%%", &v[0], &v[1]);
-	}
-	run_result_free(&r);
-	return v[column];
-}
-
 /* Parked threads (read, poll, epoll_wait, sigtimedwait, clock_nanosleep,
  * a condition wait, and the reporter's sigwaitinfo) recorded in both
  * modes at 99 and 999 Hz: not one EINTR or early return.  Each recording
@@ -141,7 +117,7 @@ Test(record_waits, parked_threads_see_no_eintr, .timeout = 240)
 
 		for (size_t i = 0; i < TD_ARRAY_SIZE(waits); i++) {
 			pid_t tid = task_by_name(fx, waits[i][0]);
-			double pct = tid > 0 ? share_of(tid, waits[i][1], 1) : -1;
+			double pct = tid > 0 ? total_share(tid, waits[i][1], NULL) : -1;
 
 			cr_expect_geq(pct, 99.0, "%s: %.1f%% of its samples in %s", waits[i][0], pct,
 				waits[i][1]);
@@ -175,8 +151,8 @@ Test(record_waits, event_loop_agrees_with_its_own_clock, .timeout = 240)
 	t = tracerd_start(fx, "-F", "499", NULL);
 	cr_expect(repo_until(samples_600));
 	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	busy = share_of(loop, "loop_busy", 1);
-	waiting = share_of(loop, "epoll_wait", 1);
+	busy = total_share(loop, "loop_busy", NULL);
+	waiting = total_share(loop, "epoll_wait", NULL);
 	cr_expect_geq(busy, 90.0, "cpu mode: loop_busy has %.1f%% of the loop's CPU time", busy);
 	cr_expect_leq(waiting, 3.0, "cpu mode: epoll_wait has %.1f%% of the loop's CPU time",
 		waiting);
@@ -199,7 +175,7 @@ Test(record_waits, event_loop_agrees_with_its_own_clock, .timeout = 240)
 	expect_untouched(text, "wall mode");
 	own = 100.0 * (double)(c1.wait_ns - c0.wait_ns) /
 		(double)(c1.wait_ns - c0.wait_ns + c1.busy_ns - c0.busy_ns);
-	waiting = share_of(loop, "epoll_wait", 1);
+	waiting = total_share(loop, "epoll_wait", NULL);
 	cr_expect(waiting > own - 5 && waiting < own + 5,
 		"wall mode: epoll_wait has %.1f%% of the loop's samples, %.1f%% of its time by "
 		"its own clock",
