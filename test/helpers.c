@@ -743,3 +743,42 @@ void load_stop(void)
 	}
 	load_n = 0;
 }
+
+pid_t fx_start_listing(const char *path, const char *arg1, char *text, size_t len)
+{
+	size_t got = 0;
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(path, path, arg1, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		ssize_t n = read(p[0], text + got, len - 1 - got);
+
+		cr_assert_gt(n, 0, "%s did not start: %s", path, text);
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	close(p[0]);
+	return pid;
+}
+
+unsigned long long fx_listed_addr(const char *text, const char *name)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s 0x", name);
+	p = strstr(text, key);
+	cr_assert_not_null(p, "no %s in %s", name, text);
+	return strtoull(p + strlen(key), NULL, 16);
+}

@@ -33,6 +33,13 @@ pid_t fx_start(const char *path, const char *arg1);
 /* The same with a pipe as its stdin: *ret_stdin is the write end (the
  * caller closes it). */
 pid_t fx_start_piped(const char *path, const char *arg1, int *ret_stdin);
+/* Start a fixture that prints its objects' addresses ("NAME 0xADDR"
+ * lines) up to a line "end" on its standard output (fx_locks, fx_owners),
+ * with one optional argument; that text into text (len bytes at most).
+ * Returns its pid; a fixture that ends first fails the test. */
+pid_t fx_start_listing(const char *path, const char *arg1, char *text, size_t len);
+/* The address of NAME in such a listing (the test fails without it). */
+unsigned long long fx_listed_addr(const char *text, const char *name);
 /* Kill and reap. */
 void fx_stop(pid_t pid);
 

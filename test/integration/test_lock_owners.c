@@ -18,46 +18,6 @@
 
 #include "../helpers.h"
 
-/* Start fx_owners; its objects' addresses ("NAME 0xADDR" lines up to
- * "end") into text. */
-static pid_t start_owners(char *text, size_t len)
-{
-	size_t got = 0;
-	int p[2];
-	pid_t pid;
-
-	cr_assert_eq(pipe(p), 0);
-	pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(FX("fx_owners"), "fx_owners", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	text[0] = '\0';
-	while (!strstr(text, "end\n")) {
-		ssize_t n = read(p[0], text + got, len - 1 - got);
-
-		cr_assert_gt(n, 0, "fx_owners did not start: %s", text);
-		got += (size_t)n;
-		text[got] = '\0';
-	}
-	close(p[0]);
-	return pid;
-}
-
-static unsigned long long addr_of(const char *text, const char *name)
-{
-	char key[32];
-	const char *p;
-
-	snprintf(key, sizeof(key), "\n%s 0x", name);
-	p = strstr(text, key);
-	cr_assert_not_null(p, "no %s in %s", name, text);
-	return strtoull(p + strlen(key), NULL, 16);
-}
-
 /* ---- what the waits report credits to a holder */
 struct credit {
 	unsigned long long total;  /* the waiters' wait on the object */
@@ -140,7 +100,7 @@ static void record_owners(const char *secs, bool stops, struct credit *mutex,
 	const char *rep[] = { "tracerd", "report", repo, "--format", "waits", "--json", "--limit",
 		"0", NULL };
 	struct run_result r;
-	pid_t pid = start_owners(text, sizeof(text));
+	pid_t pid = fx_start_listing(FX("fx_owners"), NULL, text, sizeof(text));
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
@@ -156,9 +116,9 @@ static void record_owners(const char *secs, bool stops, struct credit *mutex,
 	run_result_free(&r);
 	run_tracerd(&r, rep);
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	credit_of(r.out, "mutex", addr_of(text, "mutex"), "ow-post", "ow-mholder", "\"ow_mutex_crit\"",
+	credit_of(r.out, "mutex", fx_listed_addr(text, "mutex"), "ow-post", "ow-mholder", "\"ow_mutex_crit\"",
 		mutex);
-	credit_of(r.out, "rwlock", addr_of(text, "rwlock"), "ow-reader", "ow-writer",
+	credit_of(r.out, "rwlock", fx_listed_addr(text, "rwlock"), "ow-reader", "ow-writer",
 		"\"ow_rwlock_crit\"", rwlock);
 	run_result_free(&r);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

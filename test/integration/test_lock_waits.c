@@ -17,42 +17,11 @@
  * lines up to "end") into text. */
 static pid_t start_locks(const char *arg, char *text, size_t len)
 {
-	int p[2];
-	size_t got = 0;
-	pid_t pid;
+	pid_t pid = fx_start_listing(FX("fx_locks"), arg, text, len);
 
-	cr_assert_eq(pipe(p), 0);
-	pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(FX("fx_locks"), "fx_locks", arg, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	text[0] = '\0';
-	while (!strstr(text, "end\n")) {
-		ssize_t n = read(p[0], text + got, len - 1 - got);
-
-		cr_assert_gt(n, 0, "fx_locks did not start: %s", text);
-		got += (size_t)n;
-		text[got] = '\0';
-	}
-	close(p[0]);
 	/* "ready" comes as the waiters are about to block: wait until they do */
 	cr_assert(wait_parked(pid, NULL, TEST_PATIENCE_MS), "fx_locks' threads did not park");
 	return pid;
-}
-
-static unsigned long long addr_of(const char *text, const char *name)
-{
-	char key[32];
-	const char *p;
-
-	snprintf(key, sizeof(key), "\n%s 0x", name);
-	p = strstr(text, key);
-	cr_assert_not_null(p, "no %s in %s", name, text);
-	return strtoull(p + strlen(key), NULL, 16);
 }
 
 /* Record fx_locks (pid) for a second in mode (wall or cpu) into repo. */
@@ -123,13 +92,13 @@ Test(lock_waits, says_what_each_thread_waits_for, .timeout = 60)
 	snprintf(p, sizeof(p), "%d", (int)pid);
 	run_tracerd(&r, argv);
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	expect_wait(r.out, "lk-mutex", "mutex", addr_of(text, "mutex"),
+	expect_wait(r.out, "lk-mutex", "mutex", fx_listed_addr(text, "mutex"),
 		task_by_name(pid, "lk-mholder"));
-	expect_wait(r.out, "lk-pi", "mutex", addr_of(text, "pi"), task_by_name(pid, "lk-piholder"));
-	expect_wait(r.out, "lk-rdlock", "rwlock", addr_of(text, "rwlock"),
+	expect_wait(r.out, "lk-pi", "mutex", fx_listed_addr(text, "pi"), task_by_name(pid, "lk-piholder"));
+	expect_wait(r.out, "lk-rdlock", "rwlock", fx_listed_addr(text, "rwlock"),
 		task_by_name(pid, "lk-wholder"));
-	expect_wait(r.out, "lk-cond", "condvar", addr_of(text, "cond"), 0);
-	expect_wait(r.out, "lk-sem", "semaphore", addr_of(text, "sem"), 0);
+	expect_wait(r.out, "lk-cond", "condvar", fx_listed_addr(text, "cond"), 0);
+	expect_wait(r.out, "lk-sem", "semaphore", fx_listed_addr(text, "sem"), 0);
 	expect_wait(r.out, "lk-join", "join", 0, task_by_name(pid, "lk-long"));
 	expect_wait(r.out, "lk-pipe", "fd", 0, 0);
 	expect_wait(r.out, "lk-long", "sleep", 0, 0);
@@ -162,10 +131,10 @@ Test(lock_waits, finds_a_deadlock, .timeout = 60)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect(!strncmp(r.out, "Found 1 deadlock.\n", 18), "%.400s", r.out);
 	snprintf(want, sizeof(want), "thread %d (lk-dead1) waiting for mutex 0x%llx held by %d (lk-dead2)",
-		(int)d1, addr_of(text, "dl_b"), (int)d2);
+		(int)d1, fx_listed_addr(text, "dl_b"), (int)d2);
 	cr_expect(strstr(r.out, want), "no \"%s\" in\n%.600s", want, r.out);
 	snprintf(want, sizeof(want), "thread %d (lk-dead2) waiting for mutex 0x%llx held by %d (lk-dead1)",
-		(int)d2, addr_of(text, "dl_a"), (int)d1);
+		(int)d2, fx_listed_addr(text, "dl_a"), (int)d1);
 	cr_expect(strstr(r.out, want), "no \"%s\" in\n%.600s", want, r.out);
 	/* the first stacks printed are the deadlocked threads' */
 	first = strstr(r.out, "\nthread ");
@@ -250,14 +219,14 @@ Test(lock_waits, waits_recorded_with_their_owners, .timeout = 120)
 	run_tracerd(&r, rep);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect(!strncmp(r.out, "{\"mode\":\"wall\",", 15), "%.200s", r.out);
-	expect_site(r.out, "lk-mutex", "mutex", addr_of(text, "mutex"),
+	expect_site(r.out, "lk-mutex", "mutex", fx_listed_addr(text, "mutex"),
 		task_by_name(pid, "lk-mholder"), "lk-mholder");
-	expect_site(r.out, "lk-pi", "mutex", addr_of(text, "pi"), task_by_name(pid, "lk-piholder"),
+	expect_site(r.out, "lk-pi", "mutex", fx_listed_addr(text, "pi"), task_by_name(pid, "lk-piholder"),
 		"lk-piholder");
-	expect_site(r.out, "lk-rdlock", "rwlock", addr_of(text, "rwlock"),
+	expect_site(r.out, "lk-rdlock", "rwlock", fx_listed_addr(text, "rwlock"),
 		task_by_name(pid, "lk-wholder"), "lk-wholder");
-	expect_site(r.out, "lk-cond", "condvar", addr_of(text, "cond"), 0, NULL);
-	expect_site(r.out, "lk-sem", "semaphore", addr_of(text, "sem"), 0, NULL);
+	expect_site(r.out, "lk-cond", "condvar", fx_listed_addr(text, "cond"), 0, NULL);
+	expect_site(r.out, "lk-sem", "semaphore", fx_listed_addr(text, "sem"), 0, NULL);
 	expect_site(r.out, "lk-join", "join", 0, task_by_name(pid, "lk-long"), "lk-long");
 	expect_site(r.out, "lk-pipe", "fd", 0, 0, NULL);
 	expect_site(r.out, "lk-long", "sleep", 0, 0, NULL);
@@ -499,7 +468,7 @@ Test(lock_waits, waits_in_pprof_read_by_go_tool_pprof, .timeout = 180)
 		go, pb);
 	out = shell_output(cmd, NULL);
 	expect_tag(out, "wait", "mutex");
-	snprintf(want, sizeof(want), "0x%llx", addr_of(text, "mutex"));
+	snprintf(want, sizeof(want), "0x%llx", fx_listed_addr(text, "mutex"));
 	expect_tag(out, "object", want);
 	expect_tag(out, "owner", "lk-mholder");
 	snprintf(want, sizeof(want), "%d", (int)holder);
@@ -619,7 +588,7 @@ Test(lock_waits, waits_in_the_html_page, .timeout = 180)
 		cr_assert(sscanf(strstr(s, "\"wait_ns\":"), "\"wait_ns\":%llu", &json_ns) == 1);
 		cr_assert_not_null(owners, "%s", s);
 		ostack = list_after(owners, "\"stack\":");
-		snprintf(obj, sizeof(obj), "0x%llx", addr_of(text, "mutex"));
+		snprintf(obj, sizeof(obj), "0x%llx", fx_listed_addr(text, "mutex"));
 		site = page_site(data, "mutex", obj, stack);
 		cr_assert_not_null(site, "no mutex %s waited for in %s in the page:\n%s", obj, stack,
 			data);
@@ -682,7 +651,7 @@ Test(lock_waits, waits_table_names_the_owner_in_chromium, .timeout = 180)
 	html_of(repo, page);
 	snprintf(url, sizeof(url), "file://%s#view=waits", page);
 	dom = chromium_page(url, "--dump-dom", &log);
-	snprintf(want, sizeof(want), "<td>0x%llx</td>", addr_of(text, "mutex"));
+	snprintf(want, sizeof(want), "<td>0x%llx</td>", fx_listed_addr(text, "mutex"));
 	td = strstr(dom, want);
 	cr_assert_not_null(td, "no row of %s in the table:\n%.3000s", want,
 		strstr(dom, "id=\"waits\"") ? strstr(dom, "id=\"waits\"") : dom);
