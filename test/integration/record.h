@@ -84,6 +84,11 @@ struct running {
  * run?  (For wait_for().) */
 bool runs_again(void *arg);
 
+/* Read a fixture's report from out into text (len bytes at most) up to its
+ * line "end", waiting at most TEST_PATIENCE_MS for each piece; false if it
+ * did not come whole. */
+bool fx_read_report(int out, char *text, size_t len);
+
 /* total% of the first top row of function fn in a report of this test's
  * repository for tid alone, with extra (an option such as
  * "--state=stopped") if not NULL; -1 if fn has no row. */

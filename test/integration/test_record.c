@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,4 +661,24 @@ double total_share(pid_t tid, const char *fn, const char *extra)
 	}
 	run_result_free(&r);
 	return v[1];
+}
+
+bool fx_read_report(int out, char *text, size_t len)
+{
+	size_t got = 0;
+
+	text[0] = '\0';
+	while (!strstr(text, "end\n")) {
+		struct pollfd pfd = { out, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= len)
+			return false;
+		n = read(out, text + got, len - 1 - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		text[got] = '\0';
+	}
+	return true;
 }

@@ -36,23 +36,11 @@ TestSuite(record_offcpu, .init = record_setup, .fini = fini, .timeout = 300);
 static bool own_clock(pid_t fx, int out, const char *name, uint64_t *ret_wait, uint64_t *ret_busy)
 {
 	char text[4096], key[32], *p;
-	size_t got = 0;
 	unsigned long long w, b;
 
 	kill(fx, SIGUSR2);
-	text[0] = '\0';
-	while (!strstr(text, "end\n")) {
-		struct pollfd pfd = { out, POLLIN, 0 };
-		ssize_t n;
-
-		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= sizeof(text))
-			return false;
-		n = read(out, text + got, sizeof(text) - 1 - got);
-		if (n <= 0)
-			return false;
-		got += (size_t)n;
-		text[got] = '\0';
-	}
+	if (!fx_read_report(out, text, sizeof(text)))
+		return false;
 	snprintf(key, sizeof(key), "T %s ", name);
 	p = strstr(text, key);
 	if (!p || !(p = strstr(p, " wait_ns ")) || sscanf(p, " wait_ns %llu busy_ns %llu", &w, &b) != 2)

@@ -212,24 +212,9 @@ Test(record_signals, sigint_hup_usr1)
  * (up to "end").  false if it did not answer. */
 static bool jobstop_ask(int in, int out, char c, char *text, size_t len)
 {
-	size_t got = 0;
-
 	if (write(in, &c, 1) != 1)
 		return false;
-	text[0] = '\0';
-	while (c == 'r' && !strstr(text, "end\n")) {
-		struct pollfd pfd = { out, POLLIN, 0 };
-		ssize_t n;
-
-		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= len)
-			return false;
-		n = read(out, text + got, len - 1 - got);
-		if (n <= 0)
-			return false;
-		got += (size_t)n;
-		text[got] = '\0';
-	}
-	return true;
+	return c != 'r' || fx_read_report(out, text, len);
 }
 
 /* The number after key in name's line of a fixture report (prefix "T " or

@@ -32,23 +32,8 @@ struct wait_counts {
  * report.  false if it did not answer. */
 static bool ask_counts(pid_t fx, int out, char *text, size_t len)
 {
-	size_t got = 0;
-
 	kill(fx, SIGUSR2);
-	text[0] = '\0';
-	while (!strstr(text, "end\n")) {
-		struct pollfd pfd = { out, POLLIN, 0 };
-		ssize_t n;
-
-		if (poll(&pfd, 1, TEST_PATIENCE_MS) <= 0 || got + 1 >= len)
-			return false;
-		n = read(out, text + got, len - 1 - got);
-		if (n <= 0)
-			return false;
-		got += (size_t)n;
-		text[got] = '\0';
-	}
-	return true;
+	return fx_read_report(out, text, len);
 }
 
 static bool counts_of(const char *text, const char *name, struct wait_counts *c)
