@@ -287,6 +287,21 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 	return 0;
 }
 
+/* The death row of pid's thread that took signo and says where the signal
+ * came from (a 1.2 row), or NULL. */
+static const struct rp_death_stack *death_source(const struct rp_profile *p, uint32_t pid,
+	int32_t signo)
+{
+	for (size_t k = 0; k < p->ndstacks; k++) {
+		const struct rp_death_stack *d = &p->dstacks[k];
+
+		if (d->pid == pid && d->src.known && d->signo == signo &&
+			(d->flags & TCF_DEATH_FAULTING))
+			return d;
+	}
+	return NULL;
+}
+
 static int thread_cmp(const void *a, const void *b)
 {
 	const struct rp_thread *x = a, *y = b;
@@ -341,7 +356,16 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 		for (unsigned k = 0; wall && k < TD_ARRAY_SIZE(state_names); k++)
 			if (p->state_samples[k])
 				fprintf(out, " %7.1f%%", pct(t[i].state_samples[k], t[i].samples));
-		fprintf(out, " %-20s  %-20s  %s\n", a, b, end);
+		fprintf(out, " %-20s  %-20s  %s", a, b, end);
+		if (t[i].exited && WIFSIGNALED(t[i].exit_status)) {
+			int32_t signo = WTERMSIG(t[i].exit_status);
+			const struct rp_death_stack *d = death_source(p, t[i].pid, signo);
+
+			if (d)
+				rp_signal_source(out, p, d->pid, signo, d->addr, &d->src,
+					RP_SIG_INFO);
+		}
+		fputc('\n', out);
 	}
 	free(t);
 	return 0;
@@ -595,19 +619,15 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 			continue;
 		td_fmt_utc(p->exits[i].real_ns, a, sizeof(a));
 		if (p->exits[i].signo) {
+			const struct rp_death_stack *d =
+				death_source(p, p->exits[i].pid, p->exits[i].signo);
+
 			fprintf(out, "exit:      pid %u killed by signal %d (%s)", p->exits[i].pid,
 				p->exits[i].signo, strsignal(p->exits[i].signo));
 			/* where from, if a 1.2 row of the thread that took it says */
-			for (size_t k = 0; k < p->ndstacks; k++) {
-				const struct rp_death_stack *d = &p->dstacks[k];
-
-				if (d->pid == p->exits[i].pid && d->src.known &&
-					d->signo == p->exits[i].signo && (d->flags & TCF_DEATH_FAULTING)) {
-					rp_signal_source(out, p, d->pid, d->signo, d->addr, &d->src,
-						RP_SIG_INFO);
-					break;
-				}
-			}
+			if (d)
+				rp_signal_source(out, p, d->pid, d->signo, d->addr, &d->src,
+					RP_SIG_INFO);
 			fprintf(out, "%s at %s\n",
 				oom_killed(p, p->exits[i].pid) ? " by the OOM killer" : "", a);
 		} else
