@@ -127,6 +127,7 @@ struct rec_notice {
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
+	bool told;	      /* EXIT: an EMERGENCY notice of this death went first */
 };
 
 /* What the control loop calls back on the caller's thread; either may be

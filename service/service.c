@@ -80,6 +80,7 @@ struct service {
 	const char *proc_root;
 	uint64_t next_scan, next_status, next_dog;
 	char last_status[200];
+	uint64_t status_ns; /* when last_status went out */
 	bool stopping;
 	bool cache_ok; /* cfg's cache directory can serve the workers */
 };
@@ -153,7 +154,8 @@ static int worker_start(struct service *sv, unsigned i)
 			/* a chunk of at most a quarter of MaxSize: the repository
 			 * keeps at least two */
 			.ropts = { .max_size = sv->cfg->max_size, .max_age_ns = sv->cfg->max_age_ns,
-				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4) },
+				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4),
+				.max_emergency = sv->cfg->max_emergency_dumps },
 			.emergency_window_ns = sv->cfg->emergency_window_ns,
 			.cache_dir = sv->cache_ok ? sv->cfg->cache_directory : NULL };
 
@@ -318,9 +320,12 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 		on_attach(sv, i, n);
 		break;
 	case REC_NOTICE_EXIT:
-		describe_status(n->status, how, sizeof(how));
-		say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
-			comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+		/* a fatal death was said with its emergency dump: once */
+		if (!n->told) {
+			describe_status(n->status, how, sizeof(how));
+			say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
+				comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+		}
 		follow_remove(&sv->fol, &n->id);
 		break;
 	case REC_NOTICE_EMERGENCY:
@@ -524,6 +529,7 @@ static void status(struct service *sv, bool force)
 		(unsigned long long)samples);
 	if (force || strcmp(buf, sv->last_status)) {
 		notify(sv, buf);
+		sv->status_ns = td_now_ns();
 		snprintf(sv->last_status, sizeof(sv->last_status), "%s", buf);
 	}
 }
@@ -632,6 +638,7 @@ static bool same_repo_settings(const struct svc_config *a, const struct svc_conf
 {
 	return !strcmp(a->directory, b->directory) && a->max_size == b->max_size &&
 	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns &&
+	       a->max_emergency_dumps == b->max_emergency_dumps &&
 	       same_string(a->cache_directory, b->cache_directory);
 }
 
@@ -810,6 +817,7 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 		struct signalfd_siginfo si;
 		uint64_t now = td_now_ns(), wake = sv->next_scan;
 		int timeout;
+		bool heard;
 
 		pfd[n++] = (struct pollfd){ sv->sfd, POLLIN, 0 };
 		for (unsigned i = 0; i < sv->nw; i++)
@@ -823,9 +831,16 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 			wake = sv->next_status;
 		timeout = wake > now ? (int)TD_MIN((wake - now) / 1000000 + 1, 1000) : 0;
 		poll(pfd, n, timeout);
+		heard = false;
 		for (unsigned k = 1; k < n; k++)
-			if (pfd[k].revents)
+			if (pfd[k].revents) {
 				worker_read(sv, map[k - 1]);
+				heard = true;
+			}
+		/* answers change what is followed: said soon, not at the
+		 * next status tick (at most four times a second) */
+		if (heard && td_now_ns() - sv->status_ns >= STATUS_NS / 8)
+			status(sv, false);
 		while (read(sv->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 				sv->stopping = true;
