@@ -346,6 +346,12 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 				n->oom ? " by the OOM killer" : "", n->path, n->chunks,
 				n->chunks == 1 ? "" : "s", (unsigned long long)n->bytes, n->path);
 		break;
+	case REC_NOTICE_UNREADABLE:
+		say(sv, LOG_WARNING, "rule %s: %d (%s): its mappings may not be read (%s), so its "
+				     "samples have no stack; give the service CAP_DAC_READ_SEARCH "
+				     "(the installed unit has it in CapabilityBoundingSet=)",
+			sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid), td_strerror(n->err));
+		break;
 	case REC_NOTICE_SNAPSHOT:
 		break;
 	}
