@@ -508,6 +508,12 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"kernel's ring, %llu left out after missed stops\n",
 			(unsigned long long)s->lost_torn, (unsigned long long)s->lost_kernel,
 			(unsigned long long)s->skipped);
+	if (s->maps_denied)
+		fprintf(f,
+			"  not unwound  %llu process%s whose mappings may not be read (%s): "
+			"their samples have no stack\n",
+			(unsigned long long)s->maps_denied, s->maps_denied == 1 ? "" : "es",
+			td_strerror(s->maps_denied_err));
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
 		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);
@@ -544,6 +550,13 @@ static void notice(const struct rec_notice *n, void *arg)
 			st->child_ended = true;
 			st->child_status = n->status;
 		}
+		return;
+	}
+	if (n->kind == REC_NOTICE_UNREADABLE) {
+		td_msg("warning: pid %d: its mappings may not be read (%s): its samples have no "
+		       "stack; run tracerd with CAP_DAC_READ_SEARCH (root has it unless a sandbox "
+		       "drops it) or as the user the process runs as",
+			(int)n->id.pid, td_strerror(n->err));
 		return;
 	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)

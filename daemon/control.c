@@ -81,6 +81,8 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.offcpu = sh->offcpu,
 		.perf_err = sh->perf_err,
 		.unwind_partial = atomic_load(&sh->unwind_partial),
+		.maps_denied = atomic_load(&sh->maps_denied),
+		.maps_denied_err = atomic_load(&sh->maps_denied_err),
 		.threads_seen = atomic_load(&sh->threads_seen),
 		.threads_live = atomic_load(&sh->threads_live),
 		.bytes_written = atomic_load(&sh->bytes_written),

@@ -179,6 +179,9 @@ struct rec_shared {
 	 * error that ends recording) is stored by writer_fail only, the first
 	 * one winning, and is also read by the sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
+	/* writer: processes whose maps it may not read, and why (-errno) */
+	_Atomic uint64_t maps_denied;
+	_Atomic int maps_denied_err;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
 	_Atomic unsigned debug_reused, debug_created, debug_failed;

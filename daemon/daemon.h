@@ -92,6 +92,10 @@ struct rec_stats {
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
 	int io_err; /* the repository's write error that stopped recording, 0 */
+	/* processes whose mappings could not be read for want of permission
+	 * (their samples have no stack), and the last such error */
+	uint64_t maps_denied;
+	int maps_denied_err;
 };
 
 /* owns: the sampler and writer threads, the rings between them, and
@@ -118,15 +122,19 @@ struct rec_notice {
 		REC_NOTICE_ATTACH,    /* follow: the answer to rec_attach */
 		REC_NOTICE_EXIT,      /* a process attached has exited */
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
+		REC_NOTICE_UNREADABLE, /* a process's mappings may not be read (err):
+					* its samples have no stack; once each */
 	} kind;
 	int err;	      /* 0, or why it failed */
 	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
 	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY: the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
+			       * only): the process */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
+	bool told;	      /* EXIT: an EMERGENCY notice of this death went first */
 };
 
 /* What the control loop calls back on the caller's thread; either may be

@@ -64,6 +64,7 @@ static void new_chunk_caches(struct writer *w)
 	memset(w->ids.end_loc, 0, sizeof(w->ids.end_loc));
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
+	w->ids.denied_loc = 0;
 }
 
 static void chunk_meta(struct writer *w)
