@@ -27,6 +27,34 @@ const char *rp_str(const struct rp_profile *p, uint32_t id)
 	return id && id < p->nstrs ? p->strs[id] : NULL;
 }
 
+const char *rp_text(const struct rp_profile *p, uint32_t id)
+{
+	const char *s = rp_str(p, id), *t;
+
+	if (!s)
+		return NULL;
+	t = s + strlen(s) + 1;
+	return *t ? t : s;
+}
+
+/* A copy of s followed by its text form (td_text_escape) when that
+ * differs, else by an empty string: rp_text finds it after the NUL, and
+ * escaping is done once per distinct string, not per line written. */
+static char *str_dup_with_text(const char *s)
+{
+	size_t n = strlen(s), t = td_text_is_safe(s) ? 0 : td_text_escape(NULL, 0, s);
+	char *d = td_malloc(n + 1 + t + 1);
+
+	if (!d)
+		return NULL;
+	memcpy(d, s, n + 1);
+	if (t)
+		td_text_escape(d + n + 1, t + 1, s);
+	else
+		d[n + 1] = '\0';
+	return d;
+}
+
 static uint64_t str_hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -57,7 +85,7 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 			return (uint32_t)id;
 	if (td_array_grow(p->strs, p->capstrs, p->nstrs + 1, 256) < 0)
 		return 0;
-	p->strs[p->nstrs] = strdup(s);
+	p->strs[p->nstrs] = str_dup_with_text(s);
 	if (!p->strs[p->nstrs] || td_map_add(&p->str_index, h, p->nstrs) < 0)
 		return 0;
 	return (uint32_t)p->nstrs++;
