@@ -77,7 +77,8 @@ FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
-.PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
+.PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check \
+	fuzz-mutate
 all: $(TRACERD)
 
 $(B)/obj/%.o: %.c $(B)/.flags
@@ -199,6 +200,7 @@ check: deps
 	@echo "  BUILT   $(B): tracerd, its tests and fixtures"
 	$(Q)$(MAKE) --no-print-directory lint
 	$(Q)$(MAKE) --no-print-directory fuzz-check
+	$(Q)$(MAKE) --no-print-directory fuzz-mutate
 	$(Q)scripts/run-tests $(TEST_BIN)
 
 demo:
@@ -284,6 +286,33 @@ fuzz-check:
 			{ tail -40 $(O)/fuzz/check.log; echo "fuzz: FAILED (input saved in the current directory)"; exit 1; }; \
 		echo "fuzz: reader and report survived $$(grep -o 'Done [0-9]* runs' $(O)/fuzz/check.log | awk '{print $$2}' | paste -sd+) runs"; \
 	else echo "fuzz: skipped: clang with libFuzzer is not installed (apt-get install clang libclang-rt-14-dev)"; fi
+
+# The same two entry points under a mutation pass that renews every CRC
+# after mutating, so that mutants reach the decoder; gcc's UBSan and ASan,
+# the first report fatal: make check runs it for MUTATE_SECONDS a target
+# (seconds, not minutes), with no need for clang.  A failure leaves its
+# input in $(O)/fuzz/mutant-TARGET.tcf.
+MUTATE_SECONDS ?= 4
+MUTATE_SEED ?= 32
+MUTATE_FLAGS := -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+$(O)/fuzz/mutate_reader: test/fuzz/mutate.c test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS) \
+		$(wildcard chunkfmt/*.h common/*.h)
+	$(call say,MUTATE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(MUTATE_FLAGS) -o $@ test/fuzz/mutate.c test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS)
+$(O)/fuzz/mutate_report: test/fuzz/mutate.c test/fuzz/fuzz_report.c $(FUZZ_REPORT_SRCS) \
+		$(wildcard chunkfmt/*.h common/*.h report/*.h)
+	$(call say,MUTATE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(MUTATE_FLAGS) -o $@ test/fuzz/mutate.c test/fuzz/fuzz_report.c \
+		$(FUZZ_REPORT_SRCS) -lz
+fuzz-mutate: $(O)/fuzz/mutate_reader $(O)/fuzz/mutate_report
+	$(Q)for t in reader report; do \
+		n=$$(UBSAN_OPTIONS=print_stacktrace=1 $(O)/fuzz/mutate_$$t $(MUTATE_SECONDS) \
+			$(MUTATE_SEED) $(O)/fuzz/mutant-$$t.tcf test/golden/*.tcf) || \
+			{ echo "fuzz-mutate: $$t FAILED on $(O)/fuzz/mutant-$$t.tcf"; exit 1; }; \
+		echo "fuzz-mutate: $$t survived $$n mutants with renewed CRCs (UBSan, ASan)"; done
 
 lint:
 	$(Q)mandoc -Tlint -W warning $(MANS)
