@@ -160,11 +160,18 @@ static bool parse_time(const char *opt, const char *s, int64_t *ret)
 {
 	struct tm tm = { 0 };
 	const char *end;
+	time_t secs;
 	uint64_t d;
 
 	if (s[0] == '-') {
 		if (!td_parse_duration(opt, s + 1, &d))
 			return false;
+		if (d > (uint64_t)INT64_MAX) { /* negating it would overflow */
+			td_msg("%s: '%s' reaches back further than time does; give at most "
+			       "-15000w",
+				opt, s);
+			return false;
+		}
 		*ret = -(int64_t)d;
 		return true;
 	}
@@ -173,7 +180,13 @@ static bool parse_time(const char *opt, const char *s, int64_t *ret)
 		td_msg("%s: '%s' is not a time; give 2026-11-22T13:00:00Z (UTC) or -5m", opt, s);
 		return false;
 	}
-	*ret = (int64_t)timegm(&tm) * 1000000000;
+	secs = timegm(&tm);
+	/* nanoseconds in an int64_t: until 2262 (the multiplication must not overflow) */
+	if (secs < 0 || secs > INT64_MAX / 1000000000) {
+		td_msg("%s: '%s' is out of range; give a time from 1970 to 2262", opt, s);
+		return false;
+	}
+	*ret = (int64_t)secs * 1000000000;
 	return true;
 }
 

@@ -443,6 +443,17 @@ Test(report, errors)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "'noon' is not a time"), "%s", r.err);
 	run_result_free(&r);
+	/* times whose nanoseconds do not fit: a usage error, not an overflow */
+	when[4] = "9999-01-01T00:00:00Z";
+	run_tracerd(&r, when);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "is out of range; give a time from 1970 to 2262"), "%s", r.err);
+	run_result_free(&r);
+	when[4] = "-16000w";
+	run_tracerd(&r, when);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "reaches back further than time does"), "%s", r.err);
+	run_result_free(&r);
 	cr_assert_not_null(mkdtemp(dir));
 	run_tracerd(&r, empty);
 	cr_expect_eq(r.status, 1);
