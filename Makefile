@@ -74,6 +74,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
+FIXTURES += $(FX)/fx_evil
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -126,6 +127,14 @@ $(FX)/fx_jobstop: $(FX)/%: test/fixtures/%.c test/fixtures/fx_waits.h
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+# Its function's placeholder name becomes 26 bytes of terminal escapes,
+# the same length, wherever the binary holds it (gas refuses them).
+$(FX)/fx_evil: test/fixtures/fx_evil.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@.tmp $< && \
+		perl -0777 -pe 's/EVIL_E_0_OWNED_B_2J_31M_FF/EVIL\x1b]0;owned\x07\x1b[2J\x1b[31m\xff\xc2\x9b/g' \
+		$@.tmp > $@.tmp2 && chmod 755 $@.tmp2 && mv $@.tmp2 $@ && rm -f $@.tmp
 $(FX)/fx_eintr: test/fixtures/fx_eintr.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)

@@ -62,17 +62,24 @@ static bool stdout_is_journal(void)
 	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+/* The service's messages quote the processes it follows (comm, exe,
+ * cmdline) and the config's text: the whole line is escaped as target
+ * strings are (td_text_put), so that no name can start a journal line of
+ * its own, forge a <N> priority, or reach a terminal as a command.  Its
+ * own words have no control character and pass unchanged. */
 static void on_log(void *arg, int prio, const char *msg)
 {
 	struct front *f = arg;
+	char safe[4096];
 
 	if (prio >= LOG_DEBUG && !f->verbose)
 		return;
+	td_text_escape(safe, sizeof(safe), msg);
 	if (f->journal) {
-		printf("<%d>%s\n", prio, msg);
+		printf("<%d>%s\n", prio, safe);
 		fflush(stdout);
 	} else {
-		td_msg("%s", msg);
+		td_msg("%s", safe);
 	}
 }
 
