@@ -857,6 +857,18 @@ static int seq_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+/* rel (< 0) ns before last, the end of the data: a time the file chose,
+ * so computed without a signed overflow, and 1 (the start of time) when
+ * rel reaches back further than the data goes (0 would mean "open"). */
+static int64_t before_end(uint64_t last, int64_t rel)
+{
+	uint64_t back = 0 - (uint64_t)rel;
+
+	if (last > (uint64_t)INT64_MAX)
+		last = (uint64_t)INT64_MAX;
+	return back >= last ? 1 : (int64_t)(last - back);
+}
+
 int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	struct rp_profile **ret, struct rp_load_report *rep, const char **ret_bad_path)
 {
@@ -879,8 +891,8 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 		for (unsigned i = 0; i < n && r >= 0; i++)
 			r = for_each_file(paths[i], read_one, &ps);
 	}
-	L.from = f->from_ns < 0 ? (int64_t)ps.last + f->from_ns : f->from_ns;
-	L.to = f->to_ns < 0 ? (int64_t)ps.last + f->to_ns : f->to_ns;
+	L.from = f->from_ns < 0 ? before_end(ps.last, f->from_ns) : f->from_ns;
+	L.to = f->to_ns < 0 ? before_end(ps.last, f->to_ns) : f->to_ns;
 	ps.pass = 1;
 	for (unsigned i = 0; i < n && r >= 0; i++) {
 		r = for_each_file(paths[i], read_one, &ps);
