@@ -23,13 +23,15 @@
 #include <string.h>
 
 /* The length of the UTF-8 sequence at p (1..4) and its code point, or 0
- * for a byte that starts no valid sequence (a stray continuation, an
- * overlong form, a surrogate, beyond U+10FFFF, cut short). */
+ * (and code point 0) for a byte that starts no valid sequence (a stray
+ * continuation, an overlong form, a surrogate, beyond U+10FFFF, cut
+ * short). */
 static unsigned utf8_decode(const unsigned char *p, uint32_t *ret_cp)
 {
 	unsigned n, i;
 	uint32_t cp, min;
 
+	*ret_cp = 0;
 	if (p[0] < 0x80) {
 		*ret_cp = p[0];
 		return 1;
@@ -62,9 +64,10 @@ static bool unsafe_char(uint32_t cp)
 	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-/* Walk s: emit(run, n) for bytes to copy, esc(byte) for each byte to
- * escape as text, bad(byte) for each byte of invalid UTF-8 in JSON.
- * Shared by every writer below, so that they agree on what is safe. */
+/* Walk s: copy(run, n) for each run of safe characters; byte() for each
+ * byte of invalid UTF-8 (invalid set), and for an unsafe character: in
+ * text once per byte, in JSON once for the whole character (cp).  Shared
+ * by every writer below, so that they agree on what is safe. */
 struct text_sink {
 	void (*copy)(struct text_sink *k, const char *s, size_t n);
 	void (*byte)(struct text_sink *k, unsigned char c, bool invalid, uint32_t cp);
