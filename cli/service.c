@@ -63,17 +63,24 @@ static bool stdout_is_journal(void)
 	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+/* The service's messages quote the processes it follows (comm, exe,
+ * cmdline) and the config's text: the whole line is escaped as target
+ * strings are (td_text_put), so that no name can start a journal line of
+ * its own, forge a <N> priority, or reach a terminal as a command.  Its
+ * own words have no control character and pass unchanged. */
 static void on_log(void *arg, int prio, const char *msg)
 {
 	struct front *f = arg;
+	char safe[4096];
 
 	if (prio >= LOG_DEBUG && !f->verbose)
 		return;
+	td_text_escape(safe, sizeof(safe), msg);
 	if (f->journal) {
-		printf("<%d>%s\n", prio, msg);
+		printf("<%d>%s\n", prio, safe);
 		fflush(stdout);
 	} else {
-		td_msg("%s", msg);
+		td_msg("%s", safe);
 	}
 }
 
@@ -151,20 +158,6 @@ static void check_each(void *arg, int rule, const struct svc_proc *p)
 	x->exe = strdup(p->exe[0] ? p->exe : "?");
 }
 
-/* A process's name or path for a terminal: its bytes outside printable
- * ASCII as \xNN (a process names itself). */
-static void put_safe(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c < 0x20 || c >= 0x7f || c == '\\')
-			printf("\\x%02x", c);
-		else
-			putchar(c);
-	}
-}
-
 static void check_rule(const struct svc_config *c, unsigned i, const struct check_matches *cm,
 	int walked)
 {
@@ -189,9 +182,9 @@ static void check_rule(const struct svc_config *c, unsigned i, const struct chec
 		if (cm->m[k].rule != (int)i)
 			continue;
 		printf("      %d ", (int)cm->m[k].pid);
-		put_safe(cm->m[k].comm);
+		td_text_put(stdout, cm->m[k].comm);
 		putchar(' ');
-		put_safe(cm->m[k].exe ? cm->m[k].exe : "?");
+		td_text_put(stdout, cm->m[k].exe ? cm->m[k].exe : "?");
 		putchar('\n');
 	}
 	if (cm->per_rule[i] > CHECK_LIST_MAX)

@@ -14,7 +14,7 @@
 
 static const char *name_or(const struct rp_profile *p, uint32_t id, const char *dflt)
 {
-	const char *s = rp_str(p, id);
+	const char *s = rp_text(p, id);
 
 	return s && *s ? s : dflt;
 }
@@ -380,10 +380,10 @@ static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 
 		fprintf(out, "    #%-3u %s%s", i, name_or(p, f->func, "??"),
 			f->inlined ? " [inlined]" : "");
-		if (rp_str(p, f->file))
-			fprintf(out, " at %s:%u", rp_str(p, f->file), f->line);
-		if (rp_str(p, f->module))
-			fprintf(out, " in %s", rp_str(p, f->module));
+		if (rp_text(p, f->file))
+			fprintf(out, " at %s:%u", rp_text(p, f->file), f->line);
+		if (rp_text(p, f->module))
+			fprintf(out, " in %s", rp_text(p, f->module));
 		fputc('\n', out);
 	}
 }
@@ -408,19 +408,19 @@ static const char *comm_of(const struct rp_profile *p, uint32_t pid)
 	for (size_t i = 0; i < p->ndstacks; i++) {
 		const struct rp_death_stack *d = &p->dstacks[i];
 
-		if (d->pid == pid && rp_str(p, d->name) && *rp_str(p, d->name)) {
+		if (d->pid == pid && rp_text(p, d->name) && *rp_text(p, d->name)) {
 			if (d->tid == pid)
-				return rp_str(p, d->name);
-			any = any ? any : rp_str(p, d->name);
+				return rp_text(p, d->name);
+			any = any ? any : rp_text(p, d->name);
 		}
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rp_thread *t = &p->threads[i];
 
-		if (t->pid == pid && rp_str(p, t->name) && *rp_str(p, t->name)) {
+		if (t->pid == pid && rp_text(p, t->name) && *rp_text(p, t->name)) {
 			if (t->tid == pid)
-				return rp_str(p, t->name);
-			any = any ? any : rp_str(p, t->name);
+				return rp_text(p, t->name);
+			any = any ? any : rp_text(p, t->name);
 		}
 	}
 	return any ? any : "?";
@@ -595,17 +595,17 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	fprintf(out, "time:      %s .. %s (%.1f s)\n", a, b,
 		p->last_ns > p->first_ns ? (p->last_ns - p->first_ns) / 1e9 : 0.0);
 	if (p->meta_host)
-		fprintf(out, "host:      %s\n", rp_str(p, p->meta_host));
+		fprintf(out, "host:      %s\n", rp_text(p, p->meta_host));
 	for (unsigned i = 0; i < p->ncmdlines; i++)
-		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_str(p, p->cmdlines[i]));
+		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_text(p, p->cmdlines[i]));
 	fprintf(out, "mode:      %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
 	if (p->meta_hz)
-		fprintf(out, "sampling:  %s Hz per thread%s\n", rp_str(p, p->meta_hz),
+		fprintf(out, "sampling:  %s Hz per thread%s\n", rp_text(p, p->meta_hz),
 			p->modes == RP_MODE_WALL ? ", of wall-clock time" :
 			p->modes == RP_MODE_CPU	 ? ", of CPU time" :
 						   "");
 	if (p->meta_capture)
-		fprintf(out, "capture:   %s\n", rp_str(p, p->meta_capture));
+		fprintf(out, "capture:   %s\n", rp_text(p, p->meta_capture));
 	fprintf(out, "samples:   %llu (of %llu read)\n", (unsigned long long)p->samples,
 		(unsigned long long)rep->samples_read);
 	fprintf(out, "threads:   %zu\n", p->nthreads);

@@ -453,3 +453,34 @@ Test(service, short_lives_followed_from_their_exec, .timeout = 240)
 	free(log);
 	svc_cleanup(&s);
 }
+
+/* A process whose name holds a terminal escape: the service's lines quote
+ * it escaped (as every target string is printed), each message one line,
+ * with no control byte but the newline. */
+Test(service, names_in_its_lines_are_escaped, .timeout = 120)
+{
+	struct svc s;
+	char bin[160], cmd[400], want[96], *log;
+	pid_t fx;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	svc_start(&s, "[Target evil]\nCmdline=evil 7301$\nMode=cpu\n");
+	expect_log(&s, "started:");
+	snprintf(bin, sizeof(bin), "%s/fx\x1b[1mevil", s.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", TD_FIXTURE_DIR "/fx_evil", bin);
+	cr_assert_eq(system(cmd), 0);
+	fx = fx_start(bin, "7301");
+	cr_assert_gt(fx, 0);
+	snprintf(want, sizeof(want), "following %d (fx\\x1b[1mevil)", (int)fx);
+	expect_log(&s, want);
+	fx_stop(fx);
+	log = svc_stop(&s);
+	for (const unsigned char *p = (const unsigned char *)log; *p; p++)
+		cr_assert((*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) ||
+				  *p == '\n',
+			"byte 0x%02x at %zu of the log:\n%s", *p, (size_t)(p - (const unsigned char *)log),
+			log);
+	free(log);
+	svc_cleanup(&s);
+}
