@@ -134,6 +134,10 @@ Test(record_children, forked_and_execed_children_are_processes_of_their_own)
 	}
 	cr_expect_eq(execed, 1);
 	free(threads);
+	/* each child's command line, as it runs after its exec */
+	threads = report("-f", "info", NULL, NULL);
+	cr_expect(strstr(threads, "/fx_forks after 400\n"), "%s", threads);
+	free(threads);
 	cr_expect_eq(verify_status(), 0);
 	run_result_free(&r);
 }
