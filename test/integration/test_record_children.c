@@ -223,6 +223,36 @@ Test(record_children, many_children_are_bounded_and_none_is_left_stopped)
 	run_result_free(&r);
 }
 
+/* Wall mode samples each of the many children blocked together at every
+ * tick, and they exit together: each is held at its exit until the writer
+ * has read its mappings (as any target's leader), so their stacks are
+ * whole, not "maps were not read". */
+Test(record_children, many_children_exiting_together_keep_their_stacks)
+{
+	const char *argv[] = { "tracerd", "record", "-q", "-r", repo, "--mode", "wall", "--",
+		FORKS, "bomb", "60", NULL };
+	unsigned long long written = 0, partial = 0;
+	struct run_result r;
+	const char *line;
+
+	run_tracerd(&r, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	line = strstr(r.err, "  samples      ");
+	cr_assert(line && sscanf(line, "  samples      %*u taken, %llu written", &written) == 1,
+		"%s", r.err);
+	line = strstr(r.err, "  lost         ");
+	cr_assert(line && sscanf(line, "  lost         %*u ring full, %*u did not stop in time, "
+					"%*u events; %llu stacks partial",
+				  &partial) == 1,
+		"%s", r.err);
+	cr_expect_gt(written, 0);
+	/* a hold ends after 2 s whatever the writer did: a loaded machine
+	 * may leave a few */
+	cr_expect_leq(partial * 10, written, "%llu of %llu stacks partial: %s", partial, written,
+		r.err);
+	run_result_free(&r);
+}
+
 /* The recording ends first (-d): the processes of the tree go on, none
  * left stopped (the workers finish their CPU time and say so), and the
  * command's status is still tracerd's. */
