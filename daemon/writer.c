@@ -430,15 +430,28 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		td_map_remove(&w->waits.owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
-	case REC_EV_EXEC:
+	case REC_EV_EXEC: {
+		uint32_t was = map_get(&w->ids.threads, (uint64_t)(uint32_t)e->tid + 1), id;
+
 		if (w->cfg->children == REC_CHILDREN_FOLLOW && !is_cfg_target(w, e->pid))
 			target_cmdline(w, e->pid, NULL); /* what a child runs now */
 		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->ids.threads); /* names change with the image */
+		id = thread_id(w, e->pid, e->tid);
+		/* a report keeps a thread's first definition: the new image's
+		 * name (a child's, once "sh" or "go") is a rename of it */
+		if (was && id && was != id && was < w->names.cap && id < w->names.cap &&
+			strcmp(w->names.t[was].name, w->names.t[id].name)) {
+			char name[sizeof(w->names.t[id].name)];
+
+			memcpy(name, w->names.t[id].name, sizeof(name));
+			renamed(w, was, &w->names.t[was], name, e->time_ns);
+		}
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
-			0, thread_id(w, e->pid, e->tid), 0);
+			0, id, 0);
 		break;
+	}
 	case REC_EV_CRASH:
 		crash_begin(w, e);
 		break;
