@@ -31,7 +31,8 @@ static unsigned selfcounts(const char *out, struct selfcount *sc, unsigned max)
 {
 	unsigned n = 0;
 
-	for (const char *l = out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+	for (const char *l = out; l && *l && n < max;
+		l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		int pid;
 		unsigned long long ns;
 
@@ -44,8 +45,8 @@ static unsigned selfcounts(const char *out, struct selfcount *sc, unsigned max)
 	return n;
 }
 
-/* The report of this test's repository with args (NULL-terminated, at
- * most 6); the caller frees it. */
+/* The report of this test's repository with up to four arguments (NULL
+ * ends them); the caller frees it. */
 static char *report(const char *a1, const char *a2, const char *a3, const char *a4)
 {
 	const char *argv[] = { "tracerd", "report", repo, a1, a2, a3, a4, NULL };
