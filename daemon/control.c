@@ -99,6 +99,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
 		.owner_stops = atomic_load(&sh->owner_stops),
 		.owner_early = atomic_load(&sh->owner_early),
+		.children_followed = atomic_load(&sh->children_followed),
+		.children_left = atomic_load(&sh->children_left),
+		.children_full = atomic_load(&sh->children_full),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

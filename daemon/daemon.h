@@ -20,6 +20,7 @@
 #include "../chunkfmt/chunkfmt.h"
 
 #define REC_MAX_PIDS 16
+#define REC_MAX_PROCS 64 /* processes recorded at once, children included */
 
 /* What a sample means (tracerd(8), MODES).
  *   CPU   where threads are while they use CPU: a thread is sampled every
@@ -66,6 +67,13 @@ struct rec_config {
 	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
 	bool follow;
 	uint64_t emergency_window_ns;
+	/* The children of the targets (a command's: record -- CMD), from
+	 * their first instruction.  NONE: never stopped, not seen (--pid, a
+	 * service).  FOLLOW: each a target of its own, with its own children
+	 * and execs, while the tracer has room (64 processes at once): perf
+	 * record's inherit.  COUNT (--no-inherit): each is let go at its
+	 * first stop and counted (rec_stats.children_left). */
+	enum rec_children { REC_CHILDREN_NONE, REC_CHILDREN_FOLLOW, REC_CHILDREN_COUNT } children;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;
@@ -91,6 +99,9 @@ struct rec_stats {
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
+	/* cfg.children: children followed, and those not (COUNT, or no room
+	 * when FOLLOW: children_full of them) */
+	uint64_t children_followed, children_left, children_full;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 	/* processes whose mappings could not be read for want of permission
 	 * (their samples have no stack), and the last such error */
