@@ -97,6 +97,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
 		.owner_stops = atomic_load(&sh->owner_stops),
 		.owner_early = atomic_load(&sh->owner_early),
+		.cpu_missed = atomic_load(&sh->cpu_missed),
+		.cpu_timers = atomic_load(&sh->cpu_timers),
+		.cpu_timer_err = atomic_load(&sh->cpu_timer_err),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

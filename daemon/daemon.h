@@ -91,6 +91,12 @@ struct rec_stats {
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
+	/* cpu mode with ptrace capture: periods of CPU time (schedstat) that
+	 * no sample carries, the processes whose own CPU-time timer
+	 * triggered the stops, and why a timer could not be made (-errno) */
+	uint64_t cpu_missed;
+	unsigned cpu_timers;
+	int cpu_timer_err;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 };
 
