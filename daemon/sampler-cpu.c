@@ -61,12 +61,15 @@ static void timer_drop(struct sampler *s, unsigned i)
 	s->timers[i].pid = 0;
 }
 
-/* A timer on pid's CPU-time clock that fires each period of its CPU time:
- * its slot, or -errno. */
+/* A timer on pid's CPU-time clock that fires each quarter period of its
+ * CPU time: its slot, or -errno. */
 static int timer_make(struct sampler *s, pid_t pid)
 {
-	uint64_t period = 1000000000u / s->cfg->hz;
-	struct itimerspec its = {.it_interval = {0, (long)period}, .it_value = {0, (long)period}};
+	/* a quarter period: more chances to find a thread in its burst
+	 * (the kernel checks at its ticks, 4 ms at HZ=250, so no faster) */
+	uint64_t every = 250000000u / s->cfg->hz;
+	struct itimerspec its = { .it_interval = { 0, (long)every },
+		.it_value = { 0, (long)every } };
 	struct sigevent sev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = S_CPU_SIGNAL};
 	clockid_t clock;
 	unsigned i;
