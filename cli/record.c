@@ -488,6 +488,15 @@ static void children_line(const struct rec_stats *s, const struct rec_config *cf
 	fputc('\n', f);
 }
 
+/* A ptrace capture's samples against the CPU time schedstat counted
+ * (100 when nothing was missed). */
+static double coverage(const struct rec_stats *s)
+{
+	if (s->capture != REC_CAPTURE_PTRACE || !s->cpu_missed)
+		return 100.0;
+	return 100.0 * (double)s->samples_taken / (double)(s->samples_taken + s->cpu_missed);
+}
+
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
@@ -526,7 +535,10 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		fprintf(f, "  mode         cpu: the kernel sampled each thread per period of CPU "
 			   "time (perf_event); no thread stopped\n");
 	else
-		fprintf(f, "  mode         cpu: a ptrace stop per sample%s%s\n",
+		fprintf(f, "  mode         cpu: a ptrace stop per sample%s%s%s%s%s\n",
+			s->cpu_timers ? ", when a process's CPU-time timer fired" : "",
+			s->cpu_timer_err ? "; timers: " : "",
+			s->cpu_timer_err ? td_strerror(s->cpu_timer_err) : "",
 			s->perf_err ? "; perf_event_open: " : "",
 			s->perf_err ? td_strerror(s->perf_err) : "");
 	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
@@ -550,6 +562,11 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"their samples have no stack\n",
 			(unsigned long long)s->maps_denied, s->maps_denied == 1 ? "" : "es",
 			td_strerror(s->maps_denied_err));
+	if (s->cpu_missed)
+		fprintf(f,
+			"  coverage     %.1f%% of the CPU time used was sampled (%llu period%s "
+			"missed)\n",
+			coverage(s), (unsigned long long)s->cpu_missed, td_plural(s->cpu_missed));
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
 	children_line(s, cfg, f);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
@@ -576,6 +593,13 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n",
 		(unsigned long long)s->bytes_written,
 		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);
+	if (coverage(s) < 80.0)
+		td_msg("warning: the samples carry %.1f%% of the CPU time the targets used: the "
+		       "ptrace capture stops a thread only while it runs outside a wait, and "
+		       "these ran in bursts it did not catch or lived less than a period; the "
+		       "report's shares are of what was sampled (perf capture, where "
+		       "perf_event_open is permitted, samples every period)",
+			coverage(s));
 }
 
 static void notice(const struct rec_notice *n, void *arg)

@@ -102,6 +102,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.children_followed = atomic_load(&sh->children_followed),
 		.children_left = atomic_load(&sh->children_left),
 		.children_full = atomic_load(&sh->children_full),
+		.cpu_missed = atomic_load(&sh->cpu_missed),
+		.cpu_timers = atomic_load(&sh->cpu_timers),
+		.cpu_timer_err = atomic_load(&sh->cpu_timer_err),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

@@ -175,6 +175,12 @@ struct rec_shared {
 	_Atomic uint64_t owner_early; /* wall mode with perf: early samples asked of owners */
 	/* children followed, not followed, not followed for want of room */
 	_Atomic uint64_t children_followed, children_left, children_full;
+	/* cpu mode with ptrace capture (sampler-cpu.c): periods of CPU time
+	 * schedstat counted that no sample carries; processes whose CPU-time
+	 * timer triggers the stops, and why one could not be made (-errno) */
+	_Atomic uint64_t cpu_missed;
+	_Atomic unsigned cpu_timers;
+	_Atomic int cpu_timer_err;
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository

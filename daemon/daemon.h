@@ -102,6 +102,12 @@ struct rec_stats {
 	/* cfg.children: children followed, and those not (COUNT, or no room
 	 * when FOLLOW: children_full of them) */
 	uint64_t children_followed, children_left, children_full;
+	/* cpu mode with ptrace capture: periods of CPU time (schedstat) that
+	 * no sample carries, the processes whose own CPU-time timer
+	 * triggered the stops, and why a timer could not be made (-errno) */
+	uint64_t cpu_missed;
+	unsigned cpu_timers;
+	int cpu_timer_err;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 	/* processes whose mappings could not be read for want of permission
 	 * (their samples have no stack), and the last such error */

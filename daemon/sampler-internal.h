@@ -7,12 +7,17 @@
  *                   drains, the exit holds and crashes
  *   sampler-wall.c  wall mode's tick: blocked threads copied without a
  *                   stop or repeated, runnable time sampled
+ *   sampler-cpu.c   cpu mode with ptrace capture: each process's CPU-time
+ *                   timer that triggers its stops, and the CPU time no
+ *                   sample carries
  *
  * Everything here runs on the sampler thread; the rules of sampler.c's
  * header hold in every part (nothing allocated, locked, logged or waited
  * for while a target thread is stopped). */
 #ifndef TD_DAEMON_SAMPLER_INTERNAL_H
 #define TD_DAEMON_SAMPLER_INTERNAL_H
+
+#include <time.h>
 
 #include "daemon-internal.h"
 
@@ -30,6 +35,7 @@ enum { ST_NEW, ST_SETTLE };
 				   * recorded, a command's children too */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 #define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */
+#define S_MAX_TIMERS 64		   /* processes with a CPU-time timer at once */
 
 struct sthread {
 	pid_t tid, pid;
@@ -47,6 +53,8 @@ struct sthread {
 	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
 	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
 	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
+	uint8_t timer;	       /* cpu mode, ptrace: 1 + its process's slot in
+				* timers[] (its stops wait for that timer), 0 */
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
@@ -131,6 +139,19 @@ struct sampler {
 	/* early samples asked of owners (no --owner-stops): when the
 	 * waiters read their words again (wall_owners_held); 0: not due */
 	uint64_t owner_check_ns;
+	/* cpu mode with ptrace capture (sampler-cpu.c): a timer on each
+	 * process's CPU-time clock, signalled to this thread (sigfd) */
+	struct cpu_timer {
+		pid_t pid; /* 0: a free slot */
+		timer_t id;
+		bool fired; /* since the last round */
+		bool seen;  /* cpu_timers_sync: a thread of it is in th */
+	} timers[S_MAX_TIMERS];
+	int sigfd;		/* the timers' signal, -1 without timers */
+	bool fired;		/* some timer fired since the last round */
+	unsigned timers_n;	/* n at the last cpu_timers_sync */
+	uint64_t timers_ns;	/* time of the last cpu_timers_sync */
+	uint64_t missed_ns;	/* CPU ns no sample carries, less sh->cpu_missed's periods */
 };
 
 /* ---- sampler.c */
@@ -149,6 +170,27 @@ int last_cpu(struct sthread *st);
 void maybe_grow(struct sampler *s, struct sthread *st);
 /* A sample of pid's current image is on its way to the writer. */
 void mark_sampled(struct sampler *s, pid_t pid);
+
+/* ---- sampler-cpu.c */
+/* The timers' signal blocked on this thread and read through sigfd.
+ * Returns 0 or -errno (then no timer is made: the ticks stop threads). */
+int cpu_timers_init(struct sampler *s);
+/* A timer for each process of the thread table, none for a process that
+ * left it; each thread's timer slot. Never while a thread is stopped. */
+void cpu_timers_sync(struct sampler *s);
+/* The timers' signals read; true if one came (s->fired, timers[].fired). */
+bool cpu_timers_drain(struct sampler *s);
+/* Every timer deleted, sigfd closed.  Safe when never initialised. */
+void cpu_timers_free(struct sampler *s);
+/* ns of CPU time that no sample will carry: counted in sh->cpu_missed. */
+void cpu_missed_add(struct sampler *s, uint64_t ns);
+/* Recording ends: the CPU time every thread is still owed, missed. */
+void cpu_missed_flush(struct sampler *s);
+/* Did this stop land where the thread waits (in a system call that the
+ * stop interrupted, or at the return of a call that waits), not where
+ * it ran?  st: the stopped thread. */
+bool cpu_stop_in_wait(const struct sampler *s, const struct sthread *st,
+	const struct td_sample *smp);
 
 /* ---- sampler-wall.c */
 /* wall mode, one tick: every thread.  Blocked ones are copied without a

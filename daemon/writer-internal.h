@@ -89,7 +89,7 @@ struct writer {
 	bool cw_published;	 /* a block with samples of cw is on disk */
 	bool startup;		 /* no sample published yet: the sampler's priority */
 	uint64_t published_ns;	 /* the last publish() */
-	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
+	uint64_t lost_recorded[3]; /* record_lost(): ring full, not stopped, CPU missed */
 
 	/* ids the current chunk defined (writer.c, and the location ids of
 	 * writer-stacks.c): cleared whenever a new chunk starts

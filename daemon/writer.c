@@ -537,16 +537,17 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 /* The samples lost since the last call, as LOST records in the current
  * chunk: what the summary counts, a report of the recording counts too
  * (ring full: the sample ring or the kernel's perf ring; not stopped: a
- * stop that did not come within its round). */
+ * stop that did not come within its round; CPU missed: periods of CPU
+ * time a ptrace capture never caught running). */
 static void record_lost(struct writer *w)
 {
 	struct rec_shared *sh = w->sh;
-	const uint64_t now[2] = { atomic_load(&sh->lost_ring) + atomic_load(&sh->lost_kernel),
-		atomic_load(&sh->lost_not_stopped) };
-	static const enum tcf_lost_reason reason[2] = { TCF_LOST_RING_FULL,
-		TCF_LOST_NOT_STOPPED };
+	const uint64_t now[3] = { atomic_load(&sh->lost_ring) + atomic_load(&sh->lost_kernel),
+		atomic_load(&sh->lost_not_stopped), atomic_load(&sh->cpu_missed) };
+	static const enum tcf_lost_reason reason[3] = { TCF_LOST_RING_FULL,
+		TCF_LOST_NOT_STOPPED, TCF_LOST_CPU_MISSED };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (now[i] <= w->lost_recorded[i] || !current_chunk(w))
 			continue;
 		if (chunk_writer_lost(w->cw, now[i] - w->lost_recorded[i], reason[i]) == 0)

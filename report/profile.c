@@ -447,6 +447,7 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	uint32_t node;
 
 	L->rep->samples_read++;
+	p->samples_all++;
 	if (!thread_wanted(L, r, s->thread_id))
 		return 0;
 	t = thread_of(L, r, s->thread_id);
@@ -562,7 +563,7 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 	case CHUNK_EV_WAIT:
 		return on_wait(L, r, e->wait);
 	case CHUNK_EV_LOST:
-		if (e->kind < 4)
+		if (e->kind < TD_ARRAY_SIZE(p->lost))
 			p->lost[e->kind] += e->count;
 		break;
 	case CHUNK_EV_META:

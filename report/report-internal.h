@@ -155,8 +155,9 @@ struct rp_profile {
 	unsigned nshown;
 	struct rp_seq *seq; /* sorted by thread, then time */
 	size_t nseq, capseq;
-	uint64_t lost[4];
+	uint64_t lost[5]; /* by enum tcf_lost_reason */
 	uint64_t samples;
+	uint64_t samples_all; /* read, whatever the filters: lost[]'s share is of these */
 	uint64_t first_ns, last_ns;
 	uint64_t execs;
 	/* META kept as "key=value" strings, last one wins per key */

@@ -562,11 +562,29 @@ void rp_death_header(FILE *out, const struct rp_profile *p)
 	fputc('\n', out);
 }
 
+/* A ptrace capture that did not catch every thread running: how much of
+ * the CPU time schedstat counted the recording's samples carry (the
+ * LOST records are not per thread: of every sample read, not only those
+ * the filters kept). */
+static void coverage_line(FILE *out, const struct rp_profile *p)
+{
+	uint64_t missed = p->lost[TCF_LOST_CPU_MISSED];
+
+	if (!missed)
+		return;
+	fprintf(out,
+		"coverage: %.1f%% of the CPU time used was sampled (%llu period%s missed: "
+		"the ptrace capture did not catch those threads running)\n",
+		pct(p->samples_all, p->samples_all + missed), (unsigned long long)missed,
+		td_plural(missed));
+}
+
 void rp_mode_header(FILE *out, const struct rp_profile *p)
 {
 	bool first = true;
 
 	fprintf(out, "mode: %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
+	coverage_line(out, p);
 	if (!(p->modes & RP_MODE_WALL) || !p->samples)
 		return;
 	fputs("time:", out);
@@ -583,7 +601,7 @@ void rp_mode_header(FILE *out, const struct rp_profile *p)
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep)
 {
 	static const char *const lost[] = { "ring full", "unwind failed", "throttled",
-		"did not stop" };
+		"did not stop", "CPU periods missed" };
 	char a[32], b[32];
 
 	rp_death_header(out, p);
@@ -611,7 +629,12 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	fprintf(out, "threads:   %zu\n", p->nthreads);
 	fprintf(out, "lost:     ");
 	for (int i = 0; i < 4; i++)
-		fprintf(out, " %llu %s%s", (unsigned long long)p->lost[i], lost[i], i < 3 ? "," : "\n");
+		fprintf(out, " %llu %s%s", (unsigned long long)p->lost[i], lost[i], i < 3 ? "," : "");
+	/* only where it happened: the golden files' line stays */
+	if (p->lost[4])
+		fprintf(out, ", %llu %s", (unsigned long long)p->lost[4], lost[4]);
+	fputc('\n', out);
+	coverage_line(out, p);
 	if (p->execs)
 		fprintf(out, "exec:      %llu\n", (unsigned long long)p->execs);
 	for (size_t i = 0; i < p->nexits; i++) {
