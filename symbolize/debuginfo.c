@@ -67,6 +67,59 @@ static uint64_t zdebug_size(Elf_Scn *scn)
 	return n;
 }
 
+/* An xz number: 7 bits a byte, least significant first, at most 9 bytes. */
+static bool xz_varint(const unsigned char *p, size_t end, size_t *at, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < 9 && *at < end; i++) {
+		unsigned char b = p[(*at)++];
+
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What a .gnu_debugdata section (minidebuginfo: an ELF file of symbols,
+ * xz-compressed) inflates to when libdwfl reads it (find_aux_sym, where a
+ * binary has no .symtab): the sum of the block sizes its xz index lists.
+ * libdwfl decodes one stream, so the section must be exactly one stream
+ * (header, blocks, index, footer); anything else, and the other formats
+ * libdwfl would take there (gzip, bzip2, lzma, zstd: none lists its size
+ * up front), count as too large. */
+static uint64_t debugdata_size(const unsigned char *p, size_t n)
+{
+	static const unsigned char magic[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
+	uint64_t back, count, blocks = 0, total = 0;
+	size_t at, end;
+
+	if (n < 32 || memcmp(p, magic, 6) != 0 || memcmp(p + n - 2, "YZ", 2) != 0)
+		return UINT64_MAX;
+	back = ((uint64_t)p[n - 8] | (uint64_t)p[n - 7] << 8 | (uint64_t)p[n - 6] << 16 |
+		       (uint64_t)p[n - 5] << 24) + 1;
+	back *= 4; /* the index's size */
+	if (back > n - 24)
+		return UINT64_MAX;
+	at = n - 12 - (size_t)back;
+	end = n - 12 - 4; /* its CRC32 last */
+	if (p[at++] != 0 || !xz_varint(p, end, &at, &count))
+		return UINT64_MAX;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t unpadded, size;
+
+		if (!xz_varint(p, end, &at, &unpadded) || !xz_varint(p, end, &at, &size) ||
+			unpadded > n)
+			return UINT64_MAX;
+		blocks += (unpadded + 3) & ~(uint64_t)3;
+		total = add_sat(total, size);
+	}
+	return blocks == n - 24 - back ? total : UINT64_MAX;
+}
+
 /* Only the section headers and the compression headers are read before
  * the sum is known to be within the bound: the section names need
  * .shstrtab, which elf_strptr inflates if it is compressed (its claim is
@@ -100,12 +153,21 @@ enum sym_inflate sym_inflate_check(Elf *elf, uint64_t file_size)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
+		Elf_Data *raw;
 		uint64_t n;
 
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & SHF_COMPRESSED) ||
-			sh.sh_type == SHT_NOBITS ||
-			!(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
-			strncmp(name, ".zdebug", 7) != 0 || !(n = zdebug_size(scn)))
+			sh.sh_type == SHT_NOBITS || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".gnu_debugdata")) {
+			/* hidden with the DWARF when over (sym_inflate_hide_dwarf) */
+			raw = elf_rawdata(scn, NULL);
+			all = add_sat(all, raw && raw->d_buf ? debugdata_size(raw->d_buf,
+								      raw->d_size) :
+							      0);
+			continue;
+		}
+		if (strncmp(name, ".zdebug", 7) != 0 || !(n = zdebug_size(scn)))
 			continue;
 		all = add_sat(all, n);
 		if (sh.sh_type != SHT_PROGBITS)
@@ -117,7 +179,8 @@ enum sym_inflate sym_inflate_check(Elf *elf, uint64_t file_size)
 }
 
 /* libdw's dwarf_begin_elf skips a SHT_NOBITS section (binutils makes some
- * so), whatever its name: so its debug sections, compressed or not, are
+ * so), whatever its name, and libdwfl finds no data in one named
+ * .gnu_debugdata: so its debug sections, compressed or not, are
  * turned into those in elf's own copy of the headers (ELF_C_READ_MMAP_
  * PRIVATE maps them writable, copy on write), and libdw finds no DWARF
  * there.  Only after sym_inflate_check said NO_DWARF: the names are then
@@ -138,7 +201,8 @@ int sym_inflate_hide_dwarf(Elf *elf)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!(sh.sh_flags & SHF_COMPRESSED) &&
 			!(name && (!strncmp(name, ".debug", 6) || !strncmp(name, ".zdebug", 7) ||
-					  !strncmp(name, ".gnu.debuglto_", 14))))
+					  !strncmp(name, ".gnu.debuglto_", 14) ||
+					  !strcmp(name, ".gnu_debugdata"))))
 			continue;
 		sh.sh_type = SHT_NOBITS;
 		sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;

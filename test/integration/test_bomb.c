@@ -7,14 +7,19 @@
  * says that a module went without its DWARF, and stays far below what
  * inflating it would take: libdw holding the section alone is 512 MiB
  * (tracerd peaked at 549 MB before the bound), so a peak under 200 MB
- * (getrusage of the waited children) is a check of meaning, not of speed. */
+ * (getrusage of the waited children) is a check of meaning, not of speed.
+ * And minidebuginfo: a stripped fx_chain whose .gnu_debugdata is 64 MiB
+ * of zeros in xz, which libdwfl would inflate whole looking for symbols. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../helpers.h"
@@ -173,4 +178,67 @@ Test(bomb, debuginfo_dir_record_with_cache, .timeout = 120)
 	free(ls);
 	/* a second run finds the cache as the first left it */
 	record_names_leaf(bin, "--debuginfo-dir", ddir, "--cache-dir", cache);
+}
+
+/* tracerd dump --cache-dir none --pid pid, its stderr into err (len
+ * bytes); returns its peak RSS in KB (wait4), or -1. */
+static long dump_peak_kb(pid_t pid, char *err, size_t len)
+{
+	char p[32], path[128], a0[] = "tracerd", a1[] = "dump", a2[] = "--cache-dir",
+				       a3[] = "none", a4[] = "--pid";
+	char *const argv[] = { a0, a1, a2, a3, a4, p, NULL };
+	posix_spawn_file_actions_t fa;
+	struct rusage ru;
+	pid_t t;
+	int st, fd;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	snprintf(path, sizeof(path), "%s/dump.err", dir);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (posix_spawn(&t, TD_BUILD_DIR "/tracerd", &fa, NULL, argv, environ) != 0)
+		return -1;
+	posix_spawn_file_actions_destroy(&fa);
+	if (wait4(t, &st, 0, &ru) != t || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, err, len - 1) : -1;
+	err[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return ru.ru_maxrss;
+}
+
+Test(bomb, minidebuginfo_xz_bomb, .timeout = 120)
+{
+	char plain[128], bomb[128], err[4096];
+	long plain_kb, bomb_kb;
+	pid_t pid;
+
+	need_command("xz", "xz-utils");
+	need_command("objcopy", "binutils");
+	snprintf(plain, sizeof(plain), "%s/fx_plain", dir);
+	snprintf(bomb, sizeof(bomb), "%s/fx_mini", dir);
+	sh("strip --strip-all -o %s " FX("fx_chain"), plain);
+	sh("head -c 64M /dev/zero | xz -0 -T1 > %s/zeros.xz", dir);
+	sh("objcopy --add-section .gnu_debugdata=%s/zeros.xz %s %s", dir, plain, bomb);
+
+	pid = fx_start(plain, NULL);
+	cr_assert_gt(pid, 0);
+	plain_kb = dump_peak_kb(pid, err, sizeof(err));
+	fx_stop(pid);
+	cr_assert_gt(plain_kb, 0, "dump of the stripped fixture: %s", err);
+	cr_expect(!strstr(err, NOTICE), "nothing to say without a bomb: %s", err);
+
+	pid = fx_start(bomb, NULL);
+	cr_assert_gt(pid, 0);
+	bomb_kb = dump_peak_kb(pid, err, sizeof(err));
+	fx_stop(pid);
+	cr_assert_gt(bomb_kb, 0, "dump of the bomb: %s", err);
+	cr_expect(strstr(err, "1 " NOTICE), "dump says it: %s", err);
+	/* inflated, the section alone would be 64 MiB more */
+	cr_expect_lt(bomb_kb, plain_kb + 32 * 1024, "peak RSS %ld KB against %ld KB: inflated",
+		bomb_kb, plain_kb);
 }
