@@ -162,9 +162,8 @@ enum sym_inflate sym_inflate_check(Elf *elf, uint64_t file_size)
 		if (!strcmp(name, ".gnu_debugdata")) {
 			/* hidden with the DWARF when over (sym_inflate_hide_dwarf) */
 			raw = elf_rawdata(scn, NULL);
-			all = add_sat(all, raw && raw->d_buf ? debugdata_size(raw->d_buf,
-								      raw->d_size) :
-							      0);
+			all = add_sat(all,
+				raw && raw->d_buf ? debugdata_size(raw->d_buf, raw->d_size) : 0);
 			continue;
 		}
 		if (strncmp(name, ".zdebug", 7) != 0 || !(n = zdebug_size(scn)))

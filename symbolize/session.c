@@ -243,11 +243,12 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
 {
 	struct sym_session *s = arg;
 	struct sym_module *m = &s->modules[s->nmodules++];
-
 	const struct sym_vma *v = vma_at(s, start);
 
 	/* find_elf counted the module if it hid its DWARF */
-	*m = (struct sym_module){ .mod = mod, .s = s, .path = name, .over_bound = v && v->over_bound };
+	*m = (struct sym_module){
+		.mod = mod, .s = s, .path = name, .over_bound = v && v->over_bound
+	};
 	*userdata = m;
 	return DWARF_CB_OK;
 }
