@@ -259,6 +259,7 @@ bench:
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_bomb.sh $(TRACERD) $(FX) $(GEN)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);

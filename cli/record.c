@@ -590,6 +590,11 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 				td_strerror(s->debug_err));
 		fputc('\n', f);
 	}
+	if (s->debug_over_bound)
+		fprintf(f, "  debuginfo    %u modules read without their DWARF (no inline frames, no "
+			   "file:line): their compressed sections would inflate to more than 64 "
+			   "times their size or 256 MiB\n",
+			s->debug_over_bound);
 	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n",
 		(unsigned long long)s->bytes_written,
 		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);

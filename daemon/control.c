@@ -94,6 +94,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.debug_err = atomic_load(&sh->debug_err),
 		.tables_reused = atomic_load(&sh->tables_reused),
 		.tables_made = atomic_load(&sh->tables_made),
+		.debug_over_bound = atomic_load(&sh->debug_over_bound),
 		.stop_p50_us = k ? v[td_rank(k, 0.50)] / 1e3 : 0,
 		.stop_p99_us = k ? v[td_rank(k, 0.99)] / 1e3 : 0,
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,

@@ -195,6 +195,7 @@ struct rec_shared {
 	_Atomic unsigned debug_reused, debug_created, debug_failed;
 	_Atomic int debug_err;
 	_Atomic unsigned tables_reused, tables_made;
+	_Atomic unsigned debug_over_bound; /* not the cache's: any session's */
 	_Atomic int io_err;
 };
 

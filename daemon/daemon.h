@@ -96,6 +96,9 @@ struct rec_stats {
 	unsigned debug_reused, debug_created, debug_failed;
 	int debug_err;
 	unsigned tables_reused, tables_made; /* symbol tables in that cache */
+	/* modules read without their DWARF, with or without the cache: it
+	 * would inflate past the bound (sym_debug_stats.over_bound) */
+	unsigned debug_over_bound;
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */

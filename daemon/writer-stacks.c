@@ -134,6 +134,7 @@ static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_sessio
 	sum->failed += d.failed;
 	sum->tables_reused += d.tables_reused;
 	sum->tables_made += d.tables_made;
+	sum->over_bound += d.over_bound;
 	if (d.err)
 		sum->err = d.err;
 }
@@ -152,6 +153,7 @@ void debug_stats_store(struct writer *w)
 	atomic_store(&w->sh->tables_reused, sum.tables_reused);
 	atomic_store(&w->sh->tables_made, sum.tables_made);
 	atomic_store(&w->sh->debug_err, sum.err);
+	atomic_store(&w->sh->debug_over_bound, sum.over_bound);
 }
 
 void session_drop(struct writer *w, pid_t pid)

@@ -94,6 +94,11 @@ struct sym_debug_stats {
 	unsigned created; /* entries made (a file inflated into the cache) */
 	unsigned failed;  /* lookups that went without the cache */
 	unsigned tables_reused, tables_made; /* symbol tables read back, written */
+	/* modules read without their DWARF (or not at all, when their
+	 * symbol tables are the compressed ones), with or without a cache:
+	 * their compressed sections claim more than the bound, 64 times the
+	 * file's size, at most 256 MiB (tracerd(8), SECURITY) */
+	unsigned over_bound;
 	int err;	  /* why the last one failed: -errno, -TD_E_* */
 };
 
