@@ -41,8 +41,8 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf 2>/dev/null)
-PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf libcurl 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf libcurl 2>/dev/null)
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread

@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The service's exporter: the process that pushes each interval's profiles
+ * to the server [Export] names (tracerd.conf(5)).
+ *
+ *   service loop --FOLLOW/GONE (struct exp_msg)--> exporter process
+ *     every Interval, for each rule and each process it followed in the
+ *     window: the rule's recent chunks (report/, rp_load with the window
+ *     and the pid) -> gzipped pprof (rp_pprof) -> one request in the
+ *     spool (Directory/.export/SEQ.req) -> libcurl POST, oldest first
+ *   exporter --LOG--> service loop (the journal)
+ *
+ * A process of its own, forked by the loop like the workers, so that a
+ * slow or dead server, TLS and libcurl's resolver never hold the loop or
+ * a sampler; it only reads the repositories.  What it guarantees: a
+ * request is spooled (written whole, then renamed) before it is sent and
+ * removed only once the server took it, so an outage shorter than the
+ * spool's bound loses no interval and they go out in order; past the
+ * bound the oldest are dropped and counted.  A failure and the recovery
+ * are said once each, with counts.  What it leaves: matching and
+ * attaching (the loop and the workers), the recording (the workers). */
+#define _GNU_SOURCE
+#include "export-internal.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "../common/buf.h"
+#include "../report/report.h"
+
+#define NS 1000000000ull
+#define EXP_LAG_NS (2 * NS)	 /* a window is read this long after its end: the
+				  * writer publishes every 250 ms, and unwinds late */
+#define EXP_CONNECT_S 5L
+#define EXP_TIMEOUT_S 30L
+#define EXP_RETRY_MIN_NS NS
+#define EXP_PROCS_MAX 4096
+
+/* A process a rule followed: exported for every window it lived in. */
+struct exp_proc {
+	int rule;
+	pid_t pid;
+	uint64_t start_time;
+	uint64_t gone_ns; /* real time it was said gone, 0: alive */
+	char exe[256], unit[128]; /* label values, already made safe */
+};
+
+/* owns: procs, the spool's descriptor, the curl handle */
+struct exporter {
+	const struct svc_config *cfg;
+	const char *proc_root;
+	int fd;		     /* the loop's socket */
+	int spool;	     /* Directory/.export */
+	uint64_t spool_max, spool_bytes, next_seq;
+	unsigned spooled;    /* requests in the spool */
+	struct exp_proc *procs;
+	size_t nprocs, cap;
+	uint64_t until_ns;   /* the end of the next window (real time) */
+	uint64_t retry_ns;   /* monotonic: when to try sending again */
+	uint64_t backoff_ns;
+	char host[64];
+	CURL *curl;
+	/* an outage, said when it starts and when it ends */
+	bool failing;
+	uint64_t fail_start_ns, sent_in_outage, lost_in_outage, lost_total, rejected;
+	bool full_said;
+};
+
+static void say(struct exporter *x, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(struct exporter *x, int prio, const char *fmt, ...)
+{
+	struct exp_msg m = { .kind = EXP_MSG_LOG, .prio = prio };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m.text, sizeof(m.text), fmt, ap);
+	va_end(ap);
+	while (send(x->fd, &m, sizeof(m), MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+/* s as a label value: what Pyroscope's name{k=v,...} and a journal line
+ * take without ambiguity; everything else '_', cut to len - 1 bytes (a
+ * target chooses its exe's path and its cgroup's name) */
+void exp_label_safe(char *dst, size_t len, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		dst[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+				 (ch >= '0' && ch <= '9') || strchr("_./:@+-", ch) ?
+			(char)ch : '_';
+	}
+	dst[i] = '\0';
+}
+
+/* ---- the token */
+
+int svc_token_read(const char *path, char *buf, size_t len, char *why, size_t why_len)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW), e;
+
+	if (fd < 0) {
+		e = -errno;
+		snprintf(why, why_len, "cannot open %s: %s%s", path, strerror(-e),
+			e == -ELOOP ? " (a symbolic link: give the file itself)" : "");
+		return e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, why_len, "%s is not a regular file", path);
+		e = -TD_E_NOTREG;
+		goto out;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, why_len, "%s belongs to uid %u: chown it to root", path,
+			(unsigned)st.st_uid);
+		e = -TD_E_NOTOWNER;
+		goto out;
+	}
+	if (st.st_mode & 077) {
+		snprintf(why, why_len, "%s can be read or written by its group or others, who "
+			"could push as this machine: chmod 600 it", path);
+		e = -TD_E_UNSAFE;
+		goto out;
+	}
+	n = read(fd, buf, len);
+	if (n < 0) {
+		e = -errno;
+		snprintf(why, why_len, "cannot read %s: %s", path, strerror(-e));
+		goto out;
+	}
+	if ((size_t)n >= len) {
+		snprintf(why, why_len, "%s is longer than %zu bytes; a token is one line", path,
+			len - 1);
+		e = -EFBIG;
+		goto out;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	e = 0;
+	for (char *s = buf; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			e = -EINVAL;
+	if (e || !buf[0]) {
+		snprintf(why, why_len, "%s must hold the token on its first line: printable "
+			"ASCII, no spaces", path);
+		e = -EINVAL;
+	}
+out:
+	close(fd);
+	return e;
+}
+
+/* ---- the spool: SEQ.req files, each "PATH?QUERY\nCONTENT-TYPE\n" then
+ * the body; written as .tmp and renamed, so a crash leaves whole ones */
+
+struct spooled {
+	uint64_t seq, bytes;
+};
+
+static int spooled_cmp(const void *a, const void *b)
+{
+	const struct spooled *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The spool's requests in order, at most max; their count. */
+static size_t spool_list(struct exporter *x, struct spooled *out, size_t max)
+{
+	int dfd = dup(x->spool);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *end;
+		unsigned long long seq = strtoull(de->d_name, &end, 10);
+
+		if (end == de->d_name || strcmp(end, ".req"))
+			continue;
+		if (fstatat(x->spool, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			!S_ISREG(st.st_mode))
+			continue;
+		if (n < max)
+			out[n++] = (struct spooled){ seq, (uint64_t)st.st_size };
+	}
+	closedir(d);
+	qsort(out, n, sizeof(*out), spooled_cmp);
+	return n;
+}
+
+static void spool_name(char *buf, size_t len, uint64_t seq)
+{
+	snprintf(buf, len, "%016llu.req", (unsigned long long)seq);
+}
+
+static int spool_open(struct exporter *x)
+{
+	char path[PATH_MAX];
+	struct spooled *l;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", x->cfg->directory, SVC_EXPORT_SPOOL);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	x->spool = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (x->spool < 0)
+		return -errno;
+	l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	n = spool_list(x, l, EXP_SPOOL_FILES_MAX);
+	for (size_t i = 0; i < n; i++)
+		x->spool_bytes += l[i].bytes;
+	x->spooled = (unsigned)n;
+	x->next_seq = n ? l[n - 1].seq + 1 : 1;
+	free(l);
+	return 0;
+}
+
+/* Drop the oldest requests until need more bytes fit. */
+static void spool_make_room(struct exporter *x, uint64_t need)
+{
+	struct spooled *l;
+	size_t n;
+	char name[32];
+
+	if (x->spool_bytes + need <= x->spool_max && x->spooled < EXP_SPOOL_FILES_MAX)
+		return;
+	l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
+	if (!l)
+		return;
+	n = spool_list(x, l, EXP_SPOOL_FILES_MAX);
+	x->spool_bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		x->spool_bytes += l[i].bytes;
+	for (size_t i = 0; i < n && (x->spool_bytes + need > x->spool_max ||
+					    n - i >= EXP_SPOOL_FILES_MAX); i++) {
+		spool_name(name, sizeof(name), l[i].seq);
+		if (unlinkat(x->spool, name, 0) == 0) {
+			x->spool_bytes -= l[i].bytes;
+			x->lost_in_outage++;
+			x->lost_total++;
+			if (x->spooled)
+				x->spooled--;
+		}
+	}
+	free(l);
+	if (!x->full_said) {
+		say(x, LOG_WARNING, "export: the spool is full (%llu KiB, a share of MaxSize=): "
+			"the oldest profiles not yet sent are dropped; %llu so far",
+			(unsigned long long)(x->spool_max >> 10), (unsigned long long)x->lost_total);
+		x->full_said = true;
+	}
+}
+
+static int spool_add(struct exporter *x, const char *target, const char *type,
+	const void *body, size_t len)
+{
+	char name[32], tmp[40];
+	size_t hl = strlen(target) + strlen(type) + 2;
+	int fd, e = 0;
+	FILE *f;
+
+	spool_make_room(x, hl + len);
+	spool_name(name, sizeof(name), x->next_seq);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(x->spool, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fprintf(f, "%s\n%s\n", target, type);
+	if (fwrite(body, 1, len, f) != len || fflush(f) != 0)
+		e = -errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !e)
+		e = -errno;
+	if (!e && renameat(x->spool, tmp, x->spool, name) < 0)
+		e = -errno;
+	if (e) {
+		unlinkat(x->spool, tmp, 0);
+		return e;
+	}
+	x->next_seq++;
+	x->spooled++;
+	x->spool_bytes += hl + len;
+	return 0;
+}
+
+/* ---- sending */
+
+static size_t discard_body(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n; /* the server's answer is not ours to keep */
+}
+
+/* POST one spooled request.  0: the server took it (2xx); 1: it refused
+ * it for good (a 4xx other than 401, 403, 408, 429: resending cannot
+ * help); -errno / -TD_E_* with why filled: try again later. */
+static int post(struct exporter *x, const char *req, size_t len, char *why, size_t why_len)
+{
+	const char *nl1 = memchr(req, '\n', len), *nl2;
+	char url[SVC_EXPORT_URL_MAX + 2100], ctype[96], auth[SVC_TOKEN_MAX + 32];
+	struct curl_slist *h = NULL;
+	long status = 0;
+	CURLcode c;
+	int e;
+
+	nl2 = nl1 ? memchr(nl1 + 1, '\n', len - (size_t)(nl1 + 1 - req)) : NULL;
+	if (!nl2 || (size_t)(nl1 - req) > 2048 || (size_t)(nl2 - nl1) > 64)
+		return 1; /* not one of ours: dropped */
+	snprintf(url, sizeof(url), "%s%.*s", x->cfg->export.url, (int)(nl1 - req), req);
+	snprintf(ctype, sizeof(ctype), "Content-Type: %.*s", (int)(nl2 - nl1 - 1), nl1 + 1);
+	h = curl_slist_append(h, ctype);
+	h = curl_slist_append(h, "Expect:");
+	if (x->cfg->export.token_file) {
+		char token[SVC_TOKEN_MAX];
+
+		/* read at each push: a token rotated on disk is taken at once */
+		e = svc_token_read(x->cfg->export.token_file, token, sizeof(token), why, why_len);
+		if (e < 0) {
+			curl_slist_free_all(h);
+			return e;
+		}
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		memset(token, 0, sizeof(token));
+		h = curl_slist_append(h, auth);
+		memset(auth, 0, sizeof(auth));
+	}
+	curl_easy_reset(x->curl);
+	curl_easy_setopt(x->curl, CURLOPT_URL, url);
+	curl_easy_setopt(x->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->curl, CURLOPT_CONNECTTIMEOUT, EXP_CONNECT_S);
+	curl_easy_setopt(x->curl, CURLOPT_TIMEOUT, EXP_TIMEOUT_S);
+	curl_easy_setopt(x->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(x->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(x->curl, CURLOPT_POSTFIELDS, nl2 + 1);
+	curl_easy_setopt(x->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+		(curl_off_t)(len - (size_t)(nl2 + 1 - req)));
+	curl_easy_setopt(x->curl, CURLOPT_WRITEFUNCTION, discard_body);
+	curl_easy_setopt(x->curl, CURLOPT_USERAGENT, "tracerd");
+	c = curl_easy_perform(x->curl);
+	curl_slist_free_all(h);
+	if (c != CURLE_OK) {
+		snprintf(why, why_len, "%s", curl_easy_strerror(c));
+		return -EIO;
+	}
+	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 200 && status < 300)
+		return 0;
+	snprintf(why, why_len, "the server answered HTTP %ld%s", status,
+		status == 401 || status == 403 ? " (check TokenFile=)" : "");
+	if (status >= 400 && status < 500 && status != 401 && status != 403 && status != 408 &&
+		status != 429)
+		return 1;
+	return -EIO;
+}
+
+/* Send the spool, oldest first, until it is empty, a push fails, or a
+ * window falls due. */
+static void send_spool(struct exporter *x)
+{
+	struct spooled *l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
+	size_t n = l ? spool_list(x, l, EXP_SPOOL_FILES_MAX) : 0;
+	char why[300] = "";
+
+	x->spooled = (unsigned)n;
+	for (size_t i = 0; i < n; i++) {
+		char name[32], *buf;
+		size_t len;
+		int fd, e;
+		ssize_t got;
+
+		if (td_real_ns() >= x->until_ns + EXP_LAG_NS)
+			break; /* the next window first; the rest after it */
+		spool_name(name, sizeof(name), l[i].seq);
+		fd = openat(x->spool, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		buf = fd >= 0 ? malloc(l[i].bytes + 1) : NULL;
+		got = buf ? pread(fd, buf, l[i].bytes, 0) : -1;
+		if (fd >= 0)
+			close(fd);
+		len = got > 0 ? (size_t)got : 0;
+		e = len ? post(x, buf, len, why, sizeof(why)) : 1;
+		free(buf);
+		if (e < 0) {
+			x->backoff_ns = x->backoff_ns ?
+				TD_MIN(x->backoff_ns * 2, x->cfg->export.interval_ns) : EXP_RETRY_MIN_NS;
+			x->retry_ns = td_now_ns() + x->backoff_ns;
+			if (!x->failing) {
+				x->failing = true;
+				x->fail_start_ns = td_now_ns();
+				x->sent_in_outage = x->lost_in_outage = 0;
+				say(x, LOG_WARNING, "export: cannot push to %s: %s; keeping the "
+					"profiles in %s/%s (at most %llu MiB) and retrying",
+					x->cfg->export.url, why, x->cfg->directory, SVC_EXPORT_SPOOL,
+					(unsigned long long)(x->spool_max >> 20));
+			}
+			break;
+		}
+		if (e == 1) {
+			x->rejected++;
+			say(x, LOG_WARNING, "export: %s refused a profile for good (%s); dropped, "
+				"%llu so far", x->cfg->export.url, why[0] ? why : "unreadable",
+				(unsigned long long)x->rejected);
+		}
+		unlinkat(x->spool, name, 0);
+		x->spool_bytes = x->spool_bytes > l[i].bytes ? x->spool_bytes - l[i].bytes : 0;
+		x->spooled--;
+		x->backoff_ns = 0;
+		if (x->failing) {
+			x->sent_in_outage++;
+			if (!x->spooled) {
+				say(x, LOG_NOTICE, "export: %s answers again after %.0f s: %llu kept "
+					"profile%s sent, %llu lost (the spool was full)",
+					x->cfg->export.url,
+					(double)(td_now_ns() - x->fail_start_ns) / 1e9,
+					(unsigned long long)x->sent_in_outage,
+					x->sent_in_outage == 1 ? "" : "s",
+					(unsigned long long)x->lost_in_outage);
+				x->failing = false;
+				x->full_said = false;
+			}
+		}
+	}
+	free(l);
+}
+
+/* ---- one window */
+
+/* The chunk files of the rule's repository written since from_ns (a
+ * finished chunk's mtime is its last block): the window never needs the
+ * older ones, and the repository may hold a gigabyte of them. */
+static unsigned recent_chunks(const char *repo, uint64_t from_ns, char **paths, unsigned max)
+{
+	DIR *d = opendir(repo);
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		char path[PATH_MAX];
+
+		if (de->d_name[0] != 'c' ||
+			!(len > 4 && (!strcmp(de->d_name + len - 4, ".tcf") ||
+				      (len > 9 && !strcmp(de->d_name + len - 9, ".tcf.part")))))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", repo, de->d_name) >= sizeof(path))
+			continue;
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+			(uint64_t)st.st_mtim.tv_sec * NS + (uint64_t)st.st_mtim.tv_nsec + NS < from_ns)
+			continue;
+		paths[n] = strdup(path);
+		if (paths[n])
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The window's gzipped pprof of proc into *ret (malloc'd); 0, -ENODATA
+ * for no sample, -errno. */
+static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t from,
+	uint64_t until, char **ret, size_t *ret_len)
+{
+	const struct svc_rule *rule = &x->cfg->rules[pr->rule];
+	struct rp_filter f = { .from_ns = (int64_t)from, .to_ns = (int64_t)until - 1,
+		.pids = { (uint32_t)pr->pid }, .npids = 1, .state = -1, .addresses = true };
+	struct rp_load_report rep;
+	struct rp_profile *p = NULL;
+	char repo[PATH_MAX], *paths[64];
+	unsigned n;
+	FILE *mem;
+	int e = -ENODATA;
+
+	snprintf(repo, sizeof(repo), "%s/%s", x->cfg->directory, rule->name);
+	/* a chunk renamed from .part meanwhile: list again */
+	for (int attempt = 0; attempt < 3 && e == -ENODATA; attempt++) {
+		n = recent_chunks(repo, from, paths, TD_ARRAY_SIZE(paths));
+		e = n ? rp_load((const char *const *)paths, n, &f, &p, &rep, NULL) : -ENODATA;
+		for (unsigned i = 0; i < n; i++)
+			free(paths[i]);
+		if (e == -ENOENT)
+			e = -ENODATA;
+		else if (e < 0 || !n)
+			break;
+	}
+	if (e < 0)
+		return e;
+	if (!rp_samples(p)) {
+		rp_free(p);
+		return -ENODATA;
+	}
+	mem = open_memstream(ret, ret_len);
+	if (!mem) {
+		rp_free(p);
+		return -ENOMEM;
+	}
+	e = rp_pprof(mem, p);
+	if (fclose(mem) != 0 && e >= 0)
+		e = -ENOMEM;
+	rp_free(p);
+	if (e < 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return e < 0 ? e : 0;
+}
+
+/* Pyroscope's /ingest target: name=RULE{labels}, the window in seconds */
+static int pyroscope_target(struct exporter *x, const struct exp_proc *pr, uint64_t from,
+	uint64_t until, char *buf, size_t len)
+{
+	const struct svc_rule *rule = &x->cfg->rules[pr->rule];
+	char name[1400];
+	char *esc;
+	int n;
+
+	n = snprintf(name, sizeof(name), "%s{host=%s,rule=%s,pid=%d%s%s%s%s%s%s}", rule->name,
+		x->host, rule->name, (int)pr->pid, pr->exe[0] ? ",exe=" : "", pr->exe,
+		pr->unit[0] ? ",unit=" : "", pr->unit, x->cfg->export.labels ? "," : "",
+		x->cfg->export.labels ? x->cfg->export.labels : "");
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return -ENAMETOOLONG;
+	esc = curl_easy_escape(x->curl, name, 0);
+	if (!esc)
+		return -ENOMEM;
+	n = snprintf(buf, len, "/ingest?name=%s&from=%llu&until=%llu&format=pprof&sampleRate=%u"
+		"&spyName=tracerd", esc, (unsigned long long)(from / NS),
+		(unsigned long long)(until / NS), rule->hz);
+	curl_free(esc);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void export_window(struct exporter *x, uint64_t from, uint64_t until)
+{
+	for (size_t i = 0; i < x->nprocs; i++) {
+		struct exp_proc *pr = &x->procs[i];
+		char target[2048], *body = NULL;
+		size_t len = 0;
+		int e;
+
+		if (pr->gone_ns && pr->gone_ns < from)
+			continue;
+		e = window_pprof(x, pr, from, until, &body, &len);
+		if (e == -ENODATA)
+			continue;
+		if (e == 0) {
+			if (x->cfg->export.protocol == SVC_EXPORT_OTLP)
+				snprintf(target, sizeof(target), "/v1development/profiles");
+			else
+				e = pyroscope_target(x, pr, from, until, target, sizeof(target));
+		}
+		if (e == 0)
+			e = spool_add(x, target,
+				x->cfg->export.protocol == SVC_EXPORT_OTLP ?
+					"application/x-protobuf" : "application/octet-stream",
+				body, len);
+		free(body);
+		if (e < 0)
+			say(x, LOG_WARNING, "export: rule %s: the profile of %d for the interval "
+				"ending %llu is lost: %s", x->cfg->rules[pr->rule].name, (int)pr->pid,
+				(unsigned long long)(until / NS), td_strerror(e));
+	}
+	/* a process gone before this window's end has nothing after it */
+	for (size_t i = 0; i < x->nprocs;)
+		if (x->procs[i].gone_ns && x->procs[i].gone_ns < until)
+			x->procs[i] = x->procs[--x->nprocs];
+		else
+			i++;
+}
+
+/* ---- what the loop says */
+
+static void on_follow(struct exporter *x, const struct exp_msg *m)
+{
+	struct svc_proc *p;
+	struct exp_proc *pr = NULL;
+
+	if (m->rule < 0 || (unsigned)m->rule >= x->cfg->nrules)
+		return;
+	for (size_t i = 0; i < x->nprocs; i++)
+		if (x->procs[i].pid == m->pid && x->procs[i].start_time == m->start_time)
+			pr = &x->procs[i];
+	if (!pr) {
+		if (x->nprocs >= EXP_PROCS_MAX ||
+			td_array_grow(x->procs, x->cap, x->nprocs + 1, 64) < 0)
+			return;
+		pr = &x->procs[x->nprocs++];
+	}
+	*pr = (struct exp_proc){ .rule = m->rule, .pid = m->pid, .start_time = m->start_time };
+	p = malloc(sizeof(*p));
+	if (p && svc_proc_read(x->proc_root, m->pid, SVC_NEED_EXE | SVC_NEED_UNIT, p) == 0 &&
+		p->start_time == m->start_time) {
+		char *unit = strrchr(p->cgroup, '/');
+
+		exp_label_safe(pr->exe, sizeof(pr->exe), p->exe);
+		/* the innermost cgroup that is not a slice: the unit's */
+		while (unit && unit > p->cgroup && strstr(unit, ".slice") == unit + strlen(unit) - 6) {
+			*unit = '\0';
+			unit = strrchr(p->cgroup, '/');
+		}
+		if (unit && unit[1])
+			exp_label_safe(pr->unit, sizeof(pr->unit), unit + 1);
+	}
+	free(p);
+}
+
+static void on_gone(struct exporter *x, const struct exp_msg *m)
+{
+	for (size_t i = 0; i < x->nprocs; i++)
+		if (x->procs[i].pid == m->pid && !x->procs[i].gone_ns)
+			x->procs[i].gone_ns = td_real_ns();
+}
+
+/* Returns false when the loop hung up. */
+static bool read_loop(struct exporter *x)
+{
+	for (;;) {
+		struct exp_msg m;
+		ssize_t n = recv(x->fd, &m, sizeof(m), MSG_DONTWAIT);
+
+		if (n == 0)
+			return false;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		if (n != (ssize_t)sizeof(m))
+			continue;
+		if (m.kind == EXP_MSG_FOLLOW)
+			on_follow(x, &m);
+		else if (m.kind == EXP_MSG_GONE)
+			on_gone(x, &m);
+	}
+}
+
+int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
+{
+	struct exporter x = { .cfg = cfg, .proc_root = proc_root, .fd = fd, .spool = -1 };
+	sigset_t sigs;
+	int sfd, e;
+	uint64_t share = cfg->max_size / EXP_SPOOL_SHARE;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() == 1)
+		return 1;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	x.spool_max = TD_MAX(share * TD_MAX(cfg->nrules, 1u), 1ull << 20);
+	if (gethostname(x.host, sizeof(x.host)) < 0)
+		snprintf(x.host, sizeof(x.host), "unknown");
+	x.host[sizeof(x.host) - 1] = '\0';
+	exp_label_safe(x.host, sizeof(x.host), x.host);
+	e = spool_open(&x);
+	if (e < 0) {
+		say(&x, LOG_ERR, "export: cannot use the spool %s/%s: %s; nothing is exported",
+			cfg->directory, SVC_EXPORT_SPOOL, strerror(-e));
+		return 1;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(x.curl = curl_easy_init())) {
+		say(&x, LOG_ERR, "export: libcurl cannot start; nothing is exported");
+		return 1;
+	}
+	/* windows on multiples of Interval: the same on every machine */
+	x.until_ns = (td_real_ns() / cfg->export.interval_ns + 1) * cfg->export.interval_ns;
+	if (x.spooled)
+		say(&x, LOG_INFO, "export: %u profile%s kept in the spool from before are sent "
+			"first", x.spooled, x.spooled == 1 ? "" : "s");
+	for (;;) {
+		struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
+		uint64_t real = td_real_ns(), due = x.until_ns + EXP_LAG_NS;
+		int timeout = due > real ? (int)TD_MIN((due - real) / 1000000 + 1, 1000) : 0;
+
+		if (x.spooled && td_now_ns() >= x.retry_ns)
+			timeout = 0;
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			bool stop = false;
+
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				stop |= si.ssi_signo != SIGHUP;
+			if (stop)
+				break;
+		}
+		if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && !read_loop(&x))
+			break;
+		if (td_real_ns() >= due) {
+			export_window(&x, x.until_ns - cfg->export.interval_ns, x.until_ns);
+			x.until_ns += cfg->export.interval_ns;
+			/* a machine that slept: no backlog of empty windows */
+			if (x.until_ns + EXP_LAG_NS < td_real_ns())
+				x.until_ns = (td_real_ns() / cfg->export.interval_ns + 1) *
+					     cfg->export.interval_ns;
+		}
+		if (x.spooled && td_now_ns() >= x.retry_ns)
+			send_spool(&x);
+	}
+	curl_easy_cleanup(x.curl);
+	curl_global_cleanup();
+	free(x.procs);
+	close(x.spool);
+	close(sfd);
+	return 0;
+}
