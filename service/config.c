@@ -357,7 +357,7 @@ static int set_mode(struct parser *p, const char *key, char *v)
 
 static int set_export_url(struct parser *p, const char *key, char *v)
 {
-	size_t n = strlen(v);
+	size_t n = strlen(v), scheme;
 
 	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
 		return fail(p, "%s= must start with http:// or https://, e.g. "
@@ -368,11 +368,12 @@ static int set_export_url(struct parser *p, const char *key, char *v)
 			return fail(p, "%s= holds a space, a control character, '?' or '#': give "
 				       "the server's base URL alone; tracerd adds the path and query",
 				key);
-	while (n > 8 && v[n - 1] == '/')
+	scheme = v[4] == 's' ? 8 : 7;
+	while (n > scheme && v[n - 1] == '/')
 		v[--n] = '\0';
 	if (n > SVC_EXPORT_URL_MAX)
 		return fail(p, "%s= is longer than %u bytes", key, SVC_EXPORT_URL_MAX);
-	if (n <= 8 || !strcmp(v, "https://"))
+	if (n <= scheme)
 		return fail(p, "%s= has no host: give one such as http://pyroscope.example:4040",
 			key);
 	return set_string(p, &p->c->export.url, v);
@@ -587,8 +588,8 @@ static int parse_header(struct parser *p, char *s)
 		return 0;
 	}
 	if (strncmp(inner, "Target", 6) || (inner[6] && !is_blank(inner[6])))
-		return fail(p, "unknown section [%.40s]: the sections are [Service], [Export] "
-			       "and [Target NAME] (names are case-sensitive)",
+		return fail(p, "unknown section [%.40s]: the sections are [Export], "
+			       "[Service] and [Target NAME] (names are case-sensitive)",
 			inner);
 	name = trim(inner + 6);
 	n = strlen(name);
