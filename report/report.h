@@ -59,6 +59,16 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread);
 int rp_threads(FILE *out, const struct rp_profile *p);
 /* gzip-compressed profile.proto, readable by go tool pprof. */
 int rp_pprof(FILE *out, const struct rp_profile *p);
+/* Who an OTLP profile is of: its resource's attributes (NULL or "": left
+ * out); labels "k=v,..." as tracerd.conf's Labels= checks them. */
+struct rp_otlp_resource {
+	const char *service, *host, *exe, *unit, *labels;
+	uint32_t pid;
+	uint64_t from_ns, until_ns; /* the window (real time); 0: the samples' span */
+};
+/* An OTLP ExportProfilesServiceRequest (protobuf, uncompressed) holding
+ * the profile as one Profile of res. */
+int rp_otlp(FILE *out, const struct rp_profile *p, const struct rp_otlp_resource *res);
 /* speedscope JSON: one sampled profile per thread. */
 int rp_speedscope(FILE *out, const struct rp_profile *p);
 /* One self-contained HTML file with an interactive flame graph. */

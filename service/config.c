@@ -384,9 +384,7 @@ static int set_export_protocol(struct parser *p, const char *key, char *v)
 	if (!strcmp(v, "pyroscope"))
 		p->c->export.protocol = SVC_EXPORT_PYROSCOPE;
 	else if (!strcmp(v, "otlp"))
-		return fail(p, "%s=otlp is not supported by this version yet: use pyroscope "
-			       "(Pyroscope, and the stores that take its /ingest)",
-			key);
+		p->c->export.protocol = SVC_EXPORT_OTLP;
 	else
 		return fail(p, "%s= must be pyroscope (Grafana Pyroscope's /ingest, pprof) or "
 			       "otlp (OpenTelemetry's profiles signal over HTTP)",

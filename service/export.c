@@ -531,7 +531,15 @@ static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t 
 		rp_free(p);
 		return -ENOMEM;
 	}
-	e = rp_pprof(mem, p);
+	if (x->cfg->export.protocol == SVC_EXPORT_OTLP) {
+		struct rp_otlp_resource res = { .service = rule->name, .host = x->host,
+			.exe = pr->exe, .unit = pr->unit, .labels = x->cfg->export.labels,
+			.pid = (uint32_t)pr->pid, .from_ns = from, .until_ns = until };
+
+		e = rp_otlp(mem, p, &res);
+	} else {
+		e = rp_pprof(mem, p);
+	}
 	if (fclose(mem) != 0 && e >= 0)
 		e = -ENOMEM;
 	rp_free(p);

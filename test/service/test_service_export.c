@@ -60,9 +60,10 @@ Test(svcexport, section_defaults_and_keys)
 	cr_expect_null(c->export.labels);
 	cr_expect_null(c->export.token_file);
 	svc_config_free(c);
-	text = "[Export]\nURL=https://p.example\nProtocol=pyroscope\nInterval=1min\n"
+	text = "[Export]\nURL=https://p.example\nProtocol=otlp\nInterval=1min\n"
 	       "Labels=env=prod,region=eu-1\n";
 	cr_assert_eq(svc_config_parse("t.conf", text, strlen(text), &c, &e), 0, "%s", e.reason);
+	cr_expect_eq(c->export.protocol, SVC_EXPORT_OTLP);
 	cr_expect_eq(c->export.interval_ns, 60000000000ull);
 	cr_expect_str_eq(c->export.labels, "env=prod,region=eu-1");
 	svc_config_free(c);
@@ -483,4 +484,60 @@ Test(export, pyroscope_gets_every_interval_across_an_outage, .init = mktmp, .fin
 		cr_expect_eq(said, 1, "the failure is said once:\n%s", log);
 	}
 	free(log);
+}
+
+Test(export, otlp_request_decodes_against_opentelemetry_proto, .init = mktmp, .fini = rmtmp,
+	.timeout = 120)
+{
+	static struct receiver rv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct svc s;
+	char keys[512], rules[256], path[256], cmd[1024], want[64];
+	pid_t spin;
+	char *out;
+	int status;
+
+	need_command("protoc", "protobuf-compiler");
+	receiver_up(&rv);
+	snprintf(keys, sizeof(keys), "URL=http://127.0.0.1:%d\nProtocol=otlp\nInterval=1s\n"
+		"Labels=env=test\n", rv.port);
+	snprintf(rules, sizeof(rules), "[Target spin]\nExe=%s/fx_spin\nCmdline=fx_spin 70022$\n",
+		TD_FIXTURE_DIR);
+	spin = fx_start(TD_FIXTURE_DIR "/fx_spin", "70022");
+	svc_start(&s, keys, rules);
+	cr_assert(wait_for(has_received, &(struct count_wait){ &rv, 1 }, TEST_PATIENCE_MS),
+		"nothing received:\n%s", svc_log(&s));
+	svc_stop(&s);
+	receiver_down(&rv);
+	kill(spin, SIGKILL);
+	waitpid(spin, NULL, 0);
+	cr_expect_str_eq(rv.req[0].target, "/v1development/profiles");
+	cr_expect_str_eq(rv.req[0].ctype, "application/x-protobuf");
+	snprintf(path, sizeof(path), "%s/otlp.pb", tmpdir);
+	{
+		FILE *f = fopen(path, "w");
+
+		cr_assert_not_null(f);
+		fwrite(rv.req[0].body, 1, rv.req[0].len, f);
+		fclose(f);
+	}
+	for (unsigned i = 0; i < rv.n; i++)
+		free(rv.req[i].body);
+	snprintf(cmd, sizeof(cmd), "protoc --proto_path=%s/third_party/opentelemetry-proto "
+		"--decode=opentelemetry.proto.collector.profiles.v1development."
+		"ExportProfilesServiceRequest opentelemetry/proto/collector/profiles/v1development/"
+		"profiles_service.proto < %s 2>&1", TD_SOURCE_DIR, path);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "protoc --decode refused it:\n%s", out);
+	snprintf(want, sizeof(want), "int_value: %d\n", (int)spin);
+	cr_expect(strstr(out, "key: \"service.name\"") && strstr(out, "string_value: \"spin\"") &&
+			  strstr(out, "key: \"process.pid\"") && strstr(out, want) &&
+			  strstr(out, "key: \"env\""),
+		"the resource names the rule, the pid %d and the labels:\n%s", (int)spin, out);
+	cr_expect(strstr(out, "string_table: \"fx_spin_user\"") &&
+			  strstr(out, "string_table: \"samples\"") && strstr(out, "stack_table {") &&
+			  strstr(out, "location_table {") && strstr(out, "values: "),
+		"samples with stacks through fx_spin_user:\n%s", out);
+	cr_expect(strstr(out, "duration_nano: 1000000000\n"), "the window is Interval=1s:\n%s",
+		out);
+	free(out);
 }
