@@ -304,6 +304,8 @@ install: $(TRACERD)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/tracerd.service.in > $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	mv -f $(DESTDIR)$(UNITDIR)/tracerd.service.tmp $(DESTDIR)$(UNITDIR)/tracerd.service
+	install -d $(DESTDIR)$(PREFIX)/share/tracerd
+	install -m 0644 systemd/tracerd-export.conf $(DESTDIR)$(PREFIX)/share/tracerd/tracerd-export.conf
 	@if [ -z "$(DESTDIR)" ] && [ -e $(SYSCONFDIR)/tracerd/tracerd.conf ]; then \
 		echo "install: kept $(SYSCONFDIR)/tracerd/tracerd.conf (the example is systemd/tracerd.conf)"; \
 	else \

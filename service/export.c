@@ -49,6 +49,7 @@
 #define EXP_TIMEOUT_S 30L
 #define EXP_RETRY_MIN_NS NS
 #define EXP_PROCS_MAX 4096
+#define EXP_CATCH_UP_NS (3600 * NS) /* windows older than this are not made late */
 
 /* A process a rule followed: exported for every window it lived in. */
 struct exp_proc {
@@ -375,7 +376,10 @@ static int post(struct exporter *x, const char *req, size_t len, char *why, size
 	c = curl_easy_perform(x->curl);
 	curl_slist_free_all(h);
 	if (c != CURLE_OK) {
-		snprintf(why, why_len, "%s", curl_easy_strerror(c));
+		snprintf(why, why_len, "%s%s", curl_easy_strerror(c),
+			c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ?
+				" (under the installed unit the network opens only with the export "
+				"drop-in: see tracerd.conf(5), [Export])" : "");
 		return -EIO;
 	}
 	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -613,6 +617,21 @@ static void export_window(struct exporter *x, uint64_t from, uint64_t until)
 			i++;
 }
 
+/* Keep the end of the window just spooled, for the next exporter. */
+static void window_done(struct exporter *x)
+{
+	char text[32];
+	int fd = openat(x->spool, "window.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		O_NOFOLLOW, 0600);
+	int n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)x->until_ns);
+
+	if (fd < 0)
+		return;
+	if (write(fd, text, (size_t)n) == n)
+		renameat(x->spool, "window.tmp", x->spool, "window");
+	close(fd);
+}
+
 /* ---- what the loop says */
 
 static void on_follow(struct exporter *x, const struct exp_msg *m)
@@ -707,8 +726,32 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 		say(&x, LOG_ERR, "export: libcurl cannot start; nothing is exported");
 		return 1;
 	}
-	/* windows on multiples of Interval: the same on every machine */
+	{
+		/* tracerd.service alone allows AF_UNIX only: say the fix now
+		 * rather than one failed push later */
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (s >= 0)
+			close(s);
+		else
+			say(&x, LOG_ERR, "export: the service may not open network sockets (%s): "
+				"install the drop-in that make install leaves in "
+				"PREFIX/share/tracerd/tracerd-export.conf as "
+				"/etc/systemd/system/tracerd.service.d/export.conf, then "
+				"systemctl daemon-reload and restart tracerd", strerror(errno));
+	}
+	/* windows on multiples of Interval: the same on every machine; after
+	 * a restart or a reload, from where the last exporter stopped */
 	x.until_ns = (td_real_ns() / cfg->export.interval_ns + 1) * cfg->export.interval_ns;
+	{
+		char text[32];
+		uint64_t last;
+
+		if (td_read_text(x.spool, "window", text, sizeof(text)) > 0 &&
+			(last = strtoull(text, NULL, 10)) % cfg->export.interval_ns == 0 &&
+			last < x.until_ns && last + EXP_CATCH_UP_NS > x.until_ns)
+			x.until_ns = last + cfg->export.interval_ns;
+	}
 	if (x.spooled)
 		say(&x, LOG_INFO, "export: %u profile%s kept in the spool from before are sent "
 			"first", x.spooled, x.spooled == 1 ? "" : "s");
@@ -734,9 +777,10 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 			break;
 		if (td_real_ns() >= due) {
 			export_window(&x, x.until_ns - cfg->export.interval_ns, x.until_ns);
+			window_done(&x);
 			x.until_ns += cfg->export.interval_ns;
 			/* a machine that slept: no backlog of empty windows */
-			if (x.until_ns + EXP_LAG_NS < td_real_ns())
+			if (x.until_ns + EXP_CATCH_UP_NS < td_real_ns())
 				x.until_ns = (td_real_ns() / cfg->export.interval_ns + 1) *
 					     cfg->export.interval_ns;
 		}

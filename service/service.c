@@ -673,7 +673,8 @@ static bool same_repo_settings(const struct svc_config *a, const struct svc_conf
 {
 	return !strcmp(a->directory, b->directory) && a->max_size == b->max_size &&
 	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns &&
-	       same_string(a->cache_directory, b->cache_directory);
+	       same_string(a->cache_directory, b->cache_directory) &&
+	       !a->export.url == !b->export.url; /* the spool's share of MaxSize */
 }
 
 static void reload(struct service *sv)

@@ -6,7 +6,8 @@
  * test knows (the rule, the pid, the fixture's path, the labels, the
  * token), the body read back by go tool pprof, and an outage of the
  * receiver for several intervals after which every interval arrives, in
- * order. */
+ * order, and a reload that skips none; OTLP's request decoded by protoc
+ * against the .proto files kept in third_party/. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -458,6 +459,12 @@ Test(export, pyroscope_gets_every_interval_across_an_outage, .init = mktmp, .fin
 	receiver_up(&rv);
 	cr_assert(wait_for(has_received, &(struct count_wait){ &rv, before + 6 }, TEST_PATIENCE_MS),
 		"the spool was not sent:\n%s", svc_log(&s));
+	/* a reload starts the exporter anew: it goes on from the last
+	 * interval, none skipped */
+	kill(s.pid, SIGHUP);
+	before = received(&rv);
+	cr_assert(wait_for(has_received, &(struct count_wait){ &rv, before + 3 }, TEST_PATIENCE_MS),
+		"nothing after the reload:\n%s", svc_log(&s));
 	svc_stop(&s);
 	receiver_down(&rv);
 	kill(spin, SIGKILL);
