@@ -247,6 +247,7 @@ bench:
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_export.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);
 # FUZZ_SECONDS bounds each run.

@@ -43,8 +43,14 @@
 #include "../report/report.h"
 
 #define NS 1000000000ull
-#define EXP_LAG_NS (2 * NS)	 /* a window is read this long after its end: the
-				  * writer publishes every 250 ms, and unwinds late */
+/* A window is read once every rule that followed a process in it has
+ * recorded past its end (the writer unwinds late, more so under load, and
+ * writes in time order), EXP_LAG_NS after its end at the soonest; a rule
+ * with nothing more to write (its processes idle in cpu mode) is waited
+ * for EXP_MAX_LAG_NS at the most. */
+#define EXP_LAG_NS (NS / 2)
+#define EXP_MAX_LAG_NS (15 * NS)
+#define EXP_PAST_NS (NS / 4)
 #define EXP_CONNECT_S 5L
 #define EXP_TIMEOUT_S 30L
 #define EXP_RETRY_MIN_NS NS
@@ -394,12 +400,14 @@ static int post(struct exporter *x, const char *req, size_t len, char *why, size
 }
 
 /* Send the spool, oldest first, until it is empty, a push fails, or a
- * window falls due. */
+ * second has passed (the loop then looks at the next window and comes
+ * back). */
 static void send_spool(struct exporter *x)
 {
 	struct spooled *l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
 	size_t n = l ? spool_list(x, l, EXP_SPOOL_FILES_MAX) : 0;
 	char why[300] = "";
+	uint64_t start = td_now_ns();
 
 	x->spooled = (unsigned)n;
 	for (size_t i = 0; i < n; i++) {
@@ -408,8 +416,8 @@ static void send_spool(struct exporter *x)
 		int fd, e;
 		ssize_t got;
 
-		if (td_real_ns() >= x->until_ns + EXP_LAG_NS)
-			break; /* the next window first; the rest after it */
+		if (td_now_ns() - start > NS)
+			break; /* a look at the next window, then the rest */
 		spool_name(name, sizeof(name), l[i].seq);
 		fd = openat(x->spool, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		buf = fd >= 0 ? malloc(l[i].bytes + 1) : NULL;
@@ -552,6 +560,46 @@ static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t 
 		*ret = NULL;
 	}
 	return e < 0 ? e : 0;
+}
+
+/* Has rule recorded past until (by EXP_PAST_NS)? */
+static bool rule_past(struct exporter *x, int rule, uint64_t until)
+{
+	struct rp_filter f = { .from_ns = (int64_t)(until + EXP_PAST_NS), .state = -1 };
+	struct rp_load_report rep;
+	struct rp_profile *p = NULL;
+	char repo[PATH_MAX], *paths[64];
+	unsigned n;
+	bool past;
+
+	snprintf(repo, sizeof(repo), "%s/%s", x->cfg->directory, x->cfg->rules[rule].name);
+	n = recent_chunks(repo, until, paths, TD_ARRAY_SIZE(paths));
+	past = n && rp_load((const char *const *)paths, n, &f, &p, &rep, NULL) == 0 &&
+	       rp_samples(p) > 0;
+	for (unsigned i = 0; i < n; i++)
+		free(paths[i]);
+	rp_free(p);
+	return past;
+}
+
+/* May the window ending until be read now? */
+static bool window_ready(struct exporter *x, uint64_t until, uint64_t real)
+{
+	bool seen[SVC_MAX_RULES] = { false };
+
+	if (real >= until + EXP_MAX_LAG_NS)
+		return true;
+	for (size_t i = 0; i < x->nprocs; i++) {
+		int r = x->procs[i].rule;
+
+		if (seen[r] || (x->procs[i].gone_ns && x->procs[i].gone_ns < until -
+								 x->cfg->export.interval_ns))
+			continue;
+		seen[r] = true;
+		if (!rule_past(x, r, until))
+			return false;
+	}
+	return true;
 }
 
 /* Pyroscope's /ingest target: name=RULE{labels}, the window in seconds */
@@ -700,7 +748,7 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 	struct exporter x = { .cfg = cfg, .proc_root = proc_root, .fd = fd, .spool = -1 };
 	sigset_t sigs;
 	int sfd, e;
-	uint64_t share = cfg->max_size / EXP_SPOOL_SHARE;
+	uint64_t share = cfg->max_size / EXP_SPOOL_SHARE, next_check = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() == 1)
@@ -711,7 +759,7 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 	sigaddset(&sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	x.spool_max = TD_MAX(share * TD_MAX(cfg->nrules, 1u), 1ull << 20);
+	x.spool_max = share * TD_MAX(cfg->nrules, 1u);
 	if (gethostname(x.host, sizeof(x.host)) < 0)
 		snprintf(x.host, sizeof(x.host), "unknown");
 	x.host[sizeof(x.host) - 1] = '\0';
@@ -759,7 +807,7 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 		struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		struct signalfd_siginfo si;
 		uint64_t real = td_real_ns(), due = x.until_ns + EXP_LAG_NS;
-		int timeout = due > real ? (int)TD_MIN((due - real) / 1000000 + 1, 1000) : 0;
+		int timeout = due > real ? (int)TD_MIN((due - real) / 1000000 + 1, 1000) : 250;
 
 		if (x.spooled && td_now_ns() >= x.retry_ns)
 			timeout = 0;
@@ -775,7 +823,10 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 		}
 		if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && !read_loop(&x))
 			break;
-		if (td_real_ns() >= due) {
+		if (td_real_ns() >= due && td_now_ns() >= next_check) {
+			next_check = td_now_ns() + NS / 4;
+			if (!window_ready(&x, x.until_ns, td_real_ns()))
+				goto send;
 			export_window(&x, x.until_ns - cfg->export.interval_ns, x.until_ns);
 			window_done(&x);
 			x.until_ns += cfg->export.interval_ns;
@@ -784,6 +835,7 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 				x.until_ns = (td_real_ns() / cfg->export.interval_ns + 1) *
 					     cfg->export.interval_ns;
 		}
+send:
 		if (x.spooled && td_now_ns() >= x.retry_ns)
 			send_spool(&x);
 	}
