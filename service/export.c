@@ -84,7 +84,7 @@ struct exporter {
 	/* an outage, said when it starts and when it ends */
 	bool failing;
 	uint64_t fail_start_ns, sent_in_outage, lost_in_outage, lost_total, rejected;
-	bool full_said;
+	bool full_said, rejected_said;
 };
 
 static void say(struct exporter *x, int prio, const char *fmt, ...)
@@ -443,10 +443,17 @@ static void send_spool(struct exporter *x)
 			break;
 		}
 		if (e == 1) {
+			/* said once until one is taken again: a server that
+			 * refuses every profile would fill the journal */
 			x->rejected++;
-			say(x, LOG_WARNING, "export: %s refused a profile for good (%s); dropped, "
-				"%llu so far", x->cfg->export.url, why[0] ? why : "unreadable",
-				(unsigned long long)x->rejected);
+			if (!x->rejected_said)
+				say(x, LOG_WARNING, "export: %s refused a profile for good (%s); "
+					"dropped, %llu so far; the next refusals are counted, not said",
+					x->cfg->export.url, why[0] ? why : "unreadable",
+					(unsigned long long)x->rejected);
+			x->rejected_said = true;
+		} else {
+			x->rejected_said = false;
 		}
 		unlinkat(x->spool, name, 0);
 		x->spool_bytes = x->spool_bytes > l[i].bytes ? x->spool_bytes - l[i].bytes : 0;
@@ -706,7 +713,8 @@ static void on_follow(struct exporter *x, const struct exp_msg *m)
 
 		exp_label_safe(pr->exe, sizeof(pr->exe), p->exe);
 		/* the innermost cgroup that is not a slice: the unit's */
-		while (unit && unit > p->cgroup && strstr(unit, ".slice") == unit + strlen(unit) - 6) {
+		while (unit && unit > p->cgroup && strlen(unit) > 6 &&
+			!strcmp(unit + strlen(unit) - 6, ".slice")) {
 			*unit = '\0';
 			unit = strrchr(p->cgroup, '/');
 		}
