@@ -35,6 +35,35 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd);
 /* s made safe as a label value into dst (len bytes). */
 void exp_label_safe(char *dst, size_t len, const char *s);
 
+/* ---- the spool (export-spool.c): the requests not sent yet.
+ * owns: dfd */
+struct exp_spool {
+	int dfd;
+	uint64_t max;	    /* the files' total may not pass it */
+	uint64_t bytes;	    /* the files' total */
+	uint64_t next_seq;
+	unsigned count;	    /* files */
+	uint64_t lost;	    /* removed unsent to make room, since open */
+};
+
+struct exp_spooled {
+	uint64_t seq, bytes;
+};
+
+/* Open (making it 0700) the spool at dir, bounded at max bytes. */
+int exp_spool_open(struct exp_spool *s, const char *dir, uint64_t max);
+void exp_spool_close(struct exp_spool *s);
+/* A request: target ("/path?query"), its content type, its body.  The
+ * oldest go first when it would not fit; *ret_dropped says how many.
+ * -EFBIG: larger than the bound itself. */
+int exp_spool_add(struct exp_spool *s, const char *target, const char *type, const void *body,
+	size_t len, unsigned *ret_dropped);
+/* The requests in order, oldest first, at most max; their count. */
+size_t exp_spool_list(struct exp_spool *s, struct exp_spooled *out, size_t max);
+/* Its file whole ("TARGET\nTYPE\nBODY") into *ret (malloc'd). */
+int exp_spool_read(struct exp_spool *s, const struct exp_spooled *e, char **ret, size_t *ret_len);
+void exp_spool_remove(struct exp_spool *s, const struct exp_spooled *e);
+
 /* ---- the loop's side (export-loop.c): the exporter process.
  * owns: fd, the child process */
 struct svc_exporter {

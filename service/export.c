@@ -71,9 +71,7 @@ struct exporter {
 	const struct svc_config *cfg;
 	const char *proc_root;
 	int fd;		     /* the loop's socket */
-	int spool;	     /* Directory/.export */
-	uint64_t spool_max, spool_bytes, next_seq;
-	unsigned spooled;    /* requests in the spool */
+	struct exp_spool sp; /* Directory/.export */
 	struct exp_proc *procs;
 	size_t nprocs, cap;
 	uint64_t until_ns;   /* the end of the next window (real time) */
@@ -83,7 +81,7 @@ struct exporter {
 	CURL *curl;
 	/* an outage, said when it starts and when it ends */
 	bool failing;
-	uint64_t fail_start_ns, sent_in_outage, lost_in_outage, lost_total, rejected;
+	uint64_t fail_start_ns, sent_in_outage, lost_in_outage, rejected;
 	bool full_said, rejected_said;
 };
 
@@ -177,151 +175,17 @@ out:
 	return e;
 }
 
-/* ---- the spool: SEQ.req files, each "PATH?QUERY\nCONTENT-TYPE\n" then
- * the body; written as .tmp and renamed, so a crash leaves whole ones */
-
-struct spooled {
-	uint64_t seq, bytes;
-};
-
-static int spooled_cmp(const void *a, const void *b)
+/* The spool took a request, dropping dropped older ones to make room. */
+static void spooled_dropping(struct exporter *x, unsigned dropped)
 {
-	const struct spooled *x = a, *y = b;
-
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The spool's requests in order, at most max; their count. */
-static size_t spool_list(struct exporter *x, struct spooled *out, size_t max)
-{
-	int dfd = dup(x->spool);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	struct dirent *de;
-	size_t n = 0;
-
-	if (!d) {
-		if (dfd >= 0)
-			close(dfd);
-		return 0;
-	}
-	rewinddir(d);
-	while ((de = readdir(d))) {
-		struct stat st;
-		char *end;
-		unsigned long long seq = strtoull(de->d_name, &end, 10);
-
-		if (end == de->d_name || strcmp(end, ".req"))
-			continue;
-		if (fstatat(x->spool, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			!S_ISREG(st.st_mode))
-			continue;
-		if (n < max)
-			out[n++] = (struct spooled){ seq, (uint64_t)st.st_size };
-	}
-	closedir(d);
-	qsort(out, n, sizeof(*out), spooled_cmp);
-	return n;
-}
-
-static void spool_name(char *buf, size_t len, uint64_t seq)
-{
-	snprintf(buf, len, "%016llu.req", (unsigned long long)seq);
-}
-
-static int spool_open(struct exporter *x)
-{
-	char path[PATH_MAX];
-	struct spooled *l;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", x->cfg->directory, SVC_EXPORT_SPOOL);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	x->spool = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (x->spool < 0)
-		return -errno;
-	l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	n = spool_list(x, l, EXP_SPOOL_FILES_MAX);
-	for (size_t i = 0; i < n; i++)
-		x->spool_bytes += l[i].bytes;
-	x->spooled = (unsigned)n;
-	x->next_seq = n ? l[n - 1].seq + 1 : 1;
-	free(l);
-	return 0;
-}
-
-/* Drop the oldest requests until need more bytes fit. */
-static void spool_make_room(struct exporter *x, uint64_t need)
-{
-	struct spooled *l;
-	size_t n;
-	char name[32];
-
-	if (x->spool_bytes + need <= x->spool_max && x->spooled < EXP_SPOOL_FILES_MAX)
+	if (!dropped)
 		return;
-	l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
-	if (!l)
-		return;
-	n = spool_list(x, l, EXP_SPOOL_FILES_MAX);
-	x->spool_bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		x->spool_bytes += l[i].bytes;
-	for (size_t i = 0; i < n && (x->spool_bytes + need > x->spool_max ||
-					    n - i >= EXP_SPOOL_FILES_MAX); i++) {
-		spool_name(name, sizeof(name), l[i].seq);
-		if (unlinkat(x->spool, name, 0) == 0) {
-			x->spool_bytes -= l[i].bytes;
-			x->lost_in_outage++;
-			x->lost_total++;
-			if (x->spooled)
-				x->spooled--;
-		}
-	}
-	free(l);
-	if (!x->full_said) {
+	x->lost_in_outage += dropped;
+	if (!x->full_said)
 		say(x, LOG_WARNING, "export: the spool is full (%llu KiB, a share of MaxSize=): "
 			"the oldest profiles not yet sent are dropped; %llu so far",
-			(unsigned long long)(x->spool_max >> 10), (unsigned long long)x->lost_total);
-		x->full_said = true;
-	}
-}
-
-static int spool_add(struct exporter *x, const char *target, const char *type,
-	const void *body, size_t len)
-{
-	char name[32], tmp[40];
-	size_t hl = strlen(target) + strlen(type) + 2;
-	int fd, e = 0;
-	FILE *f;
-
-	spool_make_room(x, hl + len);
-	spool_name(name, sizeof(name), x->next_seq);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(x->spool, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
-	fprintf(f, "%s\n%s\n", target, type);
-	if (fwrite(body, 1, len, f) != len || fflush(f) != 0)
-		e = -errno ? -errno : -EIO;
-	if (fclose(f) != 0 && !e)
-		e = -errno;
-	if (!e && renameat(x->spool, tmp, x->spool, name) < 0)
-		e = -errno;
-	if (e) {
-		unlinkat(x->spool, tmp, 0);
-		return e;
-	}
-	x->next_seq++;
-	x->spooled++;
-	x->spool_bytes += hl + len;
-	return 0;
+			(unsigned long long)(x->sp.max >> 10), (unsigned long long)x->sp.lost);
+	x->full_said = true;
 }
 
 /* ---- sending */
@@ -404,28 +268,20 @@ static int post(struct exporter *x, const char *req, size_t len, char *why, size
  * back). */
 static void send_spool(struct exporter *x)
 {
-	struct spooled *l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
-	size_t n = l ? spool_list(x, l, EXP_SPOOL_FILES_MAX) : 0;
+	struct exp_spooled *l = calloc(EXP_SPOOL_FILES_MAX, sizeof(*l));
+	size_t n = l ? exp_spool_list(&x->sp, l, EXP_SPOOL_FILES_MAX) : 0;
 	char why[300] = "";
 	uint64_t start = td_now_ns();
 
-	x->spooled = (unsigned)n;
 	for (size_t i = 0; i < n; i++) {
-		char name[32], *buf;
-		size_t len;
-		int fd, e;
-		ssize_t got;
+		char *buf = NULL;
+		size_t len = 0;
+		int e;
 
 		if (td_now_ns() - start > NS)
 			break; /* a look at the next window, then the rest */
-		spool_name(name, sizeof(name), l[i].seq);
-		fd = openat(x->spool, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		buf = fd >= 0 ? malloc(l[i].bytes + 1) : NULL;
-		got = buf ? pread(fd, buf, l[i].bytes, 0) : -1;
-		if (fd >= 0)
-			close(fd);
-		len = got > 0 ? (size_t)got : 0;
-		e = len ? post(x, buf, len, why, sizeof(why)) : 1;
+		e = exp_spool_read(&x->sp, &l[i], &buf, &len) == 0 ?
+			post(x, buf, len, why, sizeof(why)) : 1;
 		free(buf);
 		if (e < 0) {
 			x->backoff_ns = x->backoff_ns ?
@@ -438,7 +294,7 @@ static void send_spool(struct exporter *x)
 				say(x, LOG_WARNING, "export: cannot push to %s: %s; keeping the "
 					"profiles in %s/%s (at most %llu MiB) and retrying",
 					x->cfg->export.url, why, x->cfg->directory, SVC_EXPORT_SPOOL,
-					(unsigned long long)(x->spool_max >> 20));
+					(unsigned long long)(x->sp.max >> 20));
 			}
 			break;
 		}
@@ -455,13 +311,11 @@ static void send_spool(struct exporter *x)
 		} else {
 			x->rejected_said = false;
 		}
-		unlinkat(x->spool, name, 0);
-		x->spool_bytes = x->spool_bytes > l[i].bytes ? x->spool_bytes - l[i].bytes : 0;
-		x->spooled--;
+		exp_spool_remove(&x->sp, &l[i]);
 		x->backoff_ns = 0;
 		if (x->failing) {
 			x->sent_in_outage++;
-			if (!x->spooled) {
+			if (!x->sp.count) {
 				say(x, LOG_NOTICE, "export: %s answers again after %.0f s: %llu kept "
 					"profile%s sent, %llu lost (the spool was full)",
 					x->cfg->export.url,
@@ -653,11 +507,15 @@ static void export_window(struct exporter *x, uint64_t from, uint64_t until)
 			else
 				e = pyroscope_target(x, pr, from, until, target, sizeof(target));
 		}
-		if (e == 0)
-			e = spool_add(x, target,
+		if (e == 0) {
+			unsigned dropped = 0;
+
+			e = exp_spool_add(&x->sp, target,
 				x->cfg->export.protocol == SVC_EXPORT_OTLP ?
 					"application/x-protobuf" : "application/octet-stream",
-				body, len);
+				body, len, &dropped);
+			spooled_dropping(x, dropped);
+		}
 		free(body);
 		if (e < 0)
 			say(x, LOG_WARNING, "export: rule %s: the profile of %d for the interval "
@@ -676,14 +534,14 @@ static void export_window(struct exporter *x, uint64_t from, uint64_t until)
 static void window_done(struct exporter *x)
 {
 	char text[32];
-	int fd = openat(x->spool, "window.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	int fd = openat(x->sp.dfd, "window.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
 		O_NOFOLLOW, 0600);
 	int n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)x->until_ns);
 
 	if (fd < 0)
 		return;
 	if (write(fd, text, (size_t)n) == n)
-		renameat(x->spool, "window.tmp", x->spool, "window");
+		renameat(x->sp.dfd, "window.tmp", x->sp.dfd, "window");
 	close(fd);
 }
 
@@ -753,7 +611,8 @@ static bool read_loop(struct exporter *x)
 
 int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 {
-	struct exporter x = { .cfg = cfg, .proc_root = proc_root, .fd = fd, .spool = -1 };
+	struct exporter x = { .cfg = cfg, .proc_root = proc_root, .fd = fd, .sp = { .dfd = -1 } };
+	char dir[PATH_MAX];
 	sigset_t sigs;
 	int sfd, e;
 	uint64_t share = cfg->max_size / EXP_SPOOL_SHARE, next_check = 0;
@@ -767,12 +626,13 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 	sigaddset(&sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	x.spool_max = share * TD_MAX(cfg->nrules, 1u);
+
 	if (gethostname(x.host, sizeof(x.host)) < 0)
 		snprintf(x.host, sizeof(x.host), "unknown");
 	x.host[sizeof(x.host) - 1] = '\0';
 	exp_label_safe(x.host, sizeof(x.host), x.host);
-	e = spool_open(&x);
+	snprintf(dir, sizeof(dir), "%s/%s", cfg->directory, SVC_EXPORT_SPOOL);
+	e = exp_spool_open(&x.sp, dir, share * TD_MAX(cfg->nrules, 1u));
 	if (e < 0) {
 		say(&x, LOG_ERR, "export: cannot use the spool %s/%s: %s; nothing is exported",
 			cfg->directory, SVC_EXPORT_SPOOL, strerror(-e));
@@ -803,21 +663,21 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 		char text[32];
 		uint64_t last;
 
-		if (td_read_text(x.spool, "window", text, sizeof(text)) > 0 &&
+		if (td_read_text(x.sp.dfd, "window", text, sizeof(text)) > 0 &&
 			(last = strtoull(text, NULL, 10)) % cfg->export.interval_ns == 0 &&
 			last < x.until_ns && last + EXP_CATCH_UP_NS > x.until_ns)
 			x.until_ns = last + cfg->export.interval_ns;
 	}
-	if (x.spooled)
+	if (x.sp.count)
 		say(&x, LOG_INFO, "export: %u profile%s kept in the spool from before are sent "
-			"first", x.spooled, x.spooled == 1 ? "" : "s");
+			"first", x.sp.count, x.sp.count == 1 ? "" : "s");
 	for (;;) {
 		struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		struct signalfd_siginfo si;
 		uint64_t real = td_real_ns(), due = x.until_ns + EXP_LAG_NS;
 		int timeout = due > real ? (int)TD_MIN((due - real) / 1000000 + 1, 1000) : 250;
 
-		if (x.spooled && td_now_ns() >= x.retry_ns)
+		if (x.sp.count && td_now_ns() >= x.retry_ns)
 			timeout = 0;
 		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
 			break;
@@ -844,13 +704,13 @@ int export_main(const struct svc_config *cfg, const char *proc_root, int fd)
 					     cfg->export.interval_ns;
 		}
 send:
-		if (x.spooled && td_now_ns() >= x.retry_ns)
+		if (x.sp.count && td_now_ns() >= x.retry_ns)
 			send_spool(&x);
 	}
 	curl_easy_cleanup(x.curl);
 	curl_global_cleanup();
 	free(x.procs);
-	close(x.spool);
+	exp_spool_close(&x.sp);
 	close(sfd);
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../../common/td.h"
+#include "../../service/export-internal.h"
 #include "../../service/service.h"
 #include "../helpers.h"
 
@@ -144,6 +145,49 @@ Test(svcexport, a_token_file_others_can_read_is_refused, .init = mktmp, .fini = 
 	cr_assert_eq(symlink("/etc/hostname", path), 0);
 	cr_expect_lt(svc_token_read(path, tok, sizeof(tok), why, sizeof(why)), 0,
 		"a symbolic link is not followed");
+}
+
+Test(svcexport, the_spool_keeps_order_and_drops_the_oldest_past_its_bound, .init = mktmp,
+	.fini = rmtmp)
+{
+	struct exp_spool sp;
+	struct exp_spooled l[16];
+	char dir[128], body[150], big[2000], *got;
+	unsigned dropped, total_dropped = 0;
+	size_t n, len;
+
+	snprintf(dir, sizeof(dir), "%s/spool", tmpdir);
+	cr_assert_eq(exp_spool_open(&sp, dir, 1000), 0);
+	/* each request 4 + 150 bytes: six fit in 1000 */
+	for (unsigned i = 0; i < 10; i++) {
+		memset(body, 'a' + (int)i, sizeof(body));
+		cr_assert_eq(exp_spool_add(&sp, "t", "x", body, sizeof(body), &dropped), 0);
+		total_dropped += dropped;
+		cr_expect_leq(sp.bytes, 1000, "the bound holds after request %u", i);
+	}
+	cr_expect_eq(total_dropped, 4);
+	cr_expect_eq(sp.lost, 4);
+	cr_expect_eq(sp.count, 6);
+	n = exp_spool_list(&sp, l, 16);
+	cr_assert_eq(n, 6);
+	for (size_t i = 0; i < n; i++)
+		cr_expect_eq(l[i].seq, 5 + i, "the oldest went first, the rest in order");
+	cr_assert_eq(exp_spool_read(&sp, &l[0], &got, &len), 0);
+	cr_expect_eq(len, 154);
+	cr_expect(!memcmp(got, "t\nx\neeee", 8), "the fifth request, whole");
+	free(got);
+	memset(big, 'z', sizeof(big));
+	cr_expect_eq(exp_spool_add(&sp, "t", "x", big, sizeof(big), &dropped), -EFBIG,
+		"larger than the bound: refused without emptying the spool");
+	cr_expect_eq(sp.count, 6);
+	exp_spool_remove(&sp, &l[0]);
+	exp_spool_close(&sp);
+	/* a new exporter finds what is left and numbers after it */
+	cr_assert_eq(exp_spool_open(&sp, dir, 1000), 0);
+	cr_expect_eq(sp.count, 5);
+	cr_expect_eq(sp.bytes, 5 * 154);
+	cr_expect_eq(sp.next_seq, 11);
+	exp_spool_close(&sp);
 }
 
 /* ---- a loopback receiver standing in for Pyroscope */
