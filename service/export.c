@@ -366,26 +366,24 @@ static unsigned recent_chunks(const char *repo, uint64_t from_ns, char **paths, 
 	return n;
 }
 
-/* The window's gzipped pprof of proc into *ret (malloc'd); 0, -ENODATA
- * for no sample, -errno. */
-static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t from,
-	uint64_t until, char **ret, size_t *ret_len)
+/* The window of rule's repository, every process of it: loaded once,
+ * each process's profile a view of it (rp_view_pid).  0, -ENODATA for
+ * nothing, -errno. */
+static int window_load(struct exporter *x, int rule, uint64_t from, uint64_t until,
+	struct rp_profile **ret)
 {
-	const struct svc_rule *rule = &x->cfg->rules[pr->rule];
 	struct rp_filter f = { .from_ns = (int64_t)from, .to_ns = (int64_t)until - 1,
-		.pids = { (uint32_t)pr->pid }, .npids = 1, .state = -1, .addresses = true };
+		.state = -1, .addresses = true };
 	struct rp_load_report rep;
-	struct rp_profile *p = NULL;
 	char repo[PATH_MAX], *paths[64];
 	unsigned n;
-	FILE *mem;
 	int e = -ENODATA;
 
-	snprintf(repo, sizeof(repo), "%s/%s", x->cfg->directory, rule->name);
+	snprintf(repo, sizeof(repo), "%s/%s", x->cfg->directory, x->cfg->rules[rule].name);
 	/* a chunk renamed from .part meanwhile: list again */
 	for (int attempt = 0; attempt < 3 && e == -ENODATA; attempt++) {
 		n = recent_chunks(repo, from, paths, TD_ARRAY_SIZE(paths));
-		e = n ? rp_load((const char *const *)paths, n, &f, &p, &rep, NULL) : -ENODATA;
+		e = n ? rp_load((const char *const *)paths, n, &f, ret, &rep, NULL) : -ENODATA;
 		for (unsigned i = 0; i < n; i++)
 			free(paths[i]);
 		if (e == -ENOENT)
@@ -393,15 +391,29 @@ static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t 
 		else if (e < 0 || !n)
 			break;
 	}
+	return e;
+}
+
+/* proc's profile in the window (all: its rule's, window_load's) into
+ * *ret (malloc'd): gzipped pprof or an OTLP request.  0, -ENODATA for no
+ * sample, -errno. */
+static int proc_encode(struct exporter *x, const struct rp_profile *all,
+	const struct exp_proc *pr, uint64_t from, uint64_t until, char **ret, size_t *ret_len)
+{
+	const struct svc_rule *rule = &x->cfg->rules[pr->rule];
+	struct rp_profile *p = NULL;
+	FILE *mem;
+	int e = rp_view_pid(all, (uint32_t)pr->pid, &p);
+
 	if (e < 0)
 		return e;
 	if (!rp_samples(p)) {
-		rp_free(p);
+		rp_view_free(p);
 		return -ENODATA;
 	}
 	mem = open_memstream(ret, ret_len);
 	if (!mem) {
-		rp_free(p);
+		rp_view_free(p);
 		return -ENOMEM;
 	}
 	if (x->cfg->export.protocol == SVC_EXPORT_OTLP) {
@@ -415,7 +427,7 @@ static int window_pprof(struct exporter *x, const struct exp_proc *pr, uint64_t 
 	}
 	if (fclose(mem) != 0 && e >= 0)
 		e = -ENOMEM;
-	rp_free(p);
+	rp_view_free(p);
 	if (e < 0) {
 		free(*ret);
 		*ret = NULL;
@@ -488,39 +500,67 @@ static int pyroscope_target(struct exporter *x, const struct exp_proc *pr, uint6
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+static bool proc_in_window(const struct exp_proc *pr, uint64_t from)
+{
+	return !pr->gone_ns || pr->gone_ns >= from;
+}
+
+static void export_proc(struct exporter *x, const struct rp_profile *all,
+	const struct exp_proc *pr, uint64_t from, uint64_t until)
+{
+	char target[2048], *body = NULL;
+	size_t len = 0;
+	int e = proc_encode(x, all, pr, from, until, &body, &len);
+
+	if (e == -ENODATA)
+		return;
+	if (e == 0) {
+		if (x->cfg->export.protocol == SVC_EXPORT_OTLP)
+			snprintf(target, sizeof(target), "/v1development/profiles");
+		else
+			e = pyroscope_target(x, pr, from, until, target, sizeof(target));
+	}
+	if (e == 0) {
+		unsigned dropped = 0;
+
+		e = exp_spool_add(&x->sp, target,
+			x->cfg->export.protocol == SVC_EXPORT_OTLP ? "application/x-protobuf" :
+								     "application/octet-stream",
+			body, len, &dropped);
+		spooled_dropping(x, dropped);
+	}
+	free(body);
+	if (e < 0)
+		say(x, LOG_WARNING, "export: rule %s: the profile of %d for the interval ending %llu "
+			"is lost: %s", x->cfg->rules[pr->rule].name, (int)pr->pid,
+			(unsigned long long)(until / NS), td_strerror(e));
+}
+
+/* Spool the window's profiles: per rule one load, per process one view. */
 static void export_window(struct exporter *x, uint64_t from, uint64_t until)
 {
-	for (size_t i = 0; i < x->nprocs; i++) {
-		struct exp_proc *pr = &x->procs[i];
-		char target[2048], *body = NULL;
-		size_t len = 0;
+	for (unsigned r = 0; r < x->cfg->nrules; r++) {
+		struct rp_profile *all = NULL;
+		bool any = false;
 		int e;
 
-		if (pr->gone_ns && pr->gone_ns < from)
+		for (size_t i = 0; i < x->nprocs && !any; i++)
+			any = x->procs[i].rule == (int)r && proc_in_window(&x->procs[i], from);
+		if (!any)
 			continue;
-		e = window_pprof(x, pr, from, until, &body, &len);
+		e = window_load(x, (int)r, from, until, &all);
 		if (e == -ENODATA)
 			continue;
-		if (e == 0) {
-			if (x->cfg->export.protocol == SVC_EXPORT_OTLP)
-				snprintf(target, sizeof(target), "/v1development/profiles");
-			else
-				e = pyroscope_target(x, pr, from, until, target, sizeof(target));
-		}
-		if (e == 0) {
-			unsigned dropped = 0;
-
-			e = exp_spool_add(&x->sp, target,
-				x->cfg->export.protocol == SVC_EXPORT_OTLP ?
-					"application/x-protobuf" : "application/octet-stream",
-				body, len, &dropped);
-			spooled_dropping(x, dropped);
-		}
-		free(body);
-		if (e < 0)
-			say(x, LOG_WARNING, "export: rule %s: the profile of %d for the interval "
-				"ending %llu is lost: %s", x->cfg->rules[pr->rule].name, (int)pr->pid,
+		if (e < 0) {
+			say(x, LOG_WARNING, "export: rule %s: cannot read the interval ending %llu: "
+				"%s; its profiles are lost", x->cfg->rules[r].name,
 				(unsigned long long)(until / NS), td_strerror(e));
+			continue;
+		}
+		for (size_t i = 0; i < x->nprocs; i++)
+			if (x->procs[i].rule == (int)r && proc_in_window(&x->procs[i], from))
+				export_proc(x, all, &x->procs[i], from, until);
+		rp_free(all);
 	}
 	/* a process gone before this window's end has nothing after it */
 	for (size_t i = 0; i < x->nprocs;)
