@@ -80,8 +80,8 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 uint64_t rp_samples(const struct rp_profile *p);
 
 /* A view of p holding only pid's samples and wait episodes (view.c): what
- * rp_load with --pid pid would give, for every output, without loading
- * again.  p must outlive it; free it with rp_view_free (NULL-safe). */
+ * rp_load with --pid pid would give to rp_pprof and rp_otlp (not to the
+ * formats that read the stack tree's counts), without loading again.  p must outlive it; free it with rp_view_free (NULL-safe). */
 int rp_view_pid(const struct rp_profile *p, uint32_t pid, struct rp_profile **ret);
 void rp_view_free(struct rp_profile *v);
 

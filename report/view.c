@@ -4,11 +4,13 @@
  * service's exporter, each interval) loads the chunks once, not once per
  * process.  The view shares every table of the profile it was made from
  * but the samples' map and the episodes, which it owns: the profile must
- * outlive it, and it is freed with rp_view_free, never rp_free.  Every
- * output format takes it as it takes a profile loaded with --pid, but for
- * the tables shared (frames, strings, modules, the time span), which may
- * hold more than the process uses; the formats write only what a sample
- * reaches. */
+ * outlive it, and it is freed with rp_view_free, never rp_free.  The
+ * formats that write a sample per (thread, state, stack) and the episodes,
+ * pprof and OTLP, take it as they take a profile loaded with --pid, but
+ * for the tables shared (strings, frames, modules, the time span), of
+ * which they write only what a sample reaches; the others (top, tree,
+ * folded...) read the counts in the stack tree, which stay the whole
+ * profile's: not for them. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 

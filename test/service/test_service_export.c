@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../../common/td.h"
+#include "../../report/report.h"
 #include "../../service/export-internal.h"
 #include "../../service/service.h"
 #include "../helpers.h"
@@ -188,6 +189,57 @@ Test(svcexport, the_spool_keeps_order_and_drops_the_oldest_past_its_bound, .init
 	cr_expect_eq(sp.bytes, 5 * 154);
 	cr_expect_eq(sp.next_seq, 11);
 	exp_spool_close(&sp);
+}
+
+/* The exporter loads a rule's window once and takes a view per process:
+ * each view holds what a load with --pid would, for two recordings of two
+ * processes (one with wait episodes) read together. */
+Test(svcexport, a_view_per_process_is_a_load_with_its_pid)
+{
+	const char *paths[] = { GOLD("tcf-v1.1-waits.tcf"), GOLD("rec-crash.tcf") };
+	const uint32_t pids[] = { 10000, 17723 };
+	struct rp_filter all = { .state = -1, .addresses = true };
+	struct rp_load_report rep;
+	struct rp_profile *p = NULL, *one = NULL, *view = NULL;
+	uint64_t sum = 0;
+
+	cr_assert_eq(rp_load(paths, 2, &all, &p, &rep, NULL), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		struct rp_filter f = all;
+		char *a = NULL, *b = NULL;
+		size_t alen = 0, blen = 0;
+		FILE *fa, *fb;
+
+		f.pids[0] = pids[i];
+		f.npids = 1;
+		cr_assert_eq(rp_load(paths, 2, &f, &one, &rep, NULL), 0);
+		cr_assert_eq(rp_view_pid(p, pids[i], &view), 0);
+		cr_expect_gt(rp_samples(one), 0);
+		cr_expect_eq(rp_samples(view), rp_samples(one), "pid %u: %llu samples, not %llu",
+			pids[i], (unsigned long long)rp_samples(view),
+			(unsigned long long)rp_samples(one));
+		sum += rp_samples(view);
+		/* its pprof (the first's with wait episodes) as large as the
+		 * --pid load's, give or take the order of the shared tables */
+		fa = open_memstream(&a, &alen);
+		fb = open_memstream(&b, &blen);
+		cr_assert_eq(rp_pprof(fa, view), 0);
+		cr_assert_eq(rp_pprof(fb, one), 0);
+		fclose(fa);
+		fclose(fb);
+		cr_expect_gt(alen, 100);
+		cr_expect(alen * 10 > blen * 9 && alen * 9 < blen * 10, "pid %u: %zu bytes, not %zu",
+			pids[i], alen, blen);
+		free(a);
+		free(b);
+		rp_view_free(view);
+		rp_free(one);
+	}
+	cr_expect_eq(sum, rp_samples(p), "the views share out every sample");
+	cr_assert_eq(rp_view_pid(p, 4242, &view), 0);
+	cr_expect_eq(rp_samples(view), 0, "a process not in it: an empty view");
+	rp_view_free(view);
+	rp_free(p);
 }
 
 /* ---- a loopback receiver standing in for Pyroscope */
