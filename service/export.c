@@ -562,7 +562,15 @@ static void export_window(struct exporter *x, uint64_t from, uint64_t until)
 				export_proc(x, all, &x->procs[i], from, until);
 		rp_free(all);
 	}
-	/* a process gone before this window's end has nothing after it */
+	/* a process gone before this window's end has nothing after it; one
+	 * whose exit the loop did not tell (the scan forgot it) is found
+	 * gone here, so that the table holds only the living */
+	for (size_t i = 0; i < x->nprocs; i++) {
+		struct td_proc_id id = { x->procs[i].pid, x->procs[i].start_time };
+
+		if (!x->procs[i].gone_ns && td_proc_id_check(&id) == 0)
+			x->procs[i].gone_ns = until;
+	}
 	for (size_t i = 0; i < x->nprocs;)
 		if (x->procs[i].gone_ns && x->procs[i].gone_ns < until)
 			x->procs[i] = x->procs[--x->nprocs];
