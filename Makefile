@@ -74,10 +74,12 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
+FIXTURES += $(FX)/fx_evil $(FX)/fx_forks
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
-.PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check
+.PHONY: all check demo bench install lint clean deps fixtures test-build fuzz fuzz-check \
+	fuzz-mutate
 all: $(TRACERD)
 
 $(B)/obj/%.o: %.c $(B)/.flags
@@ -115,7 +117,7 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
 $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
 $(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom \
-$(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners $(FX)/fx_forks: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -125,6 +127,14 @@ $(FX)/fx_jobstop: $(FX)/%: test/fixtures/%.c test/fixtures/fx_waits.h
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+# Its function's placeholder name becomes 26 bytes of terminal escapes,
+# the same length, wherever the binary holds it (gas refuses them).
+$(FX)/fx_evil: test/fixtures/fx_evil.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@.tmp $< && \
+		perl -0777 -pe 's/EVIL_E_0_OWNED_B_2J_31M_FF/EVIL\x1b]0;owned\x07\x1b[2J\x1b[31m\xff\xc2\x9b/g' \
+		$@.tmp > $@.tmp2 && chmod 755 $@.tmp2 && mv $@.tmp2 $@ && rm -f $@.tmp
 $(FX)/fx_eintr: test/fixtures/fx_eintr.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
@@ -199,6 +209,7 @@ check: deps
 	@echo "  BUILT   $(B): tracerd, its tests and fixtures"
 	$(Q)$(MAKE) --no-print-directory lint
 	$(Q)$(MAKE) --no-print-directory fuzz-check
+	$(Q)$(MAKE) --no-print-directory fuzz-mutate
 	$(Q)scripts/run-tests $(TEST_BIN)
 
 demo:
@@ -246,6 +257,7 @@ bench:
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_export.sh $(TRACERD) $(FX)
 
@@ -285,6 +297,33 @@ fuzz-check:
 			{ tail -40 $(O)/fuzz/check.log; echo "fuzz: FAILED (input saved in the current directory)"; exit 1; }; \
 		echo "fuzz: reader and report survived $$(grep -o 'Done [0-9]* runs' $(O)/fuzz/check.log | awk '{print $$2}' | paste -sd+) runs"; \
 	else echo "fuzz: skipped: clang with libFuzzer is not installed (apt-get install clang libclang-rt-14-dev)"; fi
+
+# The same two entry points under a mutation pass that renews every CRC
+# after mutating, so that mutants reach the decoder; gcc's UBSan and ASan,
+# the first report fatal: make check runs it for MUTATE_SECONDS a target
+# (seconds, not minutes), with no need for clang.  A failure leaves its
+# input in $(O)/fuzz/mutant-TARGET.tcf.
+MUTATE_SECONDS ?= 4
+MUTATE_SEED ?= 32
+MUTATE_FLAGS := -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+$(O)/fuzz/mutate_reader: test/fuzz/mutate.c test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS) \
+		$(wildcard chunkfmt/*.h common/*.h)
+	$(call say,MUTATE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(MUTATE_FLAGS) -o $@ test/fuzz/mutate.c test/fuzz/fuzz_reader.c $(FUZZ_READER_SRCS)
+$(O)/fuzz/mutate_report: test/fuzz/mutate.c test/fuzz/fuzz_report.c $(FUZZ_REPORT_SRCS) \
+		$(wildcard chunkfmt/*.h common/*.h report/*.h)
+	$(call say,MUTATE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(MUTATE_FLAGS) -o $@ test/fuzz/mutate.c test/fuzz/fuzz_report.c \
+		$(FUZZ_REPORT_SRCS) -lz
+fuzz-mutate: $(O)/fuzz/mutate_reader $(O)/fuzz/mutate_report
+	$(Q)for t in reader report; do \
+		n=$$(UBSAN_OPTIONS=print_stacktrace=1 $(O)/fuzz/mutate_$$t $(MUTATE_SECONDS) \
+			$(MUTATE_SEED) $(O)/fuzz/mutant-$$t.tcf test/golden/*.tcf) || \
+			{ echo "fuzz-mutate: $$t FAILED on $(O)/fuzz/mutant-$$t.tcf"; exit 1; }; \
+		echo "fuzz-mutate: $$t survived $$n mutants with renewed CRCs (UBSan, ASan)"; done
 
 lint:
 	$(Q)mandoc -Tlint -W warning $(MANS)

@@ -516,6 +516,8 @@ struct repo_opts {
 	uint32_t block_bytes;	   /* writer; 0: default */
 	uint64_t max_dict_bytes;   /* writer; 0: default */
 	uint16_t minor;		   /* writer: the format minor the data needs */
+	uint32_t max_emergency;	   /* emergency dumps kept, the oldest deleted
+				    * first; 0: every one */
 };
 
 /* owns: dirfd, lock fd, the active chunk's fd and writer */
@@ -579,7 +581,8 @@ int repo_snapshot_into(struct repo *r, char *ret_path, size_t path_len, unsigned
  * reader knows whose death it is.  It appears only when complete
  * (a .tmp file, fsync, rename, directory fsync).  Not a chunk of the
  * repository: listings (tcf_dir_scan, tracerd report REPO) and retention
- * pass it by, it never counts against max_size and is never deleted.
+ * pass it by and it never counts against max_size; past the options'
+ * max_emergency dumps, the oldest (by modification time) are deleted.
  * Fixed memory (a table of entries and a 1 MiB copy buffer, allocated up
  * front; a 64 KiB buffer if that fails), whatever the number of chunks.
  * Its path (for people) in ret_path, the chunks and bytes in ret_chunks

@@ -319,9 +319,14 @@ static bool decode_threads(struct chunk_reader *r, struct tcf_cur *c)
 	return true;
 }
 
-static uint64_t clock_at(const struct chunk_reader *r, uint64_t base, int64_t rel)
+/* base plus rel ticks.  rel comes from the file and may be anything:
+ * unsigned arithmetic, which wraps where a signed product or sum would be
+ * undefined (a negative rel wraps back below base, as it should); a time
+ * that wrapped is only a wrong time, which no reader trusts further than
+ * a filter's comparison. */
+static uint64_t clock_at(const struct chunk_reader *r, uint64_t base, uint64_t rel)
 {
-	return base + (uint64_t)(rel * (int64_t)r->info.tick_ns);
+	return base + rel * r->info.tick_ns;
 }
 
 static void seen_time(struct chunk_reader *r, uint64_t t)
@@ -347,7 +352,7 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 	uint64_t rows = tcf_get_varint(c), nv = tcf_get_varint(c);
 	uint32_t *last = NULL;
 	size_t nlast = 0;
-	int64_t rel = 0;
+	uint64_t rel = 0; /* ticks from base, summed as clock_at wraps them */
 	bool ok = true;
 
 	if (c->bad || nv > TD_ARRAY_SIZE(r->values) || rows > (uint64_t)(c->end - c->p))
@@ -356,7 +361,7 @@ static bool decode_samples(struct chunk_reader *r, struct tcf_cur *c, uint64_t b
 		struct chunk_sample s = { 0 };
 		uint64_t key;
 
-		rel += tcf_unzigzag(tcf_get_varint(c));
+		rel += (uint64_t)tcf_unzigzag(tcf_get_varint(c));
 		key = tcf_get_varint(c);
 		s.thread_id = (uint32_t)(key >> 4);
 		s.state = (enum tcf_state)((key >> 1) & 7);
@@ -445,7 +450,7 @@ static bool decode_thread_events(struct chunk_reader *r, struct tcf_cur *c, uint
 	if (n > (uint64_t)(c->end - c->p))
 		return false;
 	for (uint64_t i = 0; i < n && !c->bad; i++) {
-		e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+		e.time_ns = clock_at(r, base, (uint64_t)tcf_unzigzag(tcf_get_varint(c)));
 		e.thread_id = (uint32_t)tcf_get_varint(c);
 		e.kind = (unsigned)tcf_get_varint(c);
 		e.arg = tcf_get_varint(c);
@@ -459,7 +464,7 @@ static bool decode_process_event(struct chunk_reader *r, struct tcf_cur *c, uint
 {
 	struct chunk_event e = { .type = CHUNK_EV_PROCESS };
 
-	e.time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	e.time_ns = clock_at(r, base, (uint64_t)tcf_unzigzag(tcf_get_varint(c)));
 	e.pid = (uint32_t)tcf_get_varint(c);
 	e.kind = (unsigned)tcf_get_varint(c);
 	e.status = (int32_t)tcf_unzigzag(tcf_get_varint(c));
@@ -500,7 +505,7 @@ static bool decode_wait(struct chunk_reader *r, struct tcf_cur *c, uint64_t base
 {
 	uint64_t k;
 
-	w->time_ns = clock_at(r, base, tcf_unzigzag(tcf_get_varint(c)));
+	w->time_ns = clock_at(r, base, (uint64_t)tcf_unzigzag(tcf_get_varint(c)));
 	w->wait_ns = tcf_get_varint(c);
 	w->thread_id = (uint32_t)tcf_get_varint(c);
 	w->stack_id = (uint32_t)tcf_get_varint(c);

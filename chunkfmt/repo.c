@@ -657,6 +657,75 @@ out:
  * listing, retention and the sequence scan pass it by.  Retention keeps
  * it whatever max_size says: it is the evidence of a death, and a crash
  * loop is bounded by the window of each dump, not by retention. */
+static bool is_emergency_name(const char *n)
+{
+	size_t len = strlen(n);
+
+	return !strncmp(n, "emergency-", 10) && len > 14 && !strcmp(n + len - 4, ".tcf");
+}
+
+/* Delete the oldest emergency dumps past max (by mtime, then name): a
+ * crash loop leaves at most max.  Bounded memory: a table of max + 1
+ * newest, kept sorted.  Quiet: a dump that cannot be deleted stays. */
+static void emergency_prune(struct repo *r, uint32_t max)
+{
+	struct dump {
+		struct timespec mtime;
+		char name[96];
+	} *keep;
+	size_t n = 0;
+	/* a descriptor of its own: a dup would share the offset */
+	int dfd = openat(r->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	keep = calloc((size_t)max + 1, sizeof(*keep));
+	while (keep && (de = readdir(d))) {
+		struct stat st;
+		struct dump x = { 0 };
+		size_t i;
+
+		if (!is_emergency_name(de->d_name) || strlen(de->d_name) >= sizeof(x.name) ||
+			fstatat(r->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			!S_ISREG(st.st_mode))
+			continue;
+		x.mtime = st.st_mtim;
+		strcpy(x.name, de->d_name);
+		/* newest first: i is where x goes */
+		for (i = n; i > 0; i--) {
+			struct dump *y = &keep[i - 1];
+
+			if (y->mtime.tv_sec > x.mtime.tv_sec ||
+				(y->mtime.tv_sec == x.mtime.tv_sec &&
+					(y->mtime.tv_nsec > x.mtime.tv_nsec ||
+						(y->mtime.tv_nsec == x.mtime.tv_nsec &&
+							strcmp(y->name, x.name) > 0))))
+				break;
+		}
+		if (n == (size_t)max + 1) {
+			/* full: the oldest of max + 1 goes now */
+			if (i == n) {
+				unlinkat(r->dirfd, x.name, 0);
+				continue;
+			}
+			unlinkat(r->dirfd, keep[n - 1].name, 0);
+			n--;
+		}
+		memmove(&keep[i + 1], &keep[i], (n - i) * sizeof(*keep));
+		keep[i] = x;
+		n++;
+	}
+	if (keep && n > max)
+		unlinkat(r->dirfd, keep[n - 1].name, 0);
+	free(keep);
+	closedir(d);
+}
+
 int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_path,
 	size_t path_len, unsigned *ret_chunks, uint64_t *ret_bytes)
 {
@@ -691,6 +760,8 @@ int repo_emergency_into(struct repo *r, pid_t pid, uint64_t since_ns, char *ret_
 	snprintf(ret_path, path_len, "%s/%s", r->path, name);
 	*ret_chunks = chunks;
 	*ret_bytes = bytes;
+	if (r->o.max_emergency)
+		emergency_prune(r, r->o.max_emergency);
 	return 0;
 }
 

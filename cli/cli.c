@@ -143,12 +143,12 @@ int td_explain_attach(pid_t pid, int err)
 			/* TracerPid is the tracer's thread: name its process */
 			pid_t tgid = td_tgid_of(info.tracer);
 			struct td_task_info tracer;
-			const char *name = "?";
+			char name[4 * sizeof(tracer.name) + 1] = "?";
 
 			if (!tgid)
 				tgid = info.tracer; /* gone meanwhile: say what we saw */
-			if (td_task_info_read(tgid, tgid, &tracer) == 0)
-				name = tracer.name;
+			if (td_task_info_read(tgid, tgid, &tracer) == 0) /* its comm: escaped */
+				td_text_escape(name, sizeof(name), tracer.name);
 			td_msg("cannot attach to %d: it is already traced by PID %d (%s); "
 			       "detach that debugger or tracer first",
 				(int)pid, (int)tgid, name);

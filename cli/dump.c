@@ -57,16 +57,21 @@ static void print_frame_text(const struct dump_result *r, unsigned idx,
 	const char *function = dump_string(r, f->function), *file = dump_string(r, f->file);
 	const char *module = dump_string(r, f->module);
 
-	printf("  #%-3u 0x%016" PRIx64 " %s%s", idx, f->pc, function ? function : "??",
-		f->inlined ? " [inlined]" : "");
+	/* every name came from the target's files: escaped (td_text_put) */
+	printf("  #%-3u 0x%016" PRIx64 " ", idx, f->pc);
+	td_text_put(stdout, function ? function : "??");
+	if (f->inlined)
+		fputs(" [inlined]", stdout);
 	if (file) {
+		fputs(" at ", stdout);
+		td_text_put(stdout, file);
 		if (f->line)
-			printf(" at %s:%d", file, f->line);
-		else
-			printf(" at %s", file);
+			printf(":%d", f->line);
 	}
-	if (module)
-		printf(" in %s", module);
+	if (module) {
+		fputs(" in ", stdout);
+		td_text_put(stdout, module);
+	}
 	putchar('\n');
 }
 
@@ -109,11 +114,22 @@ static const char *state_words(char state)
 	return NULL;
 }
 
-static const char *name_of(const struct dump_result *r, pid_t tid)
+/* A thread's name (its comm: the target's bytes) for text, escaped. */
+struct tname {
+	char s[4 * sizeof(((struct dump_thread *)0)->name) + 1];
+};
+
+static const char *name_text(struct tname *b, const char *name)
+{
+	td_text_escape(b->s, sizeof(b->s), name);
+	return b->s;
+}
+
+static const char *name_of(const struct dump_result *r, pid_t tid, struct tname *b)
 {
 	const struct dump_thread *th = dump_thread_of(r, tid);
 
-	return th ? th->name : "?";
+	return th ? name_text(b, th->name) : "?";
 }
 
 /* "waiting for mutex 0x... held by 4815 (dl-b)" and the like; "" when the
@@ -122,11 +138,14 @@ static void wait_words(const struct dump_result *r, const struct wait_info *w, c
 	size_t len)
 {
 	const char *call = wait_syscall_name(w->nr);
-	char held[64] = "";
+	char held[128] = "", what[4 * sizeof(w->what) + 1];
+	struct tname b;
 
+	/* what: a descriptor's path, from the target */
+	td_text_escape(what, sizeof(what), w->what);
 	if (w->owner)
 		snprintf(held, sizeof(held), " held by %d (%s)", (int)w->owner,
-			name_of(r, w->owner));
+			name_of(r, w->owner, &b));
 	switch (w->kind) {
 	case WAIT_MUTEX:
 		snprintf(buf, len, "waiting for mutex 0x%" PRIx64 "%s", w->object, held);
@@ -144,7 +163,7 @@ static void wait_words(const struct dump_result *r, const struct wait_info *w, c
 	case WAIT_JOIN:
 		if (w->owner)
 			snprintf(buf, len, "waiting to join thread %d (%s)", (int)w->owner,
-				name_of(r, w->owner));
+				name_of(r, w->owner, &b));
 		else
 			snprintf(buf, len, "waiting to join a thread (futex 0x%" PRIx64 ")",
 				w->object);
@@ -158,7 +177,7 @@ static void wait_words(const struct dump_result *r, const struct wait_info *w, c
 				call ? call : "a system call");
 		else
 			snprintf(buf, len, "waiting in %s on fd %d%s%s%s", call ? call : "a system call",
-				(int)w->object, w->what[0] ? " (" : "", w->what, w->what[0] ? ")" : "");
+				(int)w->object, what[0] ? " (" : "", what, what[0] ? ")" : "");
 		break;
 	case WAIT_SLEEP:
 		snprintf(buf, len, "sleeping in %s", call ? call : "a system call");
@@ -171,8 +190,8 @@ static void wait_words(const struct dump_result *r, const struct wait_info *w, c
 			call ? call : "");
 		break;
 	case WAIT_OTHER:
-		if (w->what[0])
-			snprintf(buf, len, "blocked in %s", w->what);
+		if (what[0])
+			snprintf(buf, len, "blocked in %s", what);
 		else
 			snprintf(buf, len, "blocked in system call %ld", w->nr);
 		break;
@@ -216,8 +235,10 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 		if (words)
 			printf(", \"state_name\": \"%s\"", words);
 	} else {
-		printf("%sthread %d (%s) %c%s%s", first ? "" : "\n", (int)th->tid, th->name,
-			th->state, words ? " " : "", words ? words : "");
+		struct tname b;
+
+		printf("%sthread %d (%s) %c%s%s", first ? "" : "\n", (int)th->tid,
+			name_text(&b, th->name), th->state, words ? " " : "", words ? words : "");
 	}
 	if (th->capture == DUMP_EXITED) {
 		if (json)
@@ -247,7 +268,7 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 				th->stack_bytes);
 		fputs(", \"frames\": [", stdout);
 	} else {
-		char waits[160];
+		char waits[384];
 
 		if (verbose)
 			printf("  stopped %.1f us, %u stack bytes copied", th->stopped_ns / 1000.0,
@@ -273,8 +294,11 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 	if (th->end == SYM_END_WINDOW || th->end == SYM_END_READ_FAILED ||
 		th->end == SYM_END_OTHER_STACK)
 		printf(" at 0x%" PRIx64, th->fault_addr);
-	if (verbose && th->detail[0])
-		printf(" (%s)", th->detail);
+	if (verbose && th->detail[0]) {
+		fputs(" (", stdout); /* libdwfl's words may quote a file's names */
+		td_text_put(stdout, th->detail);
+		putchar(')');
+	}
 	if (verbose && th->live_reads)
 		printf("; %u reads outside the stack copy", th->live_reads);
 	putchar('\n');
@@ -300,13 +324,16 @@ static void print_deadlocks(const struct dump_result *r, bool json)
 		i = first;
 		do {
 			const struct dump_thread *th = &r->threads[i];
-			char words[160];
+			char words[384];
 
 			if (json) {
 				printf("%s%d", i == first ? "" : ", ", (int)th->tid);
 			} else {
 				wait_words(r, &th->wait, words, sizeof(words));
-				printf("  thread %d (%s) %s\n", (int)th->tid, th->name, words);
+				struct tname b;
+
+				printf("  thread %d (%s) %s\n", (int)th->tid, name_text(&b, th->name),
+					words);
 			}
 			i = (unsigned)(dump_thread_of(r, th->wait.owner) - r->threads);
 		} while (i != first);

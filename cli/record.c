@@ -28,12 +28,14 @@ static void usage(FILE *f)
 	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
 	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [--owner-stops]\n"
 	      "                [-q]\n"
-	      "       tracerd [record] [OPTION]... -- CMD [ARG]...\n"
+	      "       tracerd [record] [OPTION]... [--no-inherit] -- CMD [ARG]...\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
-	      "With CMD: start it, record it from its first instruction (and the\n"
-	      "processes it execs into), wait for it, and exit with its status.\n"
+	      "With CMD: start it, record it from its first instruction, and the\n"
+	      "processes it starts (fork, vfork, posix_spawn; theirs too, 64 at once at\n"
+	      "most) and execs into, each a process of its own, until all have exited;\n"
+	      "exit with CMD's status.\n"
 	      "\n"
 	      "  -p, --pid PID            process to record (up to 16 different ones)\n"
 	      "  -F, --frequency HZ       samples per second per thread, 1 to 10000 (default\n"
@@ -63,6 +65,8 @@ static void usage(FILE *f)
 	      "                           none: no cache\n"
 	      "      --debuginfod         fetch missing debuginfo from the servers in\n"
 	      "                           DEBUGINFOD_URLS (without it, none is asked)\n"
+	      "      --no-inherit         with CMD: record CMD alone, not the processes it\n"
+	      "                           starts (the summary says how many there were)\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
 	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
@@ -95,6 +99,7 @@ struct front_opts {
 	bool quiet;
 	bool debuginfod;
 	const char *cache_dir; /* --cache-dir, NULL if not given */
+	bool no_inherit;       /* --no-inherit */
 	char **cmd;	       /* -- CMD ARGS..., NULL-terminated; NULL if none */
 };
 
@@ -109,6 +114,7 @@ enum {
 	OPT_CACHE_DIR,
 	OPT_DEBUGINFOD,
 	OPT_OWNER_STOPS,
+	OPT_NO_INHERIT,
 };
 
 static bool add_pid(struct rec_config *c, const char *arg)
@@ -236,6 +242,9 @@ static bool front_option(int ch, const char *arg, struct rec_config *c, struct f
 	case 'q':
 		f->quiet = true;
 		return true;
+	case OPT_NO_INHERIT:
+		f->no_inherit = true;
+		return true;
 	}
 	return false;
 }
@@ -255,6 +264,13 @@ static bool check_config(int argc, char **argv, struct rec_config *c, struct fro
 		}
 		f->cmd = argv + optind;
 		c->npids = 1; /* its pid comes once it is started */
+		/* as perf record -- CMD: its children too, unless told not */
+		c->children = f->no_inherit ? REC_CHILDREN_COUNT : REC_CHILDREN_FOLLOW;
+	}
+	if (f->no_inherit && !f->cmd) {
+		td_msg("--no-inherit: only with a command (with --pid, the processes' children "
+		       "are never recorded)");
+		return false;
 	}
 	if (!c->npids) {
 		td_msg("record: --pid PID or a command (-- CMD ARGS...) is required; see tracerd "
@@ -290,6 +306,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 		{ "owner-stops", no_argument, NULL, OPT_OWNER_STOPS },
+		{ "no-inherit", no_argument, NULL, OPT_NO_INHERIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -323,6 +340,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		case OPT_DEBUGINFO_DIR:
 		case OPT_CACHE_DIR:
 		case OPT_DEBUGINFOD:
+		case OPT_NO_INHERIT:
 		case 'q':
 			ok = front_option(ch, optarg, c, f);
 			break;
@@ -452,6 +470,24 @@ static void status_line(const struct recorder *r, void *arg)
 	st->last_ns = now;
 }
 
+/* The command's children: how many were followed, and, once, how many
+ * were not and why. */
+static void children_line(const struct rec_stats *s, const struct rec_config *cfg, FILE *f)
+{
+	unsigned long long left = s->children_left, full = s->children_full;
+
+	if (cfg->children == REC_CHILDREN_NONE || (!s->children_followed && !left))
+		return;
+	fprintf(f, "  children     %llu process%s followed", (unsigned long long)s->children_followed,
+		s->children_followed == 1 ? "" : "es");
+	if (left > full)
+		fprintf(f, "; %llu not recorded (--no-inherit)", left - full);
+	if (full)
+		fprintf(f, "; %llu not recorded: %d processes were recorded at once already", full,
+			REC_MAX_PROCS);
+	fputc('\n', f);
+}
+
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
@@ -508,7 +544,14 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"kernel's ring, %llu left out after missed stops\n",
 			(unsigned long long)s->lost_torn, (unsigned long long)s->lost_kernel,
 			(unsigned long long)s->skipped);
+	if (s->maps_denied)
+		fprintf(f,
+			"  not unwound  %llu process%s whose mappings may not be read (%s): "
+			"their samples have no stack\n",
+			(unsigned long long)s->maps_denied, s->maps_denied == 1 ? "" : "es",
+			td_strerror(s->maps_denied_err));
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
+	children_line(s, cfg, f);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
 		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);
 	fprintf(f,
@@ -544,6 +587,13 @@ static void notice(const struct rec_notice *n, void *arg)
 			st->child_ended = true;
 			st->child_status = n->status;
 		}
+		return;
+	}
+	if (n->kind == REC_NOTICE_UNREADABLE) {
+		td_msg("warning: pid %d: its mappings may not be read (%s): its samples have no "
+		       "stack; run tracerd with CAP_DAC_READ_SEARCH (root has it unless a sandbox "
+		       "drops it) or as the user the process runs as",
+			(int)n->id.pid, td_strerror(n->err));
 		return;
 	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)

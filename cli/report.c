@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -f, --format FORMAT  top (default), tree, folded, threads, info, pprof,\n"
 	      "                       speedscope, html, waits\n"
-	      "  -o, --output FILE    write there instead of stdout\n"
+	      "  -o, --output FILE    write there instead of stdout (replaced whole when\n"
+	      "                       complete; a symbolic link is refused)\n"
 	      "      --from, --to TIME  2026-11-22T13:00:00Z, or relative to the end of\n"
 	      "                       the data: -5m\n"
 	      "      --pid, --tid N   only these processes / threads (repeatable)\n"
@@ -47,16 +49,27 @@ static void usage(FILE *f)
 }
 
 /* Where the report goes.  A regular file (or a new one) is written as a
- * temporary file beside it and renamed over it only when complete, so a
- * full disk or a failed report never leaves a truncated file or destroys
- * the previous one; anything else (a pipe, a device, a symbolic link) is
- * written directly.  A new file is 0640 less the umask; a replaced one
- * keeps its mode. */
+ * temporary file beside it (mkstemp: a name of our own, O_EXCL) and
+ * renamed over it only when complete, so a full disk or a failed report
+ * never leaves a truncated file or destroys the previous one, and no file
+ * is ever opened at the name itself.  A symbolic link is refused: in a
+ * world-writable directory another user may have made it to point at a
+ * file of root's (issue 32.6).  A pipe or a device is written in place,
+ * opened without following a link.  A new file is 0640 less the umask; a
+ * replaced one keeps its mode if it was ours. */
 struct output {
 	const char *path; /* NULL: stdout */
 	char *tmp;	  /* the temporary file, or NULL */
 	FILE *f;
 };
+
+static mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return m;
+}
 
 static int output_open(struct output *o, const char *path)
 {
@@ -68,17 +81,31 @@ static int output_open(struct output *o, const char *path)
 	if (!path)
 		return 0;
 	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return -TD_E_SYMLINK; /* refused, never followed */
 		if (!S_ISREG(st.st_mode)) {
-			o->f = fopen(path, "w");
-			return o->f ? 0 : -errno;
+			/* a pipe or a device: written in place, never created,
+			 * never truncated, not through a link that took its
+			 * place since lstat */
+			fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+			if (fd < 0)
+				return errno == ELOOP ? -TD_E_SYMLINK : -errno;
+			o->f = fdopen(fd, "w");
+			if (!o->f) {
+				int e = errno;
+
+				close(fd);
+				return -e;
+			}
+			return 0;
 		}
-		mode = st.st_mode & 07777; /* the replacement keeps it */
+		/* the replacement keeps the mode of a file of ours; another
+		 * user's (a world-writable directory's) gives it no say */
+		mode = st.st_uid == geteuid() ? st.st_mode & 07777 : 0640 & ~current_umask();
 	} else {
 		/* reports name functions and hold command lines: 0640 like
 		 * the chunks, less what the umask takes away */
-		mode = umask(0);
-		umask(mode);
-		mode = 0640 & ~mode;
+		mode = 0640 & ~current_umask();
 	}
 	if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
 		o->tmp = NULL;
@@ -133,11 +160,18 @@ static bool parse_time(const char *opt, const char *s, int64_t *ret)
 {
 	struct tm tm = { 0 };
 	const char *end;
+	time_t secs;
 	uint64_t d;
 
 	if (s[0] == '-') {
 		if (!td_parse_duration(opt, s + 1, &d))
 			return false;
+		if (d > (uint64_t)INT64_MAX) { /* negating it would overflow */
+			td_msg("%s: '%s' reaches back further than time does; give at most "
+			       "-15000w",
+				opt, s);
+			return false;
+		}
 		*ret = -(int64_t)d;
 		return true;
 	}
@@ -146,7 +180,13 @@ static bool parse_time(const char *opt, const char *s, int64_t *ret)
 		td_msg("%s: '%s' is not a time; give 2026-11-22T13:00:00Z (UTC) or -5m", opt, s);
 		return false;
 	}
-	*ret = (int64_t)timegm(&tm) * 1000000000;
+	secs = timegm(&tm);
+	/* nanoseconds in an int64_t: until 2262 (the multiplication must not overflow) */
+	if (secs < 0 || secs > INT64_MAX / 1000000000) {
+		td_msg("%s: '%s' is out of range; give a time from 1970 to 2262", opt, s);
+		return false;
+	}
+	*ret = (int64_t)secs * 1000000000;
 	return true;
 }
 
@@ -440,7 +480,13 @@ int cmd_report(int argc, char **argv)
 		return load_failed(r, bad ? bad : a.paths[0]);
 	if (rep.warning[0])
 		td_msg("report: warning: %s", rep.warning);
-	if ((r = output_open(&o, a.output)) < 0) {
+	if ((r = output_open(&o, a.output)) == -TD_E_SYMLINK) {
+		td_msg("report: %s is a symbolic link: not followed, nor replaced (it may "
+		       "point anywhere); remove it or choose another -o",
+			a.output);
+		rp_free(p);
+		return TD_EXIT_IO;
+	} else if (r < 0) {
 		td_msg("report: cannot write %s: %s; choose another -o", a.output, td_strerror(r));
 		rp_free(p);
 		return TD_EXIT_IO;

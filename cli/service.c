@@ -23,6 +23,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "../common/buf.h"
 #include "../service/service.h"
 
 #define DEFAULT_CONFIG "/etc/tracerd/tracerd.conf"
@@ -62,17 +63,24 @@ static bool stdout_is_journal(void)
 	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+/* The service's messages quote the processes it follows (comm, exe,
+ * cmdline) and the config's text: the whole line is escaped as target
+ * strings are (td_text_put), so that no name can start a journal line of
+ * its own, forge a <N> priority, or reach a terminal as a command.  Its
+ * own words have no control character and pass unchanged. */
 static void on_log(void *arg, int prio, const char *msg)
 {
 	struct front *f = arg;
+	char safe[4096];
 
 	if (prio >= LOG_DEBUG && !f->verbose)
 		return;
+	td_text_escape(safe, sizeof(safe), msg);
 	if (f->journal) {
-		printf("<%d>%s\n", prio, msg);
+		printf("<%d>%s\n", prio, safe);
 		fflush(stdout);
 	} else {
-		td_msg("%s", msg);
+		td_msg("%s", safe);
 	}
 }
 
@@ -112,17 +120,90 @@ static uint64_t watchdog_ns(void)
 	return strtoull(us, NULL, 10) * 1000u;
 }
 
+/* What --check lists of the processes a rule matches now. */
+#define CHECK_LIST_MAX 20
+
+struct check_match {
+	int rule;
+	pid_t pid;
+	char comm[16];
+	char *exe; /* NULL: out of memory */
+};
+
+struct check_matches {
+	struct check_match *m;
+	size_t n, cap;
+	unsigned per_rule[SVC_MAX_RULES];
+	bool oom;
+};
+
+static void check_each(void *arg, int rule, const struct svc_proc *p)
+{
+	struct check_matches *cm = arg;
+	struct check_match *x;
+
+	if (p->pid == getpid())
+		return; /* this check itself, were a rule to match it */
+	cm->per_rule[rule]++;
+	if (cm->per_rule[rule] > CHECK_LIST_MAX)
+		return;
+	if (td_array_grow(cm->m, cm->cap, cm->n + 1, 64) < 0) {
+		cm->oom = true;
+		return;
+	}
+	x = &cm->m[cm->n++];
+	x->rule = rule;
+	x->pid = p->pid;
+	snprintf(x->comm, sizeof(x->comm), "%s", p->comm);
+	x->exe = strdup(p->exe[0] ? p->exe : "?");
+}
+
+static void check_rule(const struct svc_config *c, unsigned i, const struct check_matches *cm,
+	int walked)
+{
+	const struct svc_rule *r = &c->rules[i];
+
+	printf("  [Target %s] %s mode, %u Hz%s%s%s%s%s%s%s%s", r->name,
+		r->mode == REC_MODE_WALL ? "wall" : "cpu", r->hz, r->comm ? ", Comm=" : "",
+		r->comm ? r->comm : "", r->exe ? ", Exe=" : "", r->exe ? r->exe : "",
+		r->cmdline ? ", Cmdline=" : "", r->cmdline ? r->cmdline : "",
+		r->unit ? ", Unit=" : "", r->unit ? r->unit : "");
+	if (r->exe_real)
+		printf(" (also %s: its links resolved)", r->exe_real);
+	putchar('\n');
+	if (walked < 0)
+		return;
+	if (!cm->per_rule[i]) {
+		printf("    matches no process now\n");
+		return;
+	}
+	printf("    matches %u process%s now:\n", cm->per_rule[i], cm->per_rule[i] == 1 ? "" : "es");
+	for (size_t k = 0; k < cm->n; k++) {
+		if (cm->m[k].rule != (int)i)
+			continue;
+		printf("      %d ", (int)cm->m[k].pid);
+		td_text_put(stdout, cm->m[k].comm);
+		putchar(' ');
+		td_text_put(stdout, cm->m[k].exe ? cm->m[k].exe : "?");
+		putchar('\n');
+	}
+	if (cm->per_rule[i] > CHECK_LIST_MAX)
+		printf("      ... and %u more\n", cm->per_rule[i] - CHECK_LIST_MAX);
+}
+
 static int check(const char *path)
 {
 	struct svc_config *c = NULL;
 	struct svc_config_error err = { 0 };
-	int e = svc_config_load(path, &c, &err);
+	struct check_matches cm = { 0 };
+	int e = svc_config_load(path, &c, &err), walked;
 
 	if (e < 0) {
 		td_msg("%s:%u: %s%s%s", err.file, err.line, err.reason, err.text[0] ? ": " : "",
 			err.text);
 		return TD_EXIT_USAGE;
 	}
+	walked = svc_config_each_match(c, "/proc", check_each, &cm);
 	printf("%s: %u rule%s, repositories under %s\n", path, c->nrules, c->nrules == 1 ? "" : "s",
 		c->directory);
 	if (c->export.url)
@@ -132,13 +213,15 @@ static int check(const char *path)
 			c->export.labels ? c->export.labels : "",
 			c->export.token_file ? ", with a bearer token" : "");
 	for (unsigned i = 0; i < c->nrules; i++)
-		printf("  [Target %s] %s mode, %u Hz%s%s%s%s%s%s%s%s\n", c->rules[i].name,
-			c->rules[i].mode == REC_MODE_WALL ? "wall" : "cpu", c->rules[i].hz,
-			c->rules[i].comm ? ", Comm=" : "", c->rules[i].comm ? c->rules[i].comm : "",
-			c->rules[i].exe ? ", Exe=" : "", c->rules[i].exe ? c->rules[i].exe : "",
-			c->rules[i].cmdline ? ", Cmdline=" : "",
-			c->rules[i].cmdline ? c->rules[i].cmdline : "",
-			c->rules[i].unit ? ", Unit=" : "", c->rules[i].unit ? c->rules[i].unit : "");
+		check_rule(c, i, &cm, walked);
+	if (walked < 0)
+		td_msg("cannot read /proc: %s; the processes each rule matches are not listed",
+			strerror(-walked));
+	else if (cm.oom)
+		td_msg("out of memory: the lists of processes are incomplete");
+	for (size_t k = 0; k < cm.n; k++)
+		free(cm.m[k].exe);
+	free(cm.m);
 	svc_config_free(c);
 	return TD_EXIT_OK;
 }

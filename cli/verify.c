@@ -34,10 +34,13 @@ static bool is_part(const char *path)
 static int verify_file(int fd, const char *path, bool part, struct vtotal *t)
 {
 	struct chunk_report rep;
-	char a[32], b[32];
+	char a[32], b[32], shown[8192];
 	int r = chunk_read_fd(fd, NULL, NULL, &rep), status = 0;
 	bool damaged;
 
+	/* a name read from a directory may hold anything: escaped */
+	td_text_escape(shown, sizeof(shown), path);
+	path = shown;
 	t->files++;
 	if (r == -TD_E_CORRUPT) {
 		printf("%s: not a tracerd chunk file (no valid chunk header)\n", path);
@@ -143,15 +146,16 @@ static int verify_dir(int dirfd, const char *path, struct vtotal *t)
 		} else {
 			if (s == 0)
 				close(fd);
-			printf("%s: cannot read: %s\n", full,
-				td_strerror(s < 0 ? s : -EISDIR));
+			td_text_put(stdout, full);
+			printf(": cannot read: %s\n", td_strerror(s < 0 ? s : -EISDIR));
 			s = 2;
 		}
 		worst = s > worst ? s : worst;
-		if (i && e[i].seq != e[i - 1].seq + 1)
-			printf("  chunk sequence gap before %s (chunks deleted by retention or "
-			       "lost)\n",
-				e[i].name);
+		if (i && e[i].seq != e[i - 1].seq + 1) {
+			fputs("  chunk sequence gap before ", stdout);
+			td_text_put(stdout, e[i].name);
+			fputs(" (chunks deleted by retention or lost)\n", stdout);
+		}
 	}
 	free(e);
 	return worst;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Shared helpers: the error table, the clock, small /proc readers and the
- * JSON string writer.  Nothing here allocates but the task walk
- * (opendir); everything is safe to call from any thread, but the /proc
+/* Shared helpers: the error table, the clock and small /proc readers (the
+ * escaping of strings is text.c's).  Nothing here allocates but the task
+ * walk (opendir); everything is safe to call from any thread, but the /proc
  * readers do I/O and must not run while a target thread is held stopped. */
 #include "td.h"
 
@@ -137,29 +137,6 @@ int td_task_info_read(pid_t pid, pid_t tid, struct td_task_info *ret_info)
 	}
 	*ret_info = info;
 	return 0;
-}
-
-void td_json_string(FILE *f, const char *s, unsigned flags)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	bool script = flags & TD_JSON_IN_SCRIPT;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (!script && *p == '\n')
-			fputs("\\n", f);
-		else if (!script && *p == '\t')
-			fputs("\\t", f);
-		else if (!script && *p == '\r')
-			fputs("\\r", f);
-		else if (*p < 0x20 || (script && (*p == '<' || *p == '>' || *p == '&')))
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f); /* >= 0x80: copied, valid UTF-8 or not */
-	}
-	fputc('"', f);
 }
 
 int td_proc_id_read(pid_t pid, struct td_proc_id *ret_id)

@@ -5,8 +5,9 @@
  *
  * common/ owns the pieces every stage uses once: the sample record
  * (sample.h), the byte buffer and varints (buf.h), the hash map (map.h),
- * the JSON string writer, the /proc readers.  It never includes another
- * folder of tracerd and knows nothing of any stage. */
+ * the escaping of target strings for text and JSON (text.c), the /proc
+ * readers.  It never includes another folder of tracerd and knows nothing
+ * of any stage. */
 #ifndef TD_COMMON_H
 #define TD_COMMON_H
 
@@ -98,12 +99,24 @@ int td_maps_file_at(pid_t pid, uint64_t addr);
  * in /proc names a thread: this gives its process. */
 pid_t td_tgid_of(pid_t tid);
 
-/* s as a JSON string (RFC 8259): quotes, backslash and control characters
- * escaped (\n, \t, \r by name); NULL as "".  Bytes >= 0x80 are copied as
- * they are, valid UTF-8 or not.  TD_JSON_IN_SCRIPT: also <, > and &, and
- * every control character, as \u00XX, so that the text can sit inside an
- * HTML <script> element. */
+/* Strings that came from a target, for people (text.c).  Text: every
+ * control character (C0, DEL, C1), every byte of invalid UTF-8, the
+ * bidirectional overrides and the backslash itself written as \xNN, one
+ * escape per byte; valid UTF-8 otherwise unchanged.  So a backslash in the
+ * output always begins an escape, and the output is never a terminal
+ * command.  NULL writes nothing. */
 #include <stdio.h>
+void td_text_put(FILE *f, const char *s);
+/* The same into buf (len bytes, NUL-terminated; a cut falls between whole
+ * escapes and characters); returns the length of the whole, as snprintf. */
+size_t td_text_escape(char *buf, size_t len, const char *s);
+/* Would td_text_put write s unchanged?  (NULL: yes.) */
+bool td_text_is_safe(const char *s);
+/* s as a JSON string (RFC 8259): quotes and backslash escaped, the same
+ * unsafe characters as text as \u00XX (\n, \t, \r by name), a byte of
+ * invalid UTF-8 as \ufffd; NULL as "".  TD_JSON_IN_SCRIPT: also <, > and
+ * &, and every control character, as \u00XX, so that the text can sit
+ * inside an HTML <script> element. */
 enum { TD_JSON_IN_SCRIPT = 1u << 0 };
 void td_json_string(FILE *f, const char *s, unsigned flags);
 

@@ -81,6 +81,8 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.offcpu = sh->offcpu,
 		.perf_err = sh->perf_err,
 		.unwind_partial = atomic_load(&sh->unwind_partial),
+		.maps_denied = atomic_load(&sh->maps_denied),
+		.maps_denied_err = atomic_load(&sh->maps_denied_err),
 		.threads_seen = atomic_load(&sh->threads_seen),
 		.threads_live = atomic_load(&sh->threads_live),
 		.bytes_written = atomic_load(&sh->bytes_written),
@@ -97,6 +99,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.stop_max_us = atomic_load(&sh->stop_max) / 1e3,
 		.owner_stops = atomic_load(&sh->owner_stops),
 		.owner_early = atomic_load(&sh->owner_early),
+		.children_followed = atomic_load(&sh->children_followed),
+		.children_left = atomic_load(&sh->children_left),
+		.children_full = atomic_load(&sh->children_full),
 		.io_err = atomic_load(&sh->io_err),
 	};
 }

@@ -173,12 +173,17 @@ struct rec_shared {
 	_Atomic uint64_t stop_n, stop_max;
 	_Atomic uint64_t owner_stops; /* wall mode with perf: lock owners stopped */
 	_Atomic uint64_t owner_early; /* wall mode with perf: early samples asked of owners */
+	/* children followed, not followed, not followed for want of room */
+	_Atomic uint64_t children_followed, children_left, children_full;
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository
 	 * error that ends recording) is stored by writer_fail only, the first
 	 * one winning, and is also read by the sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
+	/* writer: processes whose maps it may not read, and why (-errno) */
+	_Atomic uint64_t maps_denied;
+	_Atomic int maps_denied_err;
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
 	_Atomic unsigned debug_reused, debug_created, debug_failed;
@@ -232,13 +237,14 @@ struct target {
 	struct td_proc_id id;
 	bool live; /* attached, its exit not seen yet */
 	bool sampled;	/* a sample of its current image was published */
+	bool id_unread; /* a child: id.start_time still to read (targets_apply) */
 	/* its image's number, never 0 and never reused by this target set:
 	 * a new one at attach and at each exec (rec_shared.maps_read) */
 	uint32_t image;
 };
 
 #define TARGETS_PENDING 8192
-#define TARGETS_MAX 64 /* processes at once: the tracer's bound (ptrace.c) */
+#define TARGETS_MAX REC_MAX_PROCS /* processes at once: the tracer's bound (PT_MAX_PROCS) */
 
 /* owns: nothing allocated; borrows: the tracer */
 struct targets {
@@ -266,7 +272,8 @@ struct targets_ops {
 };
 
 void targets_init(struct targets *ts, struct pt_tracer *tracer);
-/* Attach to every pid in turn (at the start, or one more later), record
+/* Attach to every pid in turn (at the start, or one more later; children
+ * of targets come as PT_EVENT_PROCESS_NEW instead), record
  * its identity in ret_ids[i] and pass each of its threads to
  * ops->thread_add.  Returns 0, or the first error
  * (-errno / -TD_E_*) with the pid it concerns in *ret_pid; the processes
@@ -274,7 +281,8 @@ void targets_init(struct targets *ts, struct pt_tracer *tracer);
 int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 	const struct targets_ops *ops, void *arg, struct td_proc_id *ret_ids, pid_t *ret_pid);
 /* A tracer event, possibly while a thread is stopped: only queues (no
- * allocation, lock, log or I/O).  Returns true when it ended a target. */
+ * allocation, lock, log or I/O).  Returns true when it ended a target or
+ * added one (a child followed). */
 bool targets_note(struct targets *ts, const struct pt_event *ev);
 /* After a round: apply the queued thread changes through ops. */
 void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg);

@@ -20,6 +20,7 @@
 #include "../chunkfmt/chunkfmt.h"
 
 #define REC_MAX_PIDS 16
+#define REC_MAX_PROCS 64 /* processes recorded at once, children included */
 
 /* What a sample means (tracerd(8), MODES).
  *   CPU   where threads are while they use CPU: a thread is sampled every
@@ -66,6 +67,13 @@ struct rec_config {
 	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
 	bool follow;
 	uint64_t emergency_window_ns;
+	/* The children of the targets (a command's: record -- CMD), from
+	 * their first instruction.  NONE: never stopped, not seen (--pid, a
+	 * service).  FOLLOW: each a target of its own, with its own children
+	 * and execs, while the tracer has room (64 processes at once): perf
+	 * record's inherit.  COUNT (--no-inherit): each is let go at its
+	 * first stop and counted (rec_stats.children_left). */
+	enum rec_children { REC_CHILDREN_NONE, REC_CHILDREN_FOLLOW, REC_CHILDREN_COUNT } children;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;
@@ -91,7 +99,14 @@ struct rec_stats {
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
+	/* cfg.children: children followed, and those not (COUNT, or no room
+	 * when FOLLOW: children_full of them) */
+	uint64_t children_followed, children_left, children_full;
 	int io_err; /* the repository's write error that stopped recording, 0 */
+	/* processes whose mappings could not be read for want of permission
+	 * (their samples have no stack), and the last such error */
+	uint64_t maps_denied;
+	int maps_denied_err;
 };
 
 /* owns: the sampler and writer threads, the rings between them, and
@@ -118,15 +133,19 @@ struct rec_notice {
 		REC_NOTICE_ATTACH,    /* follow: the answer to rec_attach */
 		REC_NOTICE_EXIT,      /* a process attached has exited */
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
+		REC_NOTICE_UNREADABLE, /* a process's mappings may not be read (err):
+					* its samples have no stack; once each */
 	} kind;
 	int err;	      /* 0, or why it failed */
 	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
 	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY: the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
+			       * only): the process */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
+	bool told;	      /* EXIT: an EMERGENCY notice of this death went first */
 };
 
 /* What the control loop calls back on the caller's thread; either may be

@@ -26,7 +26,8 @@ enum { ST_NEW, ST_SETTLE };
 #define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
-#define S_MAX_EXITS 16		   /* leaders held at once */
+#define S_MAX_EXITS REC_MAX_PROCS /* leaders held at once: every process
+				   * recorded, a command's children too */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 #define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */
 

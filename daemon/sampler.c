@@ -36,7 +36,8 @@
  * tracer and through it every attached thread, the perf rings, the /proc
  * fds.  Writes in struct rec_shared: the samples, events and answers
  * rings (producer), the asks ring's head (consumer), attach_*, targets,
- * capture, perf_err, heartbeat_ns, the sampler's counters, targets_live,
+ * capture, perf_err, heartbeat_ns, the sampler's counters (children_*
+ * too), targets_live,
  * sampler_done, and the grow[] requests it takes (back to 0 by
  * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
  * maps_read[], writer_done, grow[].
@@ -405,6 +406,8 @@ static void on_event(void *arg, const struct pt_event *ev)
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
 		if (tg)
 			e.start_time = tg->id.start_time;
+		else
+			tg = targets_find(&s->targets, ev->pid); /* a child, new */
 	}
 	e.image = tg ? tg->image : 0;
 	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid)))
@@ -421,6 +424,16 @@ static void on_event(void *arg, const struct pt_event *ev)
 	case PT_EVENT_EXEC:
 		e.kind = REC_EV_EXEC;
 		break;
+	case PT_EVENT_PROCESS_NEW:
+		/* a child followed: its first thread, as one born */
+		e.kind = REC_EV_THREAD_NEW;
+		atomic_fetch_add_explicit(&s->sh->children_followed, 1, memory_order_relaxed);
+		break;
+	case PT_EVENT_CHILD_LEFT:
+		atomic_fetch_add_explicit(&s->sh->children_left, 1, memory_order_relaxed);
+		if (ev->status)
+			atomic_fetch_add_explicit(&s->sh->children_full, 1, memory_order_relaxed);
+		return;
 	case PT_EVENT_PROCESS_EXIT:
 		e.kind = REC_EV_PROCESS_EXIT;
 		/* the writer tells a death and its cause (an OOM kill, read
@@ -857,7 +870,9 @@ static int sampler_start(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = true,
+		.trace_fork = s->cfg->children != REC_CHILDREN_NONE,
+		.follow_forks = s->cfg->children == REC_CHILDREN_FOLLOW };
 	int e = pt_tracer_new(&pc, &s->t);
 
 	if (e < 0)

@@ -60,34 +60,6 @@ const char *wait_kind_name(enum wait_kind k)
 	return k == WAIT_NONE ? "none" : tcf_wait_kind_name(wait_tcf_kind(k));
 }
 
-const char *wait_syscall_name(long nr)
-{
-	static const struct {
-		long nr;
-		const char *name;
-	} calls[] = { { SYS_read, "read" }, { SYS_write, "write" }, { SYS_poll, "poll" },
-		{ SYS_pread64, "pread64" }, { SYS_pwrite64, "pwrite64" }, { SYS_readv, "readv" },
-		{ SYS_writev, "writev" }, { SYS_select, "select" }, { SYS_pause, "pause" },
-		{ SYS_nanosleep, "nanosleep" }, { SYS_connect, "connect" }, { SYS_accept, "accept" },
-		{ SYS_sendto, "sendto" }, { SYS_recvfrom, "recvfrom" }, { SYS_sendmsg, "sendmsg" },
-		{ SYS_recvmsg, "recvmsg" }, { SYS_wait4, "wait4" }, { SYS_msgrcv, "msgrcv" },
-		{ SYS_semop, "semop" }, { SYS_flock, "flock" }, { SYS_fsync, "fsync" },
-		{ SYS_fdatasync, "fdatasync" }, { SYS_rt_sigtimedwait, "rt_sigtimedwait" },
-		{ SYS_rt_sigsuspend, "rt_sigsuspend" }, { SYS_futex, "futex" },
-		{ SYS_epoll_wait, "epoll_wait" }, { SYS_clock_nanosleep, "clock_nanosleep" },
-		{ SYS_waitid, "waitid" }, { SYS_pselect6, "pselect6" }, { SYS_ppoll, "ppoll" },
-		{ SYS_epoll_pwait, "epoll_pwait" }, { SYS_accept4, "accept4" },
-		{ SYS_recvmmsg, "recvmmsg" }, { SYS_sendmmsg, "sendmmsg" }, { SYS_fcntl, "fcntl" },
-		{ SYS_io_getevents, "io_getevents" }, { SYS_semtimedop, "semtimedop" },
-		{ SYS_epoll_pwait2, "epoll_pwait2" }, { SYS_io_uring_enter, "io_uring_enter" },
-		{ SYS_sched_yield, "sched_yield" } };
-
-	for (size_t i = 0; i < TD_ARRAY_SIZE(calls); i++)
-		if (calls[i].nr == nr)
-			return calls[i].name;
-	return NULL;
-}
-
 /* Is tid a live (not exited) thread of pid? */
 static bool live_thread(pid_t pid, pid_t tid)
 {

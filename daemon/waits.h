@@ -46,8 +46,12 @@ struct wait_info {
 const char *wait_kind_name(enum wait_kind k);
 /* The kind as chunks store it (WAITS records). */
 enum tcf_wait_kind wait_tcf_kind(enum wait_kind k);
-/* The name of system call nr, NULL if not one of the blocking calls known. */
+/* The name of system call nr on the machine we run on (syscalls.c), NULL
+ * for a number no kernel we know of gives a call. */
 const char *wait_syscall_name(long nr);
+/* The same for either table, whatever the machine (tests). */
+enum wait_arch { WAIT_ARCH_X86_64, WAIT_ARCH_AARCH64 };
+const char *wait_syscall_name_arch(enum wait_arch arch, long nr);
 /* The threads that futex words (TD_FUTEX_WORDS words read at a futex
  * address, as wait_classify takes them) may name as the object's owner,
  * whatever the object: a mutex's __owner or its PI or robust lock word,

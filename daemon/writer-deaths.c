@@ -239,8 +239,10 @@ void process_died(struct writer *w, const struct rec_event *e)
 
 	if (p && sig == SIGKILL && oom_killed(p, td_now_ns()))
 		n.oom = true;
-	if (fatal_signal(sig))
+	if (fatal_signal(sig)) {
 		emergency_dump(w, e, p, n.oom);
+		n.told = true;
+	}
 	writer_notify(w, &n);
 	if (p)
 		p->pid = 0;

@@ -99,6 +99,7 @@ struct writer {
 		uint32_t end_loc[SYM_END_COUNT];
 		uint32_t preempted_loc; /* preempted_location() */
 		uint32_t nomaps_loc;	/* nomaps_stack() */
+		uint32_t denied_loc;	/* denied_stack() */
 	} ids;
 
 	/* thread names (writer.c) */
@@ -125,6 +126,15 @@ struct writer {
 		struct sym_cache *cache;
 		struct session sess[REC_MAX_PIDS * 4];
 		struct sym_debug_stats debug_gone; /* of the sessions freed */
+		/* processes whose mappings could not be read for want of
+		 * permission (another user's, without CAP_DAC_READ_SEARCH):
+		 * said once each, tried again a second later, not at every
+		 * sample */
+		struct denied {
+			pid_t pid; /* 0: free */
+			int err;
+			uint64_t retry_ns;
+		} denied[REC_MAX_PIDS * 4];
 		/* each process's image number (pid -> struct target's
 		 * image), as THREAD_NEW and EXEC tell it, for
 		 * rec_shared.maps_read */

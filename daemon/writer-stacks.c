@@ -66,9 +66,39 @@ static int session_build(struct writer *w, pid_t pid, struct sym_session **ret_s
 	return 0;
 }
 
+static struct denied *denied_of(struct writer *w, pid_t pid)
+{
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.denied); i++)
+		if (w->stacks.denied[i].pid == pid)
+			return &w->stacks.denied[i];
+	return NULL;
+}
+
+/* pid's mappings could not be read (err): the first time, counted and
+ * told (REC_NOTICE_UNREADABLE); tried again in a second, not at every
+ * sample of it. */
+static void denied_note(struct writer *w, pid_t pid, int err)
+{
+	struct denied *d = denied_of(w, pid);
+
+	if (!d) {
+		d = denied_of(w, 0);
+		if (!d)
+			return; /* full: tried at each sample, said already for many */
+		*d = (struct denied){ .pid = pid, .err = err };
+		atomic_fetch_add_explicit(&w->sh->maps_denied, 1, memory_order_relaxed);
+		atomic_store_explicit(&w->sh->maps_denied_err, err, memory_order_relaxed);
+		writer_notify(w, &(struct rec_notice){ .kind = REC_NOTICE_UNREADABLE, .err = err,
+					 .id = { pid, 0 } });
+	}
+	d->retry_ns = td_now_ns() + 1000000000u;
+}
+
 struct session *session_for(struct writer *w, pid_t pid, bool create)
 {
 	struct session *free_slot = NULL;
+	struct denied *d;
+	int r;
 
 	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++) {
 		if (w->stacks.sess[i].pid == pid && w->stacks.sess[i].s)
@@ -76,8 +106,18 @@ struct session *session_for(struct writer *w, pid_t pid, bool create)
 		if (!w->stacks.sess[i].s && !free_slot)
 			free_slot = &w->stacks.sess[i];
 	}
-	if (!create || !free_slot || session_build(w, pid, &free_slot->s) < 0)
+	if (!create || !free_slot)
 		return NULL;
+	d = denied_of(w, pid);
+	if (d && td_now_ns() < d->retry_ns)
+		return NULL;
+	r = session_build(w, pid, &free_slot->s);
+	if (r == -EACCES || r == -EPERM)
+		denied_note(w, pid, r);
+	if (r < 0)
+		return NULL;
+	if (d)
+		d->pid = 0; /* readable now */
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
 	free_slot->renew_later = false;
@@ -117,6 +157,10 @@ void debug_stats_store(struct writer *w)
 void session_drop(struct writer *w, pid_t pid)
 {
 	struct session *s = session_for(w, pid, false);
+	struct denied *d = denied_of(w, pid);
+
+	if (d)
+		d->pid = 0; /* its PID may come back as another process's */
 
 	if (s) {
 		debug_stats_add(&w->stacks.debug_gone, s->s);
@@ -352,12 +396,21 @@ void saved_drop(struct writer *w, pid_t tid)
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
 
+/* A sample of a process whose mappings it may not read: placed, counted
+ * as not unwound, with a frame that says why. */
+static uint32_t denied_stack(struct writer *w)
+{
+	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+	return note_stack(w, &w->ids.denied_loc,
+		"[not unwound: its maps may not be read (permission)]");
+}
+
 uint32_t stack_of(struct writer *w, const struct td_sample *s)
 {
 	struct session *se = session_for(w, s->pid, true);
 
 	if (!se)
-		return nomaps_stack(w);
+		return denied_of(w, s->pid) ? denied_stack(w) : nomaps_stack(w);
 	if (s->flags & TD_SAMPLE_REPEAT) {
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);

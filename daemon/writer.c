@@ -64,6 +64,33 @@ static void new_chunk_caches(struct writer *w)
 	memset(w->ids.end_loc, 0, sizeof(w->ids.end_loc));
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
+	w->ids.denied_loc = 0;
+}
+
+/* The command line of target pid into the chunk (target.PID.cmdline; the
+ * report keeps the latest of a PID's).  id: the process it must be, read
+ * after the cmdline: once the target is gone its PID cannot name it
+ * again, so a match means the read was of the target, not of a later
+ * process of that PID.  NULL for a child (record -- CMD), whose start time
+ * the writer does not know: its PID names it until its real parent reaps
+ * it too, later than the tracer, so a PID reused within the writer's lag
+ * would need a PID space gone round in that time. */
+static void target_cmdline(struct writer *w, pid_t pid, const struct td_proc_id *id)
+{
+	char path[64], cmd[256], key[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
+	if (id && td_proc_id_check(id) != 1)
+		n = 0;
+	for (int k = 0; k < n - 1; k++)
+		if (!cmd[k])
+			cmd[k] = ' ';
+	if (n > 0) {
+		snprintf(key, sizeof(key), "target.%d.cmdline", (int)pid);
+		chunk_writer_meta(w->cw, key, cmd);
+	}
 }
 
 static void chunk_meta(struct writer *w)
@@ -97,25 +124,8 @@ static void chunk_meta(struct writer *w)
 	}
 	if (gethostname(buf, sizeof(buf)) == 0)
 		chunk_writer_meta(w->cw, "host", buf);
-	for (unsigned i = 0; i < cfg->npids; i++) {
-		char path[64], cmd[256];
-		int n;
-
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)cfg->pids[i]);
-		n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
-		/* Checked after the read: once the target is gone its PID
-		 * cannot name it again, so a match now means the read was
-		 * of the target, not of a later process of that PID. */
-		if (td_proc_id_check(&w->sh->targets[i]) != 1)
-			n = 0;
-		for (int k = 0; k < n - 1; k++)
-			if (!cmd[k])
-				cmd[k] = ' ';
-		if (n > 0) {
-			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)cfg->pids[i]);
-			chunk_writer_meta(w->cw, buf, cmd);
-		}
-	}
+	for (unsigned i = 0; i < cfg->npids; i++)
+		target_cmdline(w, cfg->pids[i], &w->sh->targets[i]);
 	{
 		struct timespec m, re;
 
@@ -382,6 +392,15 @@ void do_sample(struct writer *w, const struct td_sample *s)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
 }
 
+/* Is pid one of the configured targets (record's --pid, or CMD)? */
+static bool is_cfg_target(const struct writer *w, pid_t pid)
+{
+	for (unsigned i = 0; i < w->cfg->npids; i++)
+		if (w->cfg->pids[i] == pid)
+			return true;
+	return false;
+}
+
 static void do_event(struct writer *w, const struct rec_event *e)
 {
 	if (e->kind == REC_EV_EXITING) {
@@ -399,6 +418,9 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	case REC_EV_THREAD_NEW:
 		if (w->cfg->follow)
 			wproc_add(w, e->pid);
+		else if (e->tid == e->pid && w->cfg->children == REC_CHILDREN_FOLLOW &&
+			 !is_cfg_target(w, e->pid))
+			target_cmdline(w, e->pid, NULL); /* a child's first thread */
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_START, 0);
 		break;
@@ -409,13 +431,28 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		td_map_remove(&w->waits.owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
-	case REC_EV_EXEC:
+	case REC_EV_EXEC: {
+		uint32_t was = map_get(&w->ids.threads, (uint64_t)(uint32_t)e->tid + 1), id;
+
+		if (w->cfg->children == REC_CHILDREN_FOLLOW && !is_cfg_target(w, e->pid))
+			target_cmdline(w, e->pid, NULL); /* what a child runs now */
 		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->ids.threads); /* names change with the image */
+		id = thread_id(w, e->pid, e->tid);
+		/* a report keeps a thread's first definition: the new image's
+		 * name (a child's, once "sh" or "go") is a rename of it */
+		if (was && id && was != id && was < w->names.cap && id < w->names.cap &&
+			strcmp(w->names.t[was].name, w->names.t[id].name)) {
+			char name[sizeof(w->names.t[id].name)];
+
+			memcpy(name, w->names.t[id].name, sizeof(name));
+			renamed(w, was, &w->names.t[was], name, e->time_ns);
+		}
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
-			0, thread_id(w, e->pid, e->tid), 0);
+			0, id, 0);
 		break;
+	}
 	case REC_EV_CRASH:
 		crash_begin(w, e);
 		break;

@@ -38,8 +38,15 @@ enum pt_event_kind {
 	PT_EVENT_EXEC,	      /* pid exec'ed; old_tid = former tid */
 	PT_EVENT_SIGNAL,      /* signal-delivery-stop; re-injected after */
 	PT_EVENT_GROUP_STOP,  /* job-control stop (SIGSTOP & co) observed */
-	PT_EVENT_PROCESS_EXIT /* the leader exited, after every other thread:
+	PT_EVENT_PROCESS_EXIT, /* the leader exited, after every other thread:
 			       * the process is gone and its PID is free */
+	PT_EVENT_PROCESS_NEW, /* trace_fork, follow_forks: pid (= tid, its one
+			       * thread) forked by process old_tid (0 when its
+			       * first stop came first), followed from its first
+			       * instruction */
+	PT_EVENT_CHILD_LEFT   /* trace_fork: child pid of process old_tid (0:
+			       * unknown) not followed, let go at its first stop;
+			       * status 0: follow_forks off, -TD_E_LIMIT: no room */
 };
 
 struct pt_event {
@@ -113,6 +120,17 @@ struct pt_config {
 	 * thread that took the fatal signal (its delivery-stop seen) is
 	 * also TD_SAMPLE_SIGINFO, as is a held thread's sample. */
 	bool trace_exit;
+	/* PTRACE_O_TRACEFORK and TRACEVFORK: the kernel attaches each child
+	 * of a traced process (fork, vfork, posix_spawn, a clone without
+	 * CLONE_THREAD) to this tracer, stopped before its first
+	 * instruction.  With follow_forks each becomes a process of its own
+	 * (PT_EVENT_PROCESS_NEW: its children and execs followed as its
+	 * parent's), while there is room (64 processes, max_threads);
+	 * otherwise it is let go at that first stop (PT_EVENT_CHILD_LEFT),
+	 * its run untouched: the cost is that stop and the parent's fork
+	 * event stop.  Without trace_fork children are never stopped. */
+	bool trace_fork;
+	bool follow_forks;
 };
 
 struct pt_round_stats {

@@ -164,6 +164,50 @@ static uint64_t mapping_id(struct pw *w, uint32_t module)
 	return *mid;
 }
 
+/* Is a module's name a shared library's ("libc.so.6", "x.so"), or no
+ * file ("[vdso]")?  pprof's own test (libRx) for what is not the main
+ * binary. */
+static bool library_name(const char *name)
+{
+	const char *base = name ? strrchr(name, '/') : NULL, *so;
+
+	base = base ? base + 1 : name;
+	if (!base || !*base || *base == '[')
+		return true;
+	for (so = strstr(base, ".so"); so; so = strstr(so + 1, ".so"))
+		if (!so[3] || ((so[3] == '.' || so[3] == '_') && so[4] >= '0' && so[4] <= '9'))
+			return true;
+	return false;
+}
+
+/* The program's module, for pprof's first mapping: the one holding main
+ * if it is not a library; else the module, not a library, of the node
+ * with the most samples through it (a program's threads start in libc,
+ * and its main thread may never be sampled in main); else the module of
+ * the heaviest path's outermost frame.  0 if there is no frame. */
+static uint32_t main_module(const struct rp_profile *p)
+{
+	uint32_t best = 0, heavy = 0;
+
+	for (size_t i = 1; i < p->nnodes; i++) {
+		const struct rp_frame *f = &p->frames[p->nodes[i].frame];
+		const char *name = rp_str(p, f->func);
+
+		if (!f->module || library_name(rp_str(p, f->module)))
+			continue;
+		if (name && !strcmp(name, "main"))
+			return f->module;
+		if (!best || p->nodes[i].total > p->nodes[best].total)
+			best = (uint32_t)i;
+	}
+	if (best)
+		return p->frames[p->nodes[best].frame].module;
+	for (uint32_t c = p->nodes[0].first_child; c; c = p->nodes[c].next_sibling)
+		if (!heavy || p->nodes[c].total > p->nodes[heavy].total)
+			heavy = c;
+	return heavy ? p->frames[p->nodes[heavy].frame].module : 0;
+}
+
 /* The location ids of node's stack, leaf first, into locs, defining the
  * Locations, Functions and Mappings not yet written.  Walking a leaf to
  * the root, a physical frame is a run of inlined frames closed by the
@@ -436,23 +480,10 @@ int rp_pprof(FILE *out, const struct rp_profile *p)
 	for (size_t i = 1; i < p->nframes; i++)
 		if (frame_placed(p, &p->frames[i]) && td_map_set(&w.placed, p->frames[i].module, 1) < 0)
 			prof.failed = true;
-	/* pprof takes the first mapping for the main binary: the module that
-	 * holds main, else the outermost frame of the heaviest path */
+	/* pprof takes the first mapping for the main binary ("File:") */
 	{
-		uint32_t main_mod = 0, best = 0;
+		uint32_t main_mod = main_module(p);
 
-		for (size_t i = 1; i < p->nnodes && !main_mod; i++) {
-			const struct rp_frame *f = &p->frames[p->nodes[i].frame];
-			const char *name = rp_str(p, f->func);
-
-			if (name && !strcmp(name, "main"))
-				main_mod = f->module;
-		}
-		for (uint32_t c = p->nodes[0].first_child; c && !main_mod; c = p->nodes[c].next_sibling)
-			if (!best || p->nodes[c].total > p->nodes[best].total)
-				best = c;
-		if (!main_mod && best)
-			main_mod = p->frames[p->nodes[best].frame].module;
 		if (main_mod)
 			mapping_id(&w, main_mod);
 	}

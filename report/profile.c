@@ -27,6 +27,34 @@ const char *rp_str(const struct rp_profile *p, uint32_t id)
 	return id && id < p->nstrs ? p->strs[id] : NULL;
 }
 
+const char *rp_text(const struct rp_profile *p, uint32_t id)
+{
+	const char *s = rp_str(p, id), *t;
+
+	if (!s)
+		return NULL;
+	t = s + strlen(s) + 1;
+	return *t ? t : s;
+}
+
+/* A copy of s followed by its text form (td_text_escape) when that
+ * differs, else by an empty string: rp_text finds it after the NUL, and
+ * escaping is done once per distinct string, not per line written. */
+static char *str_dup_with_text(const char *s)
+{
+	size_t n = strlen(s), t = td_text_is_safe(s) ? 0 : td_text_escape(NULL, 0, s);
+	char *d = td_malloc(n + 1 + t + 1);
+
+	if (!d)
+		return NULL;
+	memcpy(d, s, n + 1);
+	if (t)
+		td_text_escape(d + n + 1, t + 1, s);
+	else
+		d[n + 1] = '\0';
+	return d;
+}
+
 static uint64_t str_hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -57,7 +85,7 @@ static uint32_t intern(struct rp_profile *p, const char *s)
 			return (uint32_t)id;
 	if (td_array_grow(p->strs, p->capstrs, p->nstrs + 1, 256) < 0)
 		return 0;
-	p->strs[p->nstrs] = strdup(s);
+	p->strs[p->nstrs] = str_dup_with_text(s);
 	if (!p->strs[p->nstrs] || td_map_add(&p->str_index, h, p->nstrs) < 0)
 		return 0;
 	return (uint32_t)p->nstrs++;
@@ -829,6 +857,18 @@ static int seq_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+/* rel (< 0) ns before last, the end of the data: a time the file chose,
+ * so computed without a signed overflow, and 1 (the start of time) when
+ * rel reaches back further than the data goes (0 would mean "open"). */
+static int64_t before_end(uint64_t last, int64_t rel)
+{
+	uint64_t back = 0 - (uint64_t)rel;
+
+	if (last > (uint64_t)INT64_MAX)
+		last = (uint64_t)INT64_MAX;
+	return back >= last ? 1 : (int64_t)(last - back);
+}
+
 int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	struct rp_profile **ret, struct rp_load_report *rep, const char **ret_bad_path)
 {
@@ -851,8 +891,8 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 		for (unsigned i = 0; i < n && r >= 0; i++)
 			r = for_each_file(paths[i], read_one, &ps);
 	}
-	L.from = f->from_ns < 0 ? (int64_t)ps.last + f->from_ns : f->from_ns;
-	L.to = f->to_ns < 0 ? (int64_t)ps.last + f->to_ns : f->to_ns;
+	L.from = f->from_ns < 0 ? before_end(ps.last, f->from_ns) : f->from_ns;
+	L.to = f->to_ns < 0 ? before_end(ps.last, f->to_ns) : f->to_ns;
 	ps.pass = 1;
 	for (unsigned i = 0; i < n && r >= 0; i++) {
 		r = for_each_file(paths[i], read_one, &ps);

@@ -218,7 +218,12 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q);
 #define RP_TN_STATE(key) ((unsigned)((((key)-1) >> 32) & 7))
 #define RP_TN_NODE(key) ((uint32_t)(((key)-1) & 0xffffffffu))
 
+/* A string of the recording as its chunk holds it (JSON, pprof, html and
+ * filters want the real bytes); NULL for id 0. */
 const char *rp_str(const struct rp_profile *p, uint32_t id);
+/* The same for a text format: control characters, invalid UTF-8 and '\\'
+ * escaped (td_text_put), since it came from a target. */
+const char *rp_text(const struct rp_profile *p, uint32_t id);
 /* Does the report show process pid (--pid, or an emergency dump's)? */
 bool rp_pid_shown(const struct rp_profile *p, uint32_t pid);
 /* The death of each process an emergency dump records, for people: what

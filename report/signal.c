@@ -8,7 +8,7 @@
  * Guarantees: nothing but what the row says; a row of an older chunk,
  * which kept si_addr whatever sent the signal, shows it only for a signal
  * a fault raises, as reports did before.  The sender's comm is the
- * sender's bytes: every byte outside printable ASCII is escaped.  Leaves
+ * sender's bytes: escaped as every target string is (rp_text).  Leaves
  * to text.c where the phrase goes. */
 #define _GNU_SOURCE
 #include "report-internal.h"
@@ -60,19 +60,6 @@ static bool fault_signal(int32_t signo)
 	return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL;
 }
 
-/* The sender's comm, its bytes outside printable ASCII (and '\') as \xNN. */
-static void put_escaped(FILE *out, const char *s)
-{
-	for (unsigned i = 0; s[i] && i < 64; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c < 0x20 || c >= 0x7f || c == '\\')
-			fprintf(out, "\\x%02x", c);
-		else
-			fputc(c, out);
-	}
-}
-
 static void put_address(FILE *out, uint64_t addr, enum rp_sig_style style)
 {
 	fprintf(out, style == RP_SIG_HEADER ? " at address 0x%llx" : ", fault address 0x%llx",
@@ -86,7 +73,7 @@ static void put_sender(FILE *out, const struct rp_profile *p, uint32_t pid,
 			  src->code == SI_TKILL ? "tgkill" :
 			  src->code == SI_QUEUE ? "sigqueue; PID and uid as the sender gave them" :
 						  "a message queue's notification, SI_MESGQ";
-	const char *comm = rp_str(p, src->comm);
+	const char *comm = rp_text(p, src->comm);
 
 	if (!src->pid) {
 		/* the kernel's 0: the sender is not in the target's namespace */
@@ -96,9 +83,7 @@ static void put_sender(FILE *out, const struct rp_profile *p, uint32_t pid,
 	}
 	fprintf(out, ", sent by PID %u", src->pid);
 	if (comm && *comm) {
-		fputs(" (", out);
-		put_escaped(out, comm);
-		fputc(')', out);
+		fprintf(out, " (%s)", comm);
 	}
 	fprintf(out, ", uid %u (%s)%s", src->uid, how,
 		src->pid == pid ? ", by the process itself" : "");

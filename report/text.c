@@ -14,7 +14,7 @@
 
 static const char *name_or(const struct rp_profile *p, uint32_t id, const char *dflt)
 {
-	const char *s = rp_str(p, id);
+	const char *s = rp_text(p, id);
 
 	return s && *s ? s : dflt;
 }
@@ -287,6 +287,21 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread)
 	return 0;
 }
 
+/* The death row of pid's thread that took signo and says where the signal
+ * came from (a 1.2 row), or NULL. */
+static const struct rp_death_stack *death_source(const struct rp_profile *p, uint32_t pid,
+	int32_t signo)
+{
+	for (size_t k = 0; k < p->ndstacks; k++) {
+		const struct rp_death_stack *d = &p->dstacks[k];
+
+		if (d->pid == pid && d->src.known && d->signo == signo &&
+			(d->flags & TCF_DEATH_FAULTING))
+			return d;
+	}
+	return NULL;
+}
+
 static int thread_cmp(const void *a, const void *b)
 {
 	const struct rp_thread *x = a, *y = b;
@@ -341,7 +356,16 @@ int rp_threads(FILE *out, const struct rp_profile *p)
 		for (unsigned k = 0; wall && k < TD_ARRAY_SIZE(state_names); k++)
 			if (p->state_samples[k])
 				fprintf(out, " %7.1f%%", pct(t[i].state_samples[k], t[i].samples));
-		fprintf(out, " %-20s  %-20s  %s\n", a, b, end);
+		fprintf(out, " %-20s  %-20s  %s", a, b, end);
+		if (t[i].exited && WIFSIGNALED(t[i].exit_status)) {
+			int32_t signo = WTERMSIG(t[i].exit_status);
+			const struct rp_death_stack *d = death_source(p, t[i].pid, signo);
+
+			if (d)
+				rp_signal_source(out, p, d->pid, signo, d->addr, &d->src,
+					RP_SIG_INFO);
+		}
+		fputc('\n', out);
 	}
 	free(t);
 	return 0;
@@ -356,10 +380,10 @@ static void print_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 
 		fprintf(out, "    #%-3u %s%s", i, name_or(p, f->func, "??"),
 			f->inlined ? " [inlined]" : "");
-		if (rp_str(p, f->file))
-			fprintf(out, " at %s:%u", rp_str(p, f->file), f->line);
-		if (rp_str(p, f->module))
-			fprintf(out, " in %s", rp_str(p, f->module));
+		if (rp_text(p, f->file))
+			fprintf(out, " at %s:%u", rp_text(p, f->file), f->line);
+		if (rp_text(p, f->module))
+			fprintf(out, " in %s", rp_text(p, f->module));
 		fputc('\n', out);
 	}
 }
@@ -384,19 +408,19 @@ static const char *comm_of(const struct rp_profile *p, uint32_t pid)
 	for (size_t i = 0; i < p->ndstacks; i++) {
 		const struct rp_death_stack *d = &p->dstacks[i];
 
-		if (d->pid == pid && rp_str(p, d->name) && *rp_str(p, d->name)) {
+		if (d->pid == pid && rp_text(p, d->name) && *rp_text(p, d->name)) {
 			if (d->tid == pid)
-				return rp_str(p, d->name);
-			any = any ? any : rp_str(p, d->name);
+				return rp_text(p, d->name);
+			any = any ? any : rp_text(p, d->name);
 		}
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rp_thread *t = &p->threads[i];
 
-		if (t->pid == pid && rp_str(p, t->name) && *rp_str(p, t->name)) {
+		if (t->pid == pid && rp_text(p, t->name) && *rp_text(p, t->name)) {
 			if (t->tid == pid)
-				return rp_str(p, t->name);
-			any = any ? any : rp_str(p, t->name);
+				return rp_text(p, t->name);
+			any = any ? any : rp_text(p, t->name);
 		}
 	}
 	return any ? any : "?";
@@ -571,17 +595,17 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	fprintf(out, "time:      %s .. %s (%.1f s)\n", a, b,
 		p->last_ns > p->first_ns ? (p->last_ns - p->first_ns) / 1e9 : 0.0);
 	if (p->meta_host)
-		fprintf(out, "host:      %s\n", rp_str(p, p->meta_host));
+		fprintf(out, "host:      %s\n", rp_text(p, p->meta_host));
 	for (unsigned i = 0; i < p->ncmdlines; i++)
-		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_str(p, p->cmdlines[i]));
+		fprintf(out, "target:    pid %u: %s\n", p->cmdline_pids[i], rp_text(p, p->cmdlines[i]));
 	fprintf(out, "mode:      %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
 	if (p->meta_hz)
-		fprintf(out, "sampling:  %s Hz per thread%s\n", rp_str(p, p->meta_hz),
+		fprintf(out, "sampling:  %s Hz per thread%s\n", rp_text(p, p->meta_hz),
 			p->modes == RP_MODE_WALL ? ", of wall-clock time" :
 			p->modes == RP_MODE_CPU	 ? ", of CPU time" :
 						   "");
 	if (p->meta_capture)
-		fprintf(out, "capture:   %s\n", rp_str(p, p->meta_capture));
+		fprintf(out, "capture:   %s\n", rp_text(p, p->meta_capture));
 	fprintf(out, "samples:   %llu (of %llu read)\n", (unsigned long long)p->samples,
 		(unsigned long long)rep->samples_read);
 	fprintf(out, "threads:   %zu\n", p->nthreads);
@@ -595,19 +619,15 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 			continue;
 		td_fmt_utc(p->exits[i].real_ns, a, sizeof(a));
 		if (p->exits[i].signo) {
+			const struct rp_death_stack *d =
+				death_source(p, p->exits[i].pid, p->exits[i].signo);
+
 			fprintf(out, "exit:      pid %u killed by signal %d (%s)", p->exits[i].pid,
 				p->exits[i].signo, strsignal(p->exits[i].signo));
 			/* where from, if a 1.2 row of the thread that took it says */
-			for (size_t k = 0; k < p->ndstacks; k++) {
-				const struct rp_death_stack *d = &p->dstacks[k];
-
-				if (d->pid == p->exits[i].pid && d->src.known &&
-					d->signo == p->exits[i].signo && (d->flags & TCF_DEATH_FAULTING)) {
-					rp_signal_source(out, p, d->pid, d->signo, d->addr, &d->src,
-						RP_SIG_INFO);
-					break;
-				}
-			}
+			if (d)
+				rp_signal_source(out, p, d->pid, d->signo, d->addr, &d->src,
+					RP_SIG_INFO);
 			fprintf(out, "%s at %s\n",
 				oom_killed(p, p->exits[i].pid) ? " by the OOM killer" : "", a);
 		} else

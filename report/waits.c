@@ -212,9 +212,11 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 	return x->n ? x->durs[r ? (r > x->n ? x->n : r) - 1 : 0] : 0;
 }
 
-static const char *func_of(const struct rp_profile *p, uint32_t node)
+/* text: escaped for a text format (rp_text), else the real bytes for JSON */
+static const char *func_of(const struct rp_profile *p, uint32_t node, bool text)
 {
-	const char *s = rp_str(p, p->frames[p->nodes[node].frame].func);
+	uint32_t id = p->frames[p->nodes[node].frame].func;
+	const char *s = text ? rp_text(p, id) : rp_str(p, id);
 
 	return s ? s : "??";
 }
@@ -232,7 +234,7 @@ static void text_stack(FILE *out, const struct rp_profile *p, uint32_t node, uns
 			fputs(" <- ...", out);
 			break;
 		}
-		fprintf(out, "%s%s", i ? " <- " : "", func_of(p, k));
+		fprintf(out, "%s%s", i ? " <- " : "", func_of(p, k, true));
 	}
 }
 
@@ -254,7 +256,7 @@ static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	for (uint32_t k = node; k; k = p->nodes[k].parent) {
 		if (!first)
 			fputc(',', out);
-		td_json_string(out, func_of(p, k), 0);
+		td_json_string(out, func_of(p, k, false), 0);
 		first = false;
 	}
 	fputc(']', out);
@@ -272,9 +274,9 @@ void rp_wait_object_text(char *buf, size_t len, uint32_t kind, uint64_t object)
 		buf[0] = 0;
 }
 
-static const char *tname(const struct rp_profile *p, uint32_t t)
+static const char *tname(const struct rp_profile *p, uint32_t t, bool text)
 {
-	const char *s = rp_str(p, p->threads[t].name);
+	const char *s = text ? rp_text(p, p->threads[t].name) : rp_str(p, p->threads[t].name);
 
 	return s ? s : "?";
 }
@@ -312,13 +314,13 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			for (unsigned t = 0; t < x->nthreads; t++) {
 				fprintf(out, "%s{\"tid\":%u,\"name\":", t ? "," : "",
 					p->threads[x->threads[t]].tid);
-				td_json_string(out, tname(p, x->threads[t]), 0);
+				td_json_string(out, tname(p, x->threads[t], false), 0);
 				fputc('}', out);
 			}
 			fputs("],\"owners\":[", out);
 			for (size_t o = 0; o < x->nowners; o++) {
 				fprintf(out, "%s{\"thread\":", o ? "," : "");
-				td_json_string(out, tname(p, x->owners[o].thread), 0);
+				td_json_string(out, tname(p, x->owners[o].thread, false), 0);
 				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,"
 					     "\"stack\":",
 					p->threads[x->owners[o].thread].tid, x->owners[o].wait_ns,
@@ -356,11 +358,11 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 				(double)(x->n ? x->durs[x->n - 1] : 0) / 1e6, tcf_wait_kind_name(x->kind),
 				obj[0] ? " " : "", obj);
 			if (rp_str(p, x->what))
-				fprintf(out, " (%s)", rp_str(p, x->what));
+				fprintf(out, " (%s)", rp_text(p, x->what));
 			fputs("\n    waiting:", out);
 			for (unsigned t = 0; t < x->nthreads; t++)
 				fprintf(out, " %u (%s)", p->threads[x->threads[t]].tid,
-					tname(p, x->threads[t]));
+					tname(p, x->threads[t], true));
 			if (x->more_threads)
 				fputs(" and more", out);
 			fputs("\n    in: ", out);
@@ -369,7 +371,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			for (size_t o = 0; o < x->nowners && o < 3; o++) {
 				fprintf(out, "    held by %u (%s) for %.3f s of it (%.0f%%): ",
 					p->threads[x->owners[o].thread].tid,
-					tname(p, x->owners[o].thread),
+					tname(p, x->owners[o].thread, true),
 					(double)x->owners[o].wait_ns / 1e9,
 					x->total_ns ? 100.0 * (double)x->owners[o].wait_ns /
 							      (double)x->total_ns :

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +252,21 @@ static int set_emergency_window(struct parser *p, const char *key, char *v)
 		&p->c->emergency_window_ns);
 }
 
+static int set_max_emergency_dumps(struct parser *p, const char *key, char *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > 100000)
+		return fail(p, "%s= must be a whole number from 1 to 100000: the emergency dumps "
+			       "each rule keeps, the oldest deleted first",
+			key);
+	p->c->max_emergency_dumps = (unsigned)n;
+	return 0;
+}
+
 /* ---- [Target NAME] keys */
 
 static struct svc_rule *cur_rule(struct parser *p)
@@ -278,13 +294,47 @@ static int set_comm(struct parser *p, const char *key, char *v)
 	return set_string(p, &cur_rule(p)->comm, v);
 }
 
+/* glob with the symbolic links of its fixed part resolved (the
+ * components before the first that holds a glob character, the whole path
+ * if none does), the rest appended, into buf: a process's exe is always a
+ * resolved path, and /usr/bin/redis-server is a link to redis-check-rdb
+ * on Debian.  False when that changes nothing or the fixed part cannot be
+ * resolved (not installed yet: resolved again at the next reload). */
+static bool exe_resolved(const char *glob, char *buf, size_t len)
+{
+	size_t fixed = strcspn(glob, "*?[\\");
+	char head[PATH_MAX], real[PATH_MAX];
+
+	if (glob[fixed]) {
+		while (fixed > 0 && glob[fixed - 1] != '/')
+			fixed--; /* back to the component's start */
+		if (fixed <= 1)
+			return false; /* "/" or "*...": nothing fixed to resolve */
+		fixed--;	      /* without the slash */
+	}
+	if (fixed >= sizeof(head))
+		return false;
+	memcpy(head, glob, fixed);
+	head[fixed] = '\0';
+	if (!realpath(head, real) || !strcmp(real, head))
+		return false;
+	return (size_t)snprintf(buf, len, "%s%s", real, glob + fixed) < len;
+}
+
 static int set_exe(struct parser *p, const char *key, char *v)
 {
+	struct svc_rule *r = cur_rule(p);
+	char real[PATH_MAX];
+	int e;
+
 	if (!strchr(v, '/'))
 		return fail(p, "%s= is matched against the executable's full path: give one "
 			       "such as /usr/bin/ledger or */ledger, or match the name with Comm=",
 			key);
-	return set_string(p, &cur_rule(p)->exe, v);
+	e = set_string(p, &r->exe, v);
+	if (e < 0 || !exe_resolved(v, real, sizeof(real)))
+		return e;
+	return set_string(p, &r->exe_real, real);
 }
 
 static int set_cmdline(struct parser *p, const char *key, char *v)
@@ -481,6 +531,7 @@ static const struct svc_key svc_keys[] = {
 	{ "MaxAge", SEC_SERVICE, set_max_age },
 	{ "ScanInterval", SEC_SERVICE, set_scan_interval },
 	{ "EmergencyWindow", SEC_SERVICE, set_emergency_window },
+	{ "MaxEmergencyDumps", SEC_SERVICE, set_max_emergency_dumps },
 	{ "CacheDirectory", SEC_SERVICE, set_cache_directory },
 	{ "Comm", SEC_TARGET, set_comm },
 	{ "Exe", SEC_TARGET, set_exe },
@@ -739,6 +790,7 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 	c->scan_interval_ns = 2 * NS_PER_SEC;
 	c->emergency_window_ns = 1800 * NS_PER_SEC;
 	c->export.interval_ns = 15 * NS_PER_SEC;
+	c->max_emergency_dumps = 10;
 
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
 		off = 3; /* a UTF-8 byte order mark, as systemd skips it */
@@ -878,6 +930,7 @@ void svc_config_free(struct svc_config *c)
 
 		free(r->comm);
 		free(r->exe);
+		free(r->exe_real);
 		free(r->unit);
 		if (r->cmdline)
 			regfree(&r->cmdline_re);

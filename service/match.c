@@ -13,6 +13,7 @@
 #include "service.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -72,7 +73,8 @@ static bool rule_matches(const struct svc_rule *r, const struct svc_proc *p)
 {
 	if (r->comm && (!p->comm[0] || fnmatch(r->comm, p->comm, 0) != 0))
 		return false;
-	if (r->exe && (!p->exe[0] || fnmatch(r->exe, p->exe, 0) != 0))
+	if (r->exe && (!p->exe[0] || (fnmatch(r->exe, p->exe, 0) != 0 &&
+					     (!r->exe_real || fnmatch(r->exe_real, p->exe, 0) != 0))))
 		return false;
 	if (r->cmdline && (!p->cmdline[0] || regexec(&r->cmdline_re, p->cmdline, 0, NULL, 0)))
 		return false;
@@ -262,4 +264,36 @@ out_free:
 out_close:
 	close(dfd);
 	return r;
+}
+
+int svc_config_each_match(const struct svc_config *c, const char *proc_root,
+	void (*each)(void *arg, int rule, const struct svc_proc *p), void *arg)
+{
+	unsigned need = svc_config_needs(c) | SVC_NEED_EXE;
+	struct svc_proc *p = malloc(sizeof(*p)); /* 9 KiB: one for the walk */
+	DIR *d = p ? opendir(proc_root) : NULL;
+	struct dirent *de;
+	int n = 0, e;
+
+	if (!d) {
+		e = p ? -errno : -ENOMEM;
+		free(p);
+		return e;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		pid_t pid = (pid_t)strtol(de->d_name, &end, 10);
+		int r;
+
+		if (*end || pid <= 0 || svc_proc_read(proc_root, pid, need, p) < 0)
+			continue;
+		r = svc_config_match(c, p);
+		if (r >= 0) {
+			each(arg, r, p);
+			n++;
+		}
+	}
+	closedir(d);
+	free(p);
+	return n;
 }

@@ -84,6 +84,16 @@ void follow_renumber(struct follow *f, int from, int to);
 /* Entries in state of worker (-1: of every worker). */
 unsigned follow_count(const struct follow *f, int worker, enum follow_state state);
 
+/* ---- the process events connector (procconn.c): exec and fork as they
+ * happen, where the kernel lets us hear them (root, initial namespaces) */
+/* A non-blocking socket listening to the connector, or -errno. */
+int svc_procconn_open(void);
+void svc_procconn_close(int fd); /* -1 is fine */
+/* Up to cap processes (thread-group ids) that exec'ed or were forked
+ * since the last read, without waiting; *ret_overrun: the kernel dropped
+ * events (scan /proc).  Returns how many. */
+int svc_procconn_read(int fd, pid_t *pids, unsigned cap, bool *ret_overrun);
+
 /* ---- a rule's worker process (worker.c) and the service loop (service.c)
  * The service runs each rule's recording in a process of its own, forked
  * before it starts any thread: a tracer learns of its tracees' stops by

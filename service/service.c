@@ -80,6 +80,10 @@ struct service {
 	const char *proc_root;
 	uint64_t next_scan, next_status, next_dog;
 	char last_status[200];
+	int cn;			  /* the process events connector, -1: scans only */
+	uint64_t cn_overruns;	  /* times it dropped events */
+	struct svc_proc *proc;	  /* room for one process's fields (9 KiB) */
+	uint64_t status_ns; /* when last_status went out */
 	bool stopping;
 	bool cache_ok; /* cfg's cache directory can serve the workers */
 	struct svc_exporter exp; /* [Export]'s process (export-loop.c) */
@@ -156,7 +160,8 @@ static int worker_start(struct service *sv, unsigned i)
 			.ropts = { .max_size = sv->cfg->max_size -
 					       (sv->cfg->export.url ? sv->cfg->max_size / EXP_SPOOL_SHARE : 0),
 				.max_age_ns = sv->cfg->max_age_ns,
-				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4) },
+				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4),
+				.max_emergency = sv->cfg->max_emergency_dumps },
 			.emergency_window_ns = sv->cfg->emergency_window_ns,
 			.cache_dir = sv->cache_ok ? sv->cfg->cache_directory : NULL };
 
@@ -166,6 +171,8 @@ static int worker_start(struct service *sv, unsigned i)
 			if (sv->w[k].fd >= 0)
 				close(sv->w[k].fd);
 		close(sv->sfd);
+		if (sv->cn >= 0)
+			close(sv->cn);
 		if (sv->exp.fd >= 0)
 			close(sv->exp.fd);
 		close(sp[0]);
@@ -325,9 +332,12 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 		on_attach(sv, i, n);
 		break;
 	case REC_NOTICE_EXIT:
-		describe_status(n->status, how, sizeof(how));
-		say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
-			comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+		/* a fatal death was said with its emergency dump: once */
+		if (!n->told) {
+			describe_status(n->status, how, sizeof(how));
+			say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
+				comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+		}
 		follow_remove(&sv->fol, &n->id);
 		exp_tell(&sv->exp, EXP_MSG_GONE, (int)i, &n->id);
 		break;
@@ -343,6 +353,12 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 				(int)n->id.pid, comm_of(sv, n->id.pid), how,
 				n->oom ? " by the OOM killer" : "", n->path, n->chunks,
 				n->chunks == 1 ? "" : "s", (unsigned long long)n->bytes, n->path);
+		break;
+	case REC_NOTICE_UNREADABLE:
+		say(sv, LOG_WARNING, "rule %s: %d (%s): its mappings may not be read (%s), so its "
+				     "samples have no stack; give the service CAP_DAC_READ_SEARCH "
+				     "(the installed unit has it in CapabilityBoundingSet=)",
+			sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid), td_strerror(n->err));
 		break;
 	case REC_NOTICE_SNAPSHOT:
 		break;
@@ -469,50 +485,57 @@ static bool can_ask(const struct service *sv, int i)
 	return i >= 0 && sv->w[i].state == W_RUNNING && sv->w[i].asked < REC_MAX_ASKED - 2;
 }
 
+/* Process pid, met by a scan (scanning: the follower table marks what it
+ * saw) or an event of the connector: ask again if its retry is due, or
+ * match it and ask its rule's worker.  p: room for what the rules read. */
+static void consider(struct service *sv, pid_t pid, struct svc_proc *p, uint64_t now,
+	bool scanning)
+{
+	struct svc_proc head;
+	struct follow_entry *e;
+	struct td_proc_id id;
+	int r;
+
+	if (pid <= 0 || is_ours(sv, pid))
+		return;
+	if (svc_proc_read(sv->proc_root, pid, 0, &head) < 0 || head.kernel)
+		return;
+	id = (struct td_proc_id){ pid, head.start_time };
+	e = scanning ? follow_seen(&sv->fol, &id) : follow_find(&sv->fol, pid);
+	if (e && e->id.start_time == id.start_time) {
+		if (follow_due(e, now) && can_ask(sv, e->worker))
+			ask(sv, e, (unsigned)e->worker);
+		return;
+	}
+	if (e || !sv->cfg->nrules)
+		return; /* a reused PID the next scan sorts out */
+	if (svc_proc_read(sv->proc_root, pid, svc_config_needs(sv->cfg), p) == 0 &&
+		p->start_time == id.start_time && (r = svc_config_match(sv->cfg, p)) >= 0 &&
+		can_ask(sv, r) && follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
+		say(sv, LOG_DEBUG, "rule %s: %d (%s) matches%s", sv->w[r].name, (int)pid, p->comm,
+			scanning ? "" : " at its start");
+		ask(sv, e, (unsigned)r);
+	}
+}
+
 static void scan(struct service *sv)
 {
-	unsigned need = svc_config_needs(sv->cfg);
 	uint64_t now = td_now_ns();
-	struct svc_proc *p = malloc(sizeof(*p)); /* 9 KiB: one per scan, not per process */
 	struct dirent *de;
-	DIR *d = p ? opendir(sv->proc_root) : NULL;
+	DIR *d = sv->proc ? opendir(sv->proc_root) : NULL;
 
 	if (!d) {
-		free(p);
 		say(sv, LOG_ERR, "cannot read %s: %s; no process can be found", sv->proc_root,
-			strerror(errno));
+			strerror(sv->proc ? errno : ENOMEM));
 		return;
 	}
 	while ((de = readdir(d))) {
-		struct svc_proc head;
-		struct follow_entry *e;
-		struct td_proc_id id;
-		pid_t pid;
-		int r;
 		char *end;
+		pid_t pid = (pid_t)strtol(de->d_name, &end, 10);
 
-		pid = (pid_t)strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || is_ours(sv, pid))
-			continue;
-		if (svc_proc_read(sv->proc_root, pid, 0, &head) < 0 || head.kernel)
-			continue;
-		id = (struct td_proc_id){ pid, head.start_time };
-		e = follow_seen(&sv->fol, &id);
-		if (e) {
-			if (follow_due(e, now) && can_ask(sv, e->worker))
-				ask(sv, e, (unsigned)e->worker);
-			continue;
-		}
-		if (!sv->cfg->nrules)
-			continue;
-		if (svc_proc_read(sv->proc_root, pid, need, p) == 0 && p->start_time == id.start_time &&
-			(r = svc_config_match(sv->cfg, p)) >= 0 && can_ask(sv, r) &&
-			follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
-			say(sv, LOG_DEBUG, "rule %s: %d (%s) matches", sv->w[r].name, (int)pid, p->comm);
-			ask(sv, e, (unsigned)r);
-		}
+		if (!*end)
+			consider(sv, pid, sv->proc, now, true);
 	}
-	free(p);
 	closedir(d);
 	follow_sweep(&sv->fol);
 }
@@ -528,11 +551,12 @@ static void export_log(void *arg, int prio, const char *msg)
  * followed now; nothing without [Export]. */
 static void export_restart(struct service *sv)
 {
-	int fds[SVC_MAX_RULES + 1], e;
+	int fds[SVC_MAX_RULES + 2], e;
 	unsigned n = 0;
 
 	exp_stop(&sv->exp);
 	fds[n++] = sv->sfd;
+	fds[n++] = sv->cn;
 	for (unsigned i = 0; i < sv->nw; i++)
 		fds[n++] = sv->w[i].fd;
 	e = exp_start(&sv->exp, sv->cfg, sv->proc_root, fds, n);
@@ -545,6 +569,28 @@ static void export_restart(struct service *sv)
 	for (unsigned k = 0; k < sv->fol.n; k++)
 		if (sv->fol.e[k].state == FOLLOW_FOLLOWED)
 			exp_tell(&sv->exp, EXP_MSG_FOLLOW, sv->fol.e[k].worker, &sv->fol.e[k].id);
+}
+
+/* The connector's news: each process that exec'ed or was forked is
+ * matched now; an overrun scans at once. */
+static void hear_execs(struct service *sv)
+{
+	pid_t pids[256];
+	bool overrun;
+	int n;
+
+	do {
+		uint64_t now = td_now_ns();
+
+		n = svc_procconn_read(sv->cn, pids, TD_ARRAY_SIZE(pids), &overrun);
+		for (int k = 0; k < n && sv->proc; k++)
+			consider(sv, pids[k], sv->proc, now, false);
+		if (overrun) {
+			sv->cn_overruns++;
+			scan(sv);
+			sv->next_scan = now + sv->cfg->scan_interval_ns;
+		}
+	} while (n == (int)TD_ARRAY_SIZE(pids));
 }
 
 /* ---- the service manager */
@@ -565,6 +611,7 @@ static void status(struct service *sv, bool force)
 		(unsigned long long)samples);
 	if (force || strcmp(buf, sv->last_status)) {
 		notify(sv, buf);
+		sv->status_ns = td_now_ns();
 		snprintf(sv->last_status, sizeof(sv->last_status), "%s", buf);
 	}
 }
@@ -673,6 +720,7 @@ static bool same_repo_settings(const struct svc_config *a, const struct svc_conf
 {
 	return !strcmp(a->directory, b->directory) && a->max_size == b->max_size &&
 	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns &&
+	       a->max_emergency_dumps == b->max_emergency_dumps &&
 	       same_string(a->cache_directory, b->cache_directory) &&
 	       !a->export.url == !b->export.url; /* the spool's share of MaxSize */
 }
@@ -800,7 +848,8 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 	sv->o = o;
 	sv->hooks = hooks;
 	sv->arg = arg;
-	sv->sfd = -1;
+	sv->sfd = sv->cn = -1;
+	sv->proc = malloc(sizeof(*sv->proc));
 	sv->proc_root = o->proc_root ? o->proc_root : "/proc";
 	for (unsigned i = 0; i < SVC_MAX_RULES; i++)
 		sv->w[i] = (struct worker){ .fd = -1 };
@@ -842,30 +891,44 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 			e = sv->w[i].err ? sv->w[i].err : -EIO;
 			goto out_stop;
 		}
+	/* listening before the first scan: a process started between the
+	 * two is met by one or the other */
+	sv->cn = svc_procconn_open();
+	if (sv->cn < 0)
+		say(sv, LOG_NOTICE, "the kernel's process events are not available (%s): processes "
+				    "are found by scanning alone, and one that lives shorter than "
+				    "ScanInterval= may be missed",
+			strerror(-sv->cn));
 	scan(sv);
 	export_restart(sv);
-	say(sv, LOG_NOTICE, "started: %s, %u rule%s, scanning every %.1f s", o->config_path,
-		sv->nw, sv->nw == 1 ? "" : "s", (double)sv->cfg->scan_interval_ns / 1e9);
+	say(sv, LOG_NOTICE, "started: %s, %u rule%s, %sscanning every %.1f s", o->config_path,
+		sv->nw, sv->nw == 1 ? "" : "s",
+		sv->cn >= 0 ? "following each exec and fork as it happens, " : "",
+		(double)sv->cfg->scan_interval_ns / 1e9);
 	notify(sv, "READY=1");
 	sv->next_scan = td_now_ns() + sv->cfg->scan_interval_ns;
 	status(sv, true);
 	sv->next_status = td_now_ns() + STATUS_NS;
 
 	while (!sv->stopping) {
-		struct pollfd pfd[SVC_MAX_RULES + 2];
+		/* the signals, the connector (-1: poll passes it by), the
+		 * workers, the exporter */
+		struct pollfd pfd[3 + SVC_MAX_RULES];
 		unsigned n = 0, map[SVC_MAX_RULES + 1];
 		struct signalfd_siginfo si;
 		uint64_t now = td_now_ns(), wake = sv->next_scan;
 		int timeout;
+		bool heard;
 
 		pfd[n++] = (struct pollfd){ sv->sfd, POLLIN, 0 };
+		pfd[n++] = (struct pollfd){ sv->cn, POLLIN, 0 };
 		for (unsigned i = 0; i < sv->nw; i++)
 			if (sv->w[i].fd >= 0) {
-				map[n - 1] = i;
+				map[n - 2] = i;
 				pfd[n++] = (struct pollfd){ sv->w[i].fd, POLLIN, 0 };
 			}
 		if (sv->exp.fd >= 0) {
-			map[n - 1] = SVC_MAX_RULES;
+			map[n - 2] = SVC_MAX_RULES;
 			pfd[n++] = (struct pollfd){ sv->exp.fd, POLLIN, 0 };
 		}
 		if (o->watchdog_ns && sv->next_dog < wake)
@@ -874,13 +937,23 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 			wake = sv->next_status;
 		timeout = wake > now ? (int)TD_MIN((wake - now) / 1000000 + 1, 1000) : 0;
 		poll(pfd, n, timeout);
-		for (unsigned k = 1; k < n; k++)
+		heard = false;
+		for (unsigned k = 2; k < n; k++) {
 			if (!pfd[k].revents)
 				continue;
-			else if (map[k - 1] == SVC_MAX_RULES)
+			if (map[k - 2] == SVC_MAX_RULES) {
 				exp_read(&sv->exp, export_log, sv);
-			else
-				worker_read(sv, map[k - 1]);
+				continue;
+			}
+			worker_read(sv, map[k - 2]);
+			heard = true;
+		}
+		if (pfd[1].revents)
+			hear_execs(sv);
+		/* answers change what is followed: said soon, not at the
+		 * next status tick (at most four times a second) */
+		if (heard && td_now_ns() - sv->status_ns >= STATUS_NS / 8)
+			status(sv, false);
 		while (read(sv->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 				sv->stopping = true;
@@ -908,6 +981,8 @@ out:
 	for (unsigned i = 0; i < SVC_MAX_RULES; i++)
 		if (sv->w[i].fd >= 0)
 			close(sv->w[i].fd);
+	svc_procconn_close(sv->cn);
+	free(sv->proc);
 	follow_free(&sv->fol);
 	svc_config_free(sv->cfg);
 	free(sv);

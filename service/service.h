@@ -32,6 +32,9 @@ struct svc_rule {	   /* one [Target NAME] section */
 	char name[64];	   /* NAME: [A-Za-z0-9_.-]{1,63}, not "." or "..": the
 			    * repository's directory under Directory= */
 	char *comm, *exe;  /* Comm=, Exe=: fnmatch(3) globs; NULL: any */
+	char *exe_real;	   /* Exe= with the links of its fixed part resolved
+			    * at load (a process's exe is resolved), also
+			    * matched; NULL: the same as exe, or unresolvable */
 	char *cmdline;	   /* Cmdline=: POSIX extended regex source (regcomp
 			    * REG_EXTENDED|REG_NOSUB), NULL: any */
 	regex_t cmdline_re; /* compiled when cmdline != NULL */
@@ -77,6 +80,8 @@ struct svc_config {
 	uint64_t emergency_window_ns; /* EmergencyWindow=, how far back an
 				       * emergency dump reaches, default 30 min,
 				       * 1 s..365 d */
+	unsigned max_emergency_dumps; /* MaxEmergencyDumps=, per rule, default 10,
+				       * 1..100000, the oldest deleted first */
 	struct svc_export export;     /* owns its strings */
 	struct svc_rule *rules;
 	unsigned nrules; /* a config with no rule is valid (the service follows nothing) */
@@ -146,6 +151,11 @@ int svc_proc_read(const char *proc_root, pid_t pid, unsigned need, struct svc_pr
  * field (unreadable exe, empty cmdline, no cgroup path, or a field not
  * read: read with svc_config_needs(c)). */
 int svc_config_match(const struct svc_config *c, const struct svc_proc *p);
+/* each(arg, rule, p) for every process under proc_root that a rule of c
+ * matches now (its exe read whatever the rules need, for people).
+ * Returns how many, or -errno if proc_root cannot be read. */
+int svc_config_each_match(const struct svc_config *c, const char *proc_root,
+	void (*each)(void *arg, int rule, const struct svc_proc *p), void *arg);
 /* Which fields the rules of c look at (SVC_NEED_*). */
 unsigned svc_config_needs(const struct svc_config *c);
 /* Does the unit glob match the cgroup path?  True if any path component

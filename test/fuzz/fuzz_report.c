@@ -33,9 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	paths[0] = path;
-	/* once in file order, once keeping every sample's time (speedscope) */
+	/* once in file order, once keeping every sample's time (speedscope)
+	 * and with times relative to the end of the data, which the file
+	 * chose (an hour back, to 1 ns before the end) */
 	for (int order = 0; order < 2; order++) {
 		f.time_order = order;
+		f.from_ns = order ? -3600000000000ll : 0;
+		f.to_ns = order ? -1 : 0;
 		if (rp_load(paths, 1, &f, &p, &rep, NULL) < 0)
 			break;
 		rp_top(null, p, RP_BY_FUNCTION, 20);

@@ -122,6 +122,20 @@ Test(record_deaths, kill_from_the_test_names_it)
 	cr_expect(strstr(line, want), "want \"%s\"\nin   \"%s\"", want, line);
 	cr_expect_not(strstr(info, "address"), "%s", info);
 	free(info);
+
+	/* the threads view's "end" column names the sender too */
+	{
+		const char *argv[] = { "tracerd", "report", repo, "-f", "threads", NULL };
+		struct run_result r;
+
+		run_tracerd(&r, argv);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		snprintf(want, sizeof(want),
+			"killed by signal 15 (Terminated), sent by PID %d (%s), uid %u (kill)\n",
+			(int)getpid(), me, (unsigned)getuid());
+		cr_expect(strstr(r.out, want), "want \"%s\"\nin \"%s\"", want, r.out);
+		run_result_free(&r);
+	}
 }
 
 /* A helper that names itself with a tab and an escape, sends SIGSEGV

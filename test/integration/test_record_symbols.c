@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "record.h"
@@ -272,4 +273,54 @@ Test(record_symbols, stripped_functions_keep_their_addresses_in_pprof, .timeout 
 	folded_of(FX("fx_hot"), &r);
 	run_result_free(&r);
 	pprof_keeps_real_addresses(want_a, want_b);
+}
+
+/* Another user's process, recorded by a root without CAP_DAC_READ_SEARCH
+ * and CAP_DAC_OVERRIDE (as a sandboxed service may be): its mappings may
+ * not be read, so its samples have no stack.  The recording says so at
+ * once and in its summary, and the report's frame says why: never a
+ * silent "[not unwound]". */
+Test(record_symbols, maps_it_may_not_read_are_said, .timeout = 120)
+{
+	char cmd[1024], *out;
+	int ready[2], status;
+	pid_t fx;
+
+	if (!is_root())
+		cr_skip("needs root to run a fixture as another user");
+	need_command("setpriv", "util-linux");
+	cr_assert_eq(pipe(ready), 0);
+	fx = fork();
+	cr_assert_geq(fx, 0);
+	if (fx == 0) {
+		dup2(ready[1], 1);
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(126);
+		execl(FX("fx_spin"), "fx_spin", (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	{
+		char b[8];
+
+		cr_assert_gt(read(ready[0], b, sizeof(b)), 0, "the fixture never started");
+	}
+	snprintf(cmd, sizeof(cmd),
+		"setpriv --bounding-set=-dac_read_search,-dac_override "
+		"--inh-caps=-dac_read_search,-dac_override %s/tracerd record -p %d -d 2s -r %s "
+		"--cache-dir none 2>&1",
+		TD_BUILD_DIR, (int)fx, repo);
+	out = shell_output(cmd, &status);
+	kill(fx, SIGKILL);
+	waitpid(fx, NULL, 0);
+	close(ready[0]);
+	cr_assert_eq(status, 0, "%s", out);
+	cr_expect(strstr(out, "its mappings may not be read (Permission denied)"), "%s", out);
+	cr_expect(strstr(out, "not unwound  1 process whose mappings may not be read"), "%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report -f folded %s 2>&1", TD_BUILD_DIR, repo);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "%s", out);
+	cr_expect(strstr(out, "[not unwound: its maps may not be read (permission)]"), "%s", out);
+	free(out);
 }

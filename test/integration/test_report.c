@@ -329,6 +329,94 @@ Test(report, output_files_are_0640)
 	cr_expect_eq(system(cmd), 0);
 }
 
+/* -o in a sticky world-writable directory, where another user (nobody)
+ * made the name a symbolic link to a file of root's: refused, in one line
+ * that says why, exit 3; the link's target keeps its contents and the
+ * link stays a link.  A link root made itself is refused too (it is not
+ * followed, whoever made it).  Another user's regular file there is
+ * replaced by rename, never written through, and the report is not given
+ * that file's mode. */
+Test(report, output_refuses_a_symbolic_link, .timeout = 30)
+{
+	char dir[] = "/tmp/tracerd-sticky-XXXXXX", link[96], victim[96], theirs[96], buf[64];
+	const char *to_link[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", link, NULL };
+	const char *to_theirs[] = { "tracerd", "report", GOLD("tcf-v1.0-small.tcf"), "-o", theirs,
+		NULL };
+	struct run_result r;
+	struct stat st, before;
+	mode_t old;
+	pid_t pid;
+	int fd, status;
+	ssize_t n;
+
+	if (!is_root())
+		cr_skip_test("making another user's files needs root");
+	old = umask(022);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 01777), 0);
+	snprintf(link, sizeof(link), "%s/report.txt", dir);
+	snprintf(victim, sizeof(victim), "%s.victim", dir); /* root's, outside */
+	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "root's file\n", 12), 12);
+	close(fd);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534) || symlink(victim, link))
+			_exit(1);
+		fd = open(theirs, O_WRONLY | O_CREAT | O_EXCL, 0666);
+		_exit(fd < 0 || fchmod(fd, 0666) || write(fd, "x\n", 2) != 2);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "nobody made the link");
+
+	run_tracerd(&r, to_link);
+	cr_expect_eq(r.status, 3, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "is a symbolic link: not followed"), "%s", r.err);
+	run_result_free(&r);
+	fd = open(victim, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_expect_eq(n, 12);
+	cr_expect(n == 12 && !memcmp(buf, "root's file\n", 12), "the link's target is untouched");
+	cr_expect_eq(lstat(link, &st), 0);
+	cr_expect(S_ISLNK(st.st_mode), "the link is left as it was");
+
+	/* root's own link, in a directory of root's: refused all the same */
+	cr_assert_eq(unlink(link), 0);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	cr_assert_eq(symlink(victim, link), 0);
+	run_tracerd(&r, to_link);
+	cr_expect_eq(r.status, 3, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "is a symbolic link"), "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(stat(victim, &st), 0);
+	cr_expect_eq(st.st_size, 12, "the link's target is untouched");
+
+	/* another user's regular file: replaced, a new inode of root's, 0640 */
+	cr_assert_eq(chmod(dir, 01777), 0);
+	cr_assert_eq(stat(theirs, &before), 0);
+	run_tracerd(&r, to_theirs);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(lstat(theirs, &st), 0);
+	cr_expect(S_ISREG(st.st_mode));
+	cr_expect_neq(st.st_ino, before.st_ino, "replaced by rename, not written into");
+	cr_expect_eq(st.st_uid, 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "not the other user's 0666: %o", st.st_mode & 07777);
+	umask(old);
+	unlink(victim);
+	{
+		char cmd[160];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
+
 Test(report, errors)
 {
 	const char *missing[] = { "tracerd", "report", "/nonexistent/repo", NULL };
@@ -354,6 +442,17 @@ Test(report, errors)
 	run_tracerd(&r, when);
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "'noon' is not a time"), "%s", r.err);
+	run_result_free(&r);
+	/* times whose nanoseconds do not fit: a usage error, not an overflow */
+	when[4] = "9999-01-01T00:00:00Z";
+	run_tracerd(&r, when);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "is out of range; give a time from 1970 to 2262"), "%s", r.err);
+	run_result_free(&r);
+	when[4] = "-16000w";
+	run_tracerd(&r, when);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "reaches back further than time does"), "%s", r.err);
 	run_result_free(&r);
 	cr_assert_not_null(mkdtemp(dir));
 	run_tracerd(&r, empty);

@@ -301,3 +301,51 @@ Test(report_pprof, pprof_wait_samples_synthetic, .timeout = 120)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* A program whose samples are all in a thread it started: each stack runs
+ * from libc's clone3 and start_thread through the program's worker into
+ * libc's memset, and main is never sampled.  pprof's first mapping (its
+ * "File:") is still the program, not libc.so.6, though libc holds the
+ * heaviest path's outermost frame and its mapping comes first in the
+ * chunk. */
+Test(report_pprof, pprof_main_mapping_is_the_program, .timeout = 120)
+{
+	char dir[] = "/tmp/tracerd-pmain-XXXXXX", tcf[512], cmd[600], *raw;
+	struct chunk_writer_opts o = { .target_pid = 100 };
+	struct chunk_writer *w;
+	uint32_t libc, prog, f_clone, f_start, f_worker, f_memset, locs[4], stack, t;
+
+	need_command("go", "golang-go");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(tcf, sizeof(tcf), "%s/prog.tcf", dir);
+	o.fd = open(tcf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	cr_assert_geq(o.fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	libc = chunk_writer_mapping(w, &(struct chunk_mapping){ 0x7f0000000000, 0x200000, 0,
+		"/usr/lib/x86_64-linux-gnu/libc.so.6", NULL, 0, 0 });
+	prog = chunk_writer_mapping(w, &(struct chunk_mapping){ 0x555500000000, 0x10000, 0,
+		"/opt/app/bin/prog", NULL, 0, 0 });
+	f_clone = chunk_writer_function(w, "clone3", NULL, NULL, 0);
+	f_start = chunk_writer_function(w, "start_thread", NULL, NULL, 0);
+	f_worker = chunk_writer_function(w, "worker", NULL, "prog.c", 10);
+	f_memset = chunk_writer_function(w, "memset", NULL, NULL, 0);
+	locs[0] = chunk_writer_location(w, libc, 0x1000, (struct chunk_line[]){ { f_memset, 0, 0 } }, 1);
+	locs[1] = chunk_writer_location(w, prog, 0x1100, (struct chunk_line[]){ { f_worker, 12, 0 } }, 1);
+	locs[2] = chunk_writer_location(w, libc, 0x2000, (struct chunk_line[]){ { f_start, 0, 0 } }, 1);
+	locs[3] = chunk_writer_location(w, libc, 0x3000, (struct chunk_line[]){ { f_clone, 0, 0 } }, 1);
+	stack = chunk_writer_stack(w, locs, 4);
+	t = chunk_writer_thread(w, 101, 100, "worker");
+	for (uint64_t i = 1; i <= 10; i++)
+		cr_assert_eq(chunk_writer_sample(w, i * 10000000, t, TCF_STATE_ONCPU, stack, NULL, 0), 0);
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	close(o.fd);
+
+	raw = pprof_raw_of(tcf, dir);
+	cr_expect(strstr(raw, "\nMappings\n1: 0x0/0xffffffffffffffff/0x0 /opt/app/bin/prog"),
+		"the program's mapping first:\n%s", raw);
+	cr_expect(strstr(raw, "/usr/lib/x86_64-linux-gnu/libc.so.6"), "%s", raw);
+	free(raw);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}

@@ -38,13 +38,15 @@ static void write_file(const char *path, const char *text)
 	chmod(path, 0600);
 }
 
+static const char *scan_interval = "200ms";
+
 static void svc_config(struct svc *s, const char *rules)
 {
 	char text[2048];
 
 	snprintf(text, sizeof(text),
-		"[Service]\nDirectory=%s\nCacheDirectory=" TEST_CACHE_DIR "\nScanInterval=200ms\n\n%s",
-		s->data, rules);
+		"[Service]\nDirectory=%s\nCacheDirectory=" TEST_CACHE_DIR "\nScanInterval=%s\n\n%s",
+		s->data, scan_interval, rules);
 	write_file(s->conf, text);
 }
 
@@ -283,7 +285,10 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	cr_assert_lt(strstr(out, "crash_leaf") - out, 2000, "the death does not lead:\n%s", out);
 	free(out);
 	free(log);
-	free(svc_stop(&s));
+	log = svc_stop(&s);
+	/* the death is said once: with its dump, not again as an exit */
+	cr_expect_eq(log_count(&s, "killed by signal 11"), 1, "%s", log);
+	free(log);
 	svc_cleanup(&s);
 }
 
@@ -406,5 +411,76 @@ Test(service, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
 	log = svc_stop(&s);
 	free(log);
 	rmdir(cg);
+	svc_cleanup(&s);
+}
+
+/* The kernel's process events: with scans 10 s apart, twenty processes of
+ * 150 ms each, started one after another, are each followed from their
+ * exec and have samples in the rule's repository (at least 19 of 20). */
+Test(service, short_lives_followed_from_their_exec, .timeout = 240)
+{
+	struct svc s;
+	char cmd[1200], exe[300], *log, *out;
+	int status, n = 0;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes and hear the kernel's process events");
+	scan_interval = "10s";
+	svc_start(&s, "[Target short]\nComm=fxshortlife\nMode=wall\n");
+	scan_interval = "200ms";
+	expect_log(&s, "started:");
+	log = slurp(s.log);
+	if (strstr(log, "process events are not available")) {
+		free(log);
+		free(svc_stop(&s));
+		svc_cleanup(&s);
+		cr_skip("the kernel's process events connector is not available here");
+	}
+	free(log);
+	snprintf(exe, sizeof(exe), "%s/fxshortlife", s.dir);
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s' && for i in $(seq 20); do '%s' 0.15; done",
+		exe, exe);
+	cr_assert_eq(system(cmd), 0);
+	log = svc_stop(&s);
+	snprintf(cmd, sizeof(cmd), "%s/tracerd report --format threads '%s/short' 2>&1",
+		TD_BUILD_DIR, s.data);
+	out = shell_output(cmd, &status);
+	cr_assert_eq(status, 0, "%s\n%s", out, log);
+	for (const char *p = out; (p = strstr(p, " fxshortlife ")); p++)
+		n++;
+	cr_expect_geq(n, 19, "%d of 20 processes recorded:\n%s\n%s", n, out, log);
+	free(out);
+	free(log);
+	svc_cleanup(&s);
+}
+
+/* A process whose name holds a terminal escape: the service's lines quote
+ * it escaped (as every target string is printed), each message one line,
+ * with no control byte but the newline. */
+Test(service, names_in_its_lines_are_escaped, .timeout = 120)
+{
+	struct svc s;
+	char bin[160], cmd[400], want[96], *log;
+	pid_t fx;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	svc_start(&s, "[Target evil]\nCmdline=evil 7301$\nMode=cpu\n");
+	expect_log(&s, "started:");
+	snprintf(bin, sizeof(bin), "%s/fx\x1b[1mevil", s.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", TD_FIXTURE_DIR "/fx_evil", bin);
+	cr_assert_eq(system(cmd), 0);
+	fx = fx_start(bin, "7301");
+	cr_assert_gt(fx, 0);
+	snprintf(want, sizeof(want), "following %d (fx\\x1b[1mevil)", (int)fx);
+	expect_log(&s, want);
+	fx_stop(fx);
+	log = svc_stop(&s);
+	for (const unsigned char *p = (const unsigned char *)log; *p; p++)
+		cr_assert((*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) ||
+				  *p == '\n',
+			"byte 0x%02x at %zu of the log:\n%s", *p, (size_t)(p - (const unsigned char *)log),
+			log);
+	free(log);
 	svc_cleanup(&s);
 }

@@ -51,7 +51,7 @@ static void expect_json(const char *s, unsigned flags, const char *want)
 Test(json, escapes_quotes_backslash_and_controls)
 {
 	expect_json("a\"b\\c\nd\te\x01", 0, "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
-	expect_json("\r\x1f\x7f/", 0, "\"\\r\\u001f\x7f/\"");
+	expect_json("\r\x1f\x7f/", 0, "\"\\r\\u001f\\u007f/\"");
 	expect_json("", 0, "\"\"");
 	expect_json(NULL, 0, "\"\"");
 	expect_json("<a href=\"x\">&</a>", 0, "\"<a href=\\\"x\\\">&</a>\"");
@@ -76,13 +76,96 @@ Test(json, in_script_escapes_markup_and_every_control)
 	expect_json(NULL, TD_JSON_IN_SCRIPT, "\"\"");
 }
 
-Test(json, bytes_past_ascii_pass_unchanged_valid_or_not)
+Test(json, utf8_kept_invalid_bytes_replaced)
 {
-	/* UTF-8 is copied; so are invalid sequences (a lone continuation
-	 * byte, a truncated lead, 0xff): names come from binaries as bytes */
-	expect_json("caf\xc3\xa9", 0, "\"caf\xc3\xa9\"");
-	expect_json("\x80\xc3(\xff\xfe", 0, "\"\x80\xc3(\xff\xfe\"");
-	expect_json("\x80\xc3<\xff", TD_JSON_IN_SCRIPT, "\"\x80\xc3\\u003c\xff\"");
+	/* UTF-8 is copied; a byte of an invalid sequence (a lone continuation
+	 * byte, a truncated lead, 0xff) has no place in JSON: U+FFFD each */
+	expect_json("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80", 0,
+		"\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80\"");
+	expect_json("\x80\xc3(\xff\xfe", 0, "\"\\ufffd\\ufffd(\\ufffd\\ufffd\"");
+	expect_json("\x80\xc3<\xff", TD_JSON_IN_SCRIPT, "\"\\ufffd\\ufffd\\u003c\\ufffd\"");
+	/* overlong, surrogate, beyond U+10FFFF */
+	expect_json("\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 0,
+		"\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+	/* DEL, C1 (CSI) and a bidirectional override: the character, escaped */
+	expect_json("a\x7f\xc2\x9b\xe2\x80\xae", 0, "\"a\\u007f\\u009b\\u202e\"");
+}
+
+/* ---- the text escaper */
+
+static void expect_text(const char *s, const char *want)
+{
+	char *buf = NULL, small[8];
+	size_t len = 0, n;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	td_text_put(f, s);
+	fclose(f);
+	cr_expect_str_eq(buf, want, "text of [%s]", s ? s : "(null)");
+	cr_expect_eq(td_text_is_safe(s), !strcmp(buf, s ? s : ""), "is_safe of [%s]", s ? s : "(null)");
+	/* the buffer form: the same text, its whole length, cut between units */
+	{
+		char big[256];
+
+		cr_expect_eq(td_text_escape(big, sizeof(big), s), strlen(want));
+		cr_expect_str_eq(big, want);
+	}
+	n = td_text_escape(small, sizeof(small), s);
+	cr_expect_eq(n, strlen(want));
+	cr_expect_leq(strlen(small), sizeof(small) - 1);
+	cr_expect(!strncmp(small, want, strlen(small)), "a prefix of the whole: [%s]", small);
+	free(buf);
+}
+
+Test(text, escapes_controls_invalid_utf8_and_backslash)
+{
+	expect_text("plain name_1", "plain name_1");
+	expect_text(NULL, "");
+	expect_text("EVIL\x1b]0;owned\x07\x1b[2J\x1b[31m",
+		"EVIL\\x1b]0;owned\\x07\\x1b[2J\\x1b[31m");
+	expect_text("a\nb\tc\rd\x7f", "a\\x0ab\\x09c\\x0dd\\x7f");
+	/* the backslash is escaped: every backslash of the output starts \xNN */
+	expect_text("a\\x1b", "a\\x5cx1b");
+	/* valid UTF-8 stays readable; C1 (CSI), invalid bytes and overrides do not */
+	expect_text("caf\xc3\xa9 \xe6\x97\xa5", "caf\xc3\xa9 \xe6\x97\xa5");
+	expect_text("\xc2\x9b" "2J", "\\xc2\\x9b2J");
+	expect_text("\x80\xc3(\xff", "\\x80\\xc3(\\xff");
+	expect_text("abc\xe2\x80\xae" "cba", "abc\\xe2\\x80\\xaecba");
+	expect_text("\xe2\x80", "\\xe2\\x80");
+	expect_text("\xc0\xaf", "\\xc0\\xaf");
+}
+
+Test(text, every_byte_leaves_no_control_byte)
+{
+	/* every byte value, alone and after a lead byte */
+	for (int c = 1; c < 256; c++) {
+		for (int lead = 0; lead < 3; lead++) {
+			char in[3] = { 0 }, out[64];
+			int k = 0;
+
+			if (lead)
+				in[k++] = (char)(lead == 1 ? 0xc2 : 0xe2);
+			in[k] = (char)c;
+			td_text_escape(out, sizeof(out), in);
+			for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+				cr_assert(*p >= 0x20 && *p != 0x7f, "byte %#x after %d: [%s]", c, lead, out);
+			cr_assert(!strstr(out, "\xc2\x9b") && !strstr(out, "\xc2\x85"));
+		}
+	}
+}
+
+Test(text, cut_never_splits_an_escape_or_a_character)
+{
+	char buf[6];
+
+	cr_expect_eq(td_text_escape(buf, sizeof(buf), "ab\x1b"), 6);
+	cr_expect_str_eq(buf, "ab");
+	cr_expect_eq(td_text_escape(buf, sizeof(buf), "abc\xc3\xa9z"), 6);
+	cr_expect_str_eq(buf, "abc\xc3\xa9");
+	cr_expect_eq(td_text_escape(buf, sizeof(buf), "abcd\xc3\xa9"), 6);
+	cr_expect_str_eq(buf, "abcd");
+	cr_expect_eq(td_text_escape(buf, 0, "abc"), 3);
 }
 
 /* ---- the byte buffer and varints */

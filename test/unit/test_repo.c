@@ -703,6 +703,64 @@ Test(repo, emergency_dump_window)
 	rmrepo();
 }
 
+/* max_emergency: a crash loop leaves the newest dumps only, by
+ * modification time (dumps of other PIDs and older names among them),
+ * and never a chunk or another file. */
+Test(repo, emergency_dumps_capped_oldest_out)
+{
+	struct repo_opts o = { .max_emergency = 3 };
+	struct repo *r;
+	char path[4200], kept[3][4200], other[600];
+	unsigned chunks;
+	uint64_t bytes;
+	int fd;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	cr_assert_gt(write_some(r, 50, 1), 0);
+	cr_assert_eq(repo_rotate(r, TCF_END_ROTATE), 0);
+	/* not a dump: stays whatever its age */
+	snprintf(other, sizeof(other), "%s/emergency-notes.txt", dir);
+	fd = open(other, O_CREAT | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (int i = 0; i < 6; i++) {
+		DIR *d;
+		struct dirent *de;
+
+		cr_assert_eq(repo_emergency_into(r, 900 - i, 0, path, sizeof(path), &chunks, &bytes),
+			0);
+		/* every earlier dump an hour older than the one before it */
+		d = opendir(dir);
+		cr_assert_not_null(d);
+		while ((de = readdir(d))) {
+			struct stat st;
+			char p2[600];
+
+			snprintf(p2, sizeof(p2), "%s/%.255s", dir, de->d_name);
+			if (strncmp(de->d_name, "emergency-", 10) || strstr(de->d_name, ".txt") ||
+				!strcmp(p2, path) || stat(p2, &st) < 0)
+				continue;
+			set_mtime(de->d_name, st.st_mtime - 3600);
+		}
+		closedir(d);
+		if (i >= 3)
+			snprintf(kept[i - 3], sizeof(kept[0]), "%s", path);
+	}
+	cr_expect_eq(emergency_files(NULL), 4, "three dumps and the other file: %u", emergency_files(NULL));
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(access(kept[i], F_OK), 0, "the newest kept: %s", kept[i]);
+	cr_expect_eq(access(other, F_OK), 0);
+	{
+		struct tcf_dir_entry e[4];
+
+		cr_expect_eq(tcf_dir_scan(dir, e, 4), 1, "the chunk stays");
+	}
+	unlink(other);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	rmrepo();
+}
+
 /* A dump never replaces a file, whoever made it; an empty repository has
  * nothing to dump. */
 Test(repo, emergency_dump_never_replaces)

@@ -665,11 +665,15 @@ Test(waits, other_calls_are_named_when_known)
 	cr_expect_str_eq(w.what, "waitid");
 	w = classify(SYS_semtimedop, args, NULL, 'S', NULL, 0);
 	cr_expect_str_eq(w.what, "semtimedop");
-	/* a call that is not one of the blocking ones known */
+	/* a call that is not one of the blocking ones known: named all the
+	 * same (dump said "blocked in system call 56" of a clone) */
 	w = classify(SYS_getpid, args, NULL, 'S', NULL, 0);
 	cr_expect_eq(w.kind, WAIT_OTHER);
 	cr_expect_eq(w.nr, SYS_getpid);
-	cr_expect_str_empty(w.what);
+	cr_expect_str_eq(w.what, "getpid");
+	w = classify(SYS_clone, args, NULL, 'S', NULL, 0);
+	cr_expect_eq(w.kind, WAIT_OTHER);
+	cr_expect_str_eq(w.what, "clone");
 	/* no system call at all by that number */
 	w = classify(100000, args, NULL, 'S', NULL, 0);
 	cr_expect_eq(w.kind, WAIT_OTHER);
@@ -769,13 +773,27 @@ Test(waits, kinds_have_the_chunk_format_names)
 	cr_expect_str_eq(wait_kind_name((enum wait_kind)99), "other");
 }
 
-Test(waits, syscall_names_of_the_blocking_calls)
+Test(waits, syscall_names_of_every_call)
 {
 	cr_expect_str_eq(wait_syscall_name(SYS_futex), "futex");
 	cr_expect_str_eq(wait_syscall_name(SYS_epoll_pwait2), "epoll_pwait2");
 	cr_expect_str_eq(wait_syscall_name(SYS_read), "read");
 	cr_expect_str_eq(wait_syscall_name(SYS_sched_yield), "sched_yield");
-	cr_expect_null(wait_syscall_name(SYS_getpid));
+	cr_expect_str_eq(wait_syscall_name(SYS_getpid), "getpid");
+	cr_expect_str_eq(wait_syscall_name(SYS_clone), "clone");
+	cr_expect_str_eq(wait_syscall_name(SYS_clone3), "clone3");
+	/* both tables, whatever the machine: 56 is clone on x86_64, openat
+	 * on aarch64 (asm-generic), whose clone is 220 */
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_X86_64, 56), "clone");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_X86_64, 202), "futex");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 56), "openat");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 220), "clone");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 98), "futex");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 63), "read");
+	cr_expect_str_eq(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 435), "clone3");
+	/* a hole of the table, and past its end */
+	cr_expect_null(wait_syscall_name_arch(WAIT_ARCH_X86_64, 400));
+	cr_expect_null(wait_syscall_name_arch(WAIT_ARCH_AARCH64, 100000));
 	cr_expect_null(wait_syscall_name(-1));
 	cr_expect_null(wait_syscall_name(LONG_MIN));
 	cr_expect_null(wait_syscall_name(LONG_MAX));
