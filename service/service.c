@@ -938,16 +938,13 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 		timeout = wake > now ? (int)TD_MIN((wake - now) / 1000000 + 1, 1000) : 0;
 		poll(pfd, n, timeout);
 		heard = false;
-		for (unsigned k = 2; k < n; k++) {
-			if (!pfd[k].revents)
-				continue;
-			if (map[k - 2] == SVC_MAX_RULES) {
+		for (unsigned k = 2; k < n; k++)
+			if (pfd[k].revents && map[k - 2] == SVC_MAX_RULES) {
 				exp_read(&sv->exp, export_log, sv);
-				continue;
+			} else if (pfd[k].revents) {
+				worker_read(sv, map[k - 2]);
+				heard = true;
 			}
-			worker_read(sv, map[k - 2]);
-			heard = true;
-		}
 		if (pfd[1].revents)
 			hear_execs(sv);
 		/* answers change what is followed: said soon, not at the
