@@ -41,8 +41,8 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf 2>/dev/null)
-PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf libcurl 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf libcurl 2>/dev/null)
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
@@ -261,6 +261,7 @@ bench:
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_bomb.sh $(TRACERD) $(FX) $(GEN)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_export.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);
 # FUZZ_SECONDS bounds each run.
@@ -345,6 +346,8 @@ install: $(TRACERD)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/tracerd.service.in > $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	mv -f $(DESTDIR)$(UNITDIR)/tracerd.service.tmp $(DESTDIR)$(UNITDIR)/tracerd.service
+	install -d $(DESTDIR)$(PREFIX)/share/tracerd
+	install -m 0644 systemd/tracerd-export.conf $(DESTDIR)$(PREFIX)/share/tracerd/tracerd-export.conf
 	@if [ -z "$(DESTDIR)" ] && [ -e $(SYSCONFDIR)/tracerd/tracerd.conf ]; then \
 		echo "install: kept $(SYSCONFDIR)/tracerd/tracerd.conf (the example is systemd/tracerd.conf)"; \
 	else \
