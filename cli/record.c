@@ -55,7 +55,8 @@ static void usage(FILE *f)
 	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
 	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
 	      "      --max-age DUR        delete chunks older than DUR (default 24h)\n"
-	      "      --stack-bytes N      largest stack copy per sample (default 64K)\n"
+	      "      --stack-bytes N      largest stack copy per sample (default 64K; perf\n"
+	      "                           capture copies at most 65528, the kernel's limit)\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "      --cache-dir DIR      keep debuginfo decompressed in DIR, for the next\n"
 	      "                           runs (default $TRACERD_CACHE_DIR, else\n"
@@ -508,6 +509,12 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"kernel's ring, %llu left out after missed stops\n",
 			(unsigned long long)s->lost_torn, (unsigned long long)s->lost_kernel,
 			(unsigned long long)s->skipped);
+	if (s->cut_by_kernel)
+		fprintf(f,
+			"  stacks       %llu cut at the kernel's limit of 65528 bytes of stack per "
+			"sample (perf capture): their outer frames are missing; --capture "
+			"ptrace copies up to --stack-bytes\n",
+			(unsigned long long)s->cut_by_kernel);
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
 		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);

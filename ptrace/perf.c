@@ -65,8 +65,9 @@
  * thinned as any.
  *
  * Bounds: max_threads threads, one fd per thread and CPU (two with
- * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (a sample must
- * fit a u16 record size); at most PERF_MAX_SWITCHES switch records a
+ * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (the kernel's
+ * limit; it copies less where the whole record would not fit its u16
+ * size: about 240 bytes less with our registers); at most PERF_MAX_SWITCHES switch records a
  * drain (more: the intervals left unpaired are dropped and counted).
  * Everything is allocated by pt_perf_new; add/remove/drain never allocate.
  */
@@ -188,9 +189,11 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ncpus = n > 0 ? (unsigned)n : 1;
 	for (p->cap = 16; p->cap < 2 * cfg->max_threads; p->cap <<= 1)
 		;
-	/* room for 32 samples of the largest size per CPU, at least 256 KiB */
+	/* room for 16 samples of the largest size per CPU, at least 256 KiB
+	 * (the copies start whole and shrink to what each thread's stacks
+	 * use: the daemon's maybe_fit) */
 	sample_max = 512 + 8 * PERF_NREGS + p->cfg.stack_bytes;
-	for (p->ring_bytes = 256 * 1024; p->ring_bytes < 32 * sample_max; p->ring_bytes <<= 1)
+	for (p->ring_bytes = 256 * 1024; p->ring_bytes < 16 * sample_max; p->ring_bytes <<= 1)
 		;
 	p->owner = malloc(p->ncpus * sizeof(*p->owner));
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
@@ -586,7 +589,8 @@ void perf_put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t weig
 	uint64_t time, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	struct td_sample *s;
-	uint32_t window = 0;
+	/* in: what the kernel copied (the slot needs no more); out: what it holds */
+	uint32_t window = (uint32_t)TD_MIN(ps->dyn, ps->size);
 	uint64_t dyn = ps->dyn;
 	const uint64_t *regs = ps->regs;
 
