@@ -144,7 +144,7 @@ struct writer {
 		 * another tid takes the slot (it learns again). */
 		struct fit {
 			pid_t tid;
-			uint32_t peak;	 /* most bytes an unwind read, this span */
+			uint32_t deepest; /* most bytes an unwind read (or a cut copy held), ever */
 			uint32_t copied; /* most bytes a copy held, this span */
 			uint32_t n;	 /* samples in this span */
 			bool shrunk;	 /* asked for less since its last cut */

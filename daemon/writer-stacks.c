@@ -358,9 +358,14 @@ void saved_drop(struct writer *w, pid_t tid)
  * each is sized to the thread's stacks.  A stack cut at the window's edge
  * asks for all there is at once (the sampler bounds it: the kernel's
  * limit, --stack-bytes): doubling would cut the next few too.  A span of
- * at least FIT_SPAN_SAMPLES samples and hold ns whose unwinds all read
- * less than three quarters of what was copied asks for what they read
- * and half as much again, plus FIT_SLACK bytes, in KiB.  The first span
+ * at least FIT_SPAN_SAMPLES samples and hold ns after which the deepest
+ * the thread's unwinds ever read (a cut copy counts whole) is less than
+ * three quarters of what was copied asks for that and half as much
+ * again, plus FIT_SLACK bytes, in KiB: never less than a stack the
+ * thread had, so that a program whose phases go deeper (a compiler's
+ * parser, then its optimizer) is cut once per new depth at most, each
+ * cut costing the samples of a round trip to the sampler (100 ms: a
+ * hundred at 999 Hz).  The first span
  * is short (FIT_HOLD_FIRST_NS: perf's copies start whole, the dearest;
  * a thread that switches 20,000 times a second pays for each); a cut
  * after a shrink makes the next span at least FIT_HOLD_NS and doubles it
@@ -399,22 +404,24 @@ static bool fit_window(struct writer *w, const struct td_sample *s)
 		fit_ask(w, s->tid, UINT32_MAX);
 		if (f->shrunk)
 			f->hold = TD_MIN(TD_MAX(f->hold * 2, FIT_HOLD_NS), FIT_HOLD_MAX_NS);
-		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold };
+		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+			.deepest = TD_MAX(f->deepest, s->stack_len) };
 		return false;
 	}
-	f->peak = TD_MAX(f->peak, u->window_used);
+	f->deepest = TD_MAX(f->deepest, u->window_used);
 	f->copied = TD_MAX(f->copied, s->stack_len);
 	if (++f->n < FIT_SPAN_SAMPLES || s->time_ns < f->since + f->hold)
 		return false;
-	if ((uint64_t)f->peak * 4 < (uint64_t)f->copied * 3) {
-		uint32_t want = (f->peak + f->peak / 2 + FIT_SLACK + 1023) & ~1023u;
+	if ((uint64_t)f->deepest * 4 < (uint64_t)f->copied * 3) {
+		uint32_t want = (f->deepest + f->deepest / 2 + FIT_SLACK + 1023) & ~1023u;
 
 		if (want < f->copied) {
 			fit_ask(w, s->tid, want);
 			f->shrunk = true;
 		}
 	}
-	*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold, .shrunk = f->shrunk };
+	*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+		.shrunk = f->shrunk, .deepest = f->deepest };
 	return false;
 }
 
