@@ -214,7 +214,7 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 
 static const char *func_of(const struct rp_profile *p, uint32_t node)
 {
-	const char *s = rp_str(p, p->frames[p->nodes[node].frame].func);
+	const char *s = rp_str(p, p->frames[p->nodes[node].frame].name);
 
 	return s ? s : "??";
 }
