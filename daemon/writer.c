@@ -61,6 +61,7 @@ static void new_chunk_caches(struct writer *w)
 	w->names.n = 0;
 	td_map_clear(&w->ids.threads);
 	td_map_clear(&w->ids.locs);
+	td_map_clear(&w->ids.klocs);
 	memset(w->ids.end_loc, 0, sizeof(w->ids.end_loc));
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
@@ -634,6 +635,8 @@ void writer_free(struct writer *w)
 	td_map_free(&w->ids.threads);
 	td_map_free(&w->stacks.images);
 	td_map_free(&w->ids.locs);
+	td_map_free(&w->ids.klocs);
+	sym_kallsyms_free(w->stacks.kallsyms);
 	td_map_free(&w->stacks.last);
 	td_map_free(&w->waits.idx);
 	td_map_free(&w->waits.owner_wait);
