@@ -245,6 +245,7 @@ bench:
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 	$(Q)sh test/bench/bench_modes.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
