@@ -494,6 +494,12 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	w->cfg = sh->cfg;
 	w->repo = repo;
 	w->startup = true;
+	/* the kernel's symbols, where perf may give kernel frames: read here,
+	 * before the sampler starts (~0.1 s of CPU), not at the first kernel
+	 * frame, when it would take a CPU from the sampler's drains (with
+	 * switch samples, their rings then overflowed: measured) */
+	if (!w->cfg->no_kernel && w->cfg->capture != REC_CAPTURE_PTRACE)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
 	*ret_writer = w;
 	return 0;
 }
