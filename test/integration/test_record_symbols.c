@@ -112,21 +112,25 @@ static void folded_of(const char *path, struct run_result *r)
 	cr_assert_eq(r->status, 0, "%s", r->err);
 }
 
-/* Does the folded line [line, line + len) end in main;work_X;churn at
- * FILE, FILE's name fx_lto_X.c, with the count after it? */
+/* Does the folded line [line, line + len) go through main;work_X;churn
+ * at FILE, FILE's name fx_lto_X.c, the innermost frame of the program?
+ * (Kernel frames may follow it: an interrupt's, where the kernel let the
+ * recording see them.) */
 static bool lto_leaf(const char *line, size_t len, char x)
 {
 	char work[32], file[32];
-	const char *at, *sp = memrchr(line, ' ', len);
+	const char *at, *sp = memrchr(line, ' ', len), *end;
 
 	snprintf(work, sizeof(work), ";main;work_%c;churn at ", x);
-	snprintf(file, sizeof(file), "fx_lto_%c.c ", x);
+	snprintf(file, sizeof(file), "fx_lto_%c.c", x);
 	at = memmem(line, len, work, strlen(work));
-	if (at)
-		at += strlen(work);
-	return at && sp && sp > at && !memchr(at, ';', (size_t)(sp - at)) &&
-	       (size_t)(sp + 1 - line) >= strlen(file) &&
-	       !memcmp(sp + 1 - strlen(file), file, strlen(file));
+	if (!at || !sp || sp < at + strlen(work))
+		return false;
+	at += strlen(work);
+	end = memchr(at, ';', (size_t)(sp - at));
+	end = end ? end : sp;
+	return (size_t)(end - at) >= strlen(file) &&
+	       !memcmp(end - strlen(file), file, strlen(file));
 }
 
 /* The share of the row of output naming "churn at ...fx_lto_X.c": its
