@@ -74,7 +74,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
-FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong
+FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong $(FX)/fx_pipe
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -118,7 +118,7 @@ $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
 $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
 $(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom \
 $(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners $(FX)/fx_forks $(FX)/fx_bigframe \
-$(FX)/fx_pingpong: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_pingpong $(FX)/fx_pipe: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -258,6 +258,7 @@ bench:
 	$(Q)sh test/bench/bench_ptracecpu.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_stacks.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
 	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
 	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [--owner-stops]\n"
-	      "                [-q]\n"
+	      "                [--no-kernel] [-q]\n"
 	      "       tracerd [record] [OPTION]... [--no-inherit] -- CMD [ARG]...\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
@@ -50,6 +50,9 @@ static void usage(FILE *f)
 	      "                           once for its stack where it holds the lock (it\n"
 	      "                           may see EINTR; without it, no thread is stopped:\n"
 	      "                           the kernel is asked for an early sample of it)\n"
+	      "      --no-kernel          no kernel frames (by default, with perf capture and\n"
+	      "                           the permission for kernel-mode samples, a sample\n"
+	      "                           in a system call shows the kernel's call chain)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -116,6 +119,7 @@ enum {
 	OPT_DEBUGINFOD,
 	OPT_OWNER_STOPS,
 	OPT_NO_INHERIT,
+	OPT_NO_KERNEL,
 };
 
 static bool add_pid(struct rec_config *c, const char *arg)
@@ -184,6 +188,9 @@ static bool sampling_option(int ch, const char *arg, struct rec_config *c)
 		return parse_capture(arg, &c->capture);
 	case OPT_OWNER_STOPS:
 		c->owner_stops = true;
+		return true;
+	case OPT_NO_KERNEL:
+		c->no_kernel = true;
 		return true;
 	case OPT_STACK_BYTES:
 		if (!td_parse_size("--stack-bytes", arg, 4096, 8u << 20, &v))
@@ -308,6 +315,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 		{ "owner-stops", no_argument, NULL, OPT_OWNER_STOPS },
 		{ "no-inherit", no_argument, NULL, OPT_NO_INHERIT },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -328,6 +336,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		case 'm':
 		case OPT_CAPTURE:
 		case OPT_OWNER_STOPS:
+		case OPT_NO_KERNEL:
 		case OPT_STACK_BYTES:
 			ok = sampling_option(ch, optarg, c);
 			break;
@@ -498,6 +507,23 @@ static double coverage(const struct rec_stats *s)
 	return 100.0 * (double)s->samples_taken / (double)(s->samples_taken + s->cpu_missed);
 }
 
+/* Kernel frames: on, or the one line that says why not. */
+static void kernel_line(const struct rec_stats *s, FILE *f)
+{
+	static const char *const why[] = {
+		[REC_KERNEL_ON] = "the kernel's call chain below each system call, names from "
+				  "/proc/kallsyms",
+		[REC_KERNEL_OFF_ASKED] = "off (--no-kernel)",
+		[REC_KERNEL_OFF_PTRACE] = "off: ptrace capture cannot read a running thread's "
+					  "kernel stack",
+		[REC_KERNEL_OFF_DENIED] = "off: no permission for kernel-mode samples (root, "
+					  "CAP_PERFMON or kernel.perf_event_paranoid <= 1)",
+	};
+
+	if ((unsigned)s->kernel < TD_ARRAY_SIZE(why))
+		fprintf(f, "  kernel       %s\n", why[s->kernel]);
+}
+
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
@@ -542,6 +568,7 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			s->cpu_timer_err ? td_strerror(s->cpu_timer_err) : "",
 			s->perf_err ? "; perf_event_open: " : "",
 			s->perf_err ? td_strerror(s->perf_err) : "");
+	kernel_line(s, f);
 	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
 		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
 		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,

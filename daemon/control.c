@@ -80,6 +80,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.capture = (enum rec_capture)sh->capture,
 		.offcpu = sh->offcpu,
 		.perf_err = sh->perf_err,
+		.kernel = (enum rec_kernel)sh->kernel,
 		.unwind_partial = atomic_load(&sh->unwind_partial),
 		.maps_denied = atomic_load(&sh->maps_denied),
 		.maps_denied_err = atomic_load(&sh->maps_denied_err),

@@ -114,6 +114,7 @@ struct rec_shared {
 	struct td_proc_id targets[REC_MAX_PIDS]; /* cfg->pids as attached */
 	int capture;  /* enum rec_capture the sampler chose: PERF or PTRACE */
 	bool offcpu;  /* PERF in wall mode: the kernel samples switches out */
+	int kernel;   /* enum rec_kernel: kernel call chains, or why not */
 	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
 
 	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),

@@ -38,6 +38,16 @@ enum rec_capture {
 	REC_CAPTURE_PTRACE, /* a ptrace stop per sample */
 };
 
+/* Kernel call chains below a system call (rec_stats.kernel): on, or why
+ * they are off. */
+enum rec_kernel {
+	REC_KERNEL_ON,		/* perf samples carry them */
+	REC_KERNEL_OFF_ASKED,	/* --no-kernel (rec_config.no_kernel) */
+	REC_KERNEL_OFF_PTRACE,	/* ptrace capture: a stop shows no kernel stack */
+	REC_KERNEL_OFF_DENIED,	/* no permission for kernel-mode samples (not
+				 * root nor CAP_PERFMON, perf_event_paranoid > 1) */
+};
+
 /* What to record, and where.  Copied by rec_open: the caller's strings
  * must outlive the recorder. */
 struct rec_config {
@@ -59,6 +69,8 @@ struct rec_config {
 	 * system call just as it is interrupted may see EINTR, which perf
 	 * capture otherwise never causes. */
 	bool owner_stops;
+	/* no kernel call chains (--no-kernel), where perf would give them */
+	bool no_kernel;
 	/* A service's recording (tracerd service, service/service.c): it may
 	 * start with no target, takes processes one at a time with
 	 * rec_attach, runs on when every one has exited, handles no signal
@@ -92,6 +104,7 @@ struct rec_stats {
 	bool offcpu;		  /* wall mode, PERF: intervals off a CPU measured at
 				   * the kernel's switches */
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
+	enum rec_kernel kernel;	  /* kernel call chains, or why not */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache (struct sym_debug_stats, summed over the

@@ -970,12 +970,13 @@ static int sampler_start(struct sampler *s)
 	if (e < 0)
 		return e;
 	sh->capture = REC_CAPTURE_PTRACE;
+	sh->kernel = s->cfg->no_kernel ? REC_KERNEL_OFF_ASKED : REC_KERNEL_OFF_PTRACE;
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
 			.max_threads = 4096, .seed = td_now_ns(),
 			.switches = s->cfg->mode == REC_MODE_WALL,
-			.offcpu = s->cfg->mode == REC_MODE_WALL };
+			.offcpu = s->cfg->mode == REC_MODE_WALL, .kernel = !s->cfg->no_kernel };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF)
@@ -987,6 +988,8 @@ static int sampler_start(struct sampler *s)
 		s->switches = s->perf && ppc.switches;
 		s->offcpu = s->perf && pt_perf_offcpu(s->perf);
 		sh->offcpu = s->offcpu;
+		if (s->perf && !s->cfg->no_kernel)
+			sh->kernel = pt_perf_kernel(s->perf) ? REC_KERNEL_ON : REC_KERNEL_OFF_DENIED;
 	}
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,

@@ -96,6 +96,7 @@ struct writer {
 	 * (new_chunk_caches), since ids are per chunk */
 	struct writer_ids {
 		struct td_map threads, locs;
+		struct td_map klocs; /* live kernel address -> location id */
 		uint32_t end_loc[SYM_END_COUNT];
 		uint32_t preempted_loc; /* preempted_location() */
 		uint32_t nomaps_loc;	/* nomaps_stack() */
@@ -142,7 +143,15 @@ struct writer {
 		/* the last unwind, and its frames as symbolized */
 		struct sym_unwound u;
 		struct sym_frame frames[SYM_MAX_FRAMES];
-		uint32_t loc_ids[SYM_MAX_FRAMES + 1];
+		uint32_t loc_ids[TD_KERNEL_FRAMES + SYM_MAX_FRAMES + 1];
+		/* the kernel frames to put below the unwound ones (the
+		 * sample's, or a repeat's saved ones), innermost first */
+		const uint64_t *kips;
+		unsigned nkips;
+		/* /proc/kallsyms, read at the first kernel frame; kallsyms_err:
+		 * why it could not be (then kernel frames are "[kernel]") */
+		struct sym_kallsyms *kallsyms;
+		int kallsyms_err;
 		/* The last unwind of each thread copied while blocked, which
 		 * a REPEAT sample (unchanged since) reuses without unwinding:
 		 * tid -> index + 1 in saved (not per chunk: the pcs are
@@ -168,6 +177,8 @@ struct writer {
 			bool perf; /* from a perf sample (it ran), not a blocked copy */
 			uint64_t *pc;
 			bool *act;
+			unsigned nk; /* its kernel frames (TD_SAMPLE_KCHAIN) */
+			uint64_t *kip;
 		} *saved;
 		size_t nsaved, capsaved;
 	} stacks;

@@ -321,11 +321,42 @@ static uint32_t nomaps_stack(struct writer *w)
 	return note_stack(w, &w->ids.nomaps_loc, "[not unwound: its process's maps were not read]");
 }
 
-/* The chunk's stack for the unwound frames in w->stacks.u. */
+/* Location id of a kernel frame at live address ip: its function from
+ * /proc/kallsyms (read at the first one), in a mapping "[kernel]" (or
+ * "[MODULE]"); no address is written (a live one would show where KASLR
+ * put the kernel). */
+static uint32_t kernel_location(struct writer *w, uint64_t ip)
+{
+	uint32_t id = map_get(&w->ids.klocs, ip), mapping;
+	struct sym_kframe kf = { "[kernel]", "kernel", 0 };
+	struct chunk_mapping m = { 0 };
+	struct chunk_line line;
+	char path[80];
+
+	if (id)
+		return id;
+	if (!w->stacks.kallsyms && !w->stacks.kallsyms_err)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
+	sym_kallsyms_find(w->stacks.kallsyms, ip, &kf);
+	snprintf(path, sizeof(path), "[%s]", kf.module);
+	m.path = path;
+	mapping = chunk_writer_mapping(w->cw, &m);
+	line = (struct chunk_line){ chunk_writer_function(w->cw, kf.name, NULL, NULL, 0), 0, 0 };
+	id = chunk_writer_location(w->cw, mapping, 0, &line, 1);
+	if (id)
+		map_put(&w->ids.klocs, ip, id);
+	return id;
+}
+
+/* The chunk's stack for the unwound frames in w->stacks.u, below the
+ * kernel frames in w->stacks.kips (none: nkips 0). */
 uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
 	unsigned n = 0;
 
+	for (unsigned i = 0; i < w->stacks.nkips && i < TD_KERNEL_FRAMES; i++)
+		w->stacks.loc_ids[n++] = kernel_location(w, w->stacks.kips[i]);
+	w->stacks.nkips = 0;
 	for (unsigned i = 0; i < w->stacks.u.n; i++)
 		w->stacks.loc_ids[n++] = location(w, ss, pid, w->stacks.u.pc[i], w->stacks.u.activation[i]);
 	if (w->stacks.u.end != SYM_END_OUTERMOST) {
@@ -382,6 +413,13 @@ static void save_unwound(struct writer *w, pid_t tid, bool perf)
 	memcpy(sv->pc, w->stacks.u.pc, w->stacks.u.n * sizeof(*pc));
 	memcpy(sv->act, w->stacks.u.activation, w->stacks.u.n * sizeof(*act));
 	sv->n = w->stacks.u.n;
+	sv->nk = 0;
+	if (w->stacks.nkips && !sv->kip)
+		sv->kip = malloc(TD_KERNEL_FRAMES * sizeof(*sv->kip));
+	if (w->stacks.nkips && sv->kip) {
+		sv->nk = TD_MIN(w->stacks.nkips, (unsigned)TD_KERNEL_FRAMES);
+		memcpy(sv->kip, w->stacks.kips, sv->nk * sizeof(*sv->kip));
+	}
 	sv->end = w->stacks.u.end;
 	sv->perf = perf;
 }
@@ -394,6 +432,7 @@ void saved_drop(struct writer *w, pid_t tid)
 		return;
 	free(sv->pc);
 	free(sv->act);
+	free(sv->kip);
 	*sv = (struct saved){ 0 };
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
@@ -497,6 +536,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			memcpy(w->stacks.u.activation, sv->act, sv->n * sizeof(*sv->act));
 			w->stacks.u.n = sv->n;
 			w->stacks.u.end = sv->end;
+			w->stacks.kips = sv->kip;
+			w->stacks.nkips = sv->nk;
 			return stack_of_unwound(w, se->s, s->pid);
 		}
 		if (s->flags & TD_SAMPLE_RUNNABLE)
@@ -506,6 +547,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		return stack_of_unwound(w, se->s, s->pid);
 	}
 	sym_session_unwind(se->s, s, &w->stacks.u);
+	w->stacks.kips = s->kernel_ips;
+	w->stacks.nkips = s->flags & TD_SAMPLE_KCHAIN ? TD_MIN(s->nkernel, TD_KERNEL_FRAMES) : 0;
 	/* the maps changed (dlopen): see them anew, then retry */
 	if (innermost_unmapped(se->s, &w->stacks.u) && renew_due(se, s->tid, &w->stacks.u) &&
 		session_renew(w, se)) {

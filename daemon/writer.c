@@ -61,6 +61,7 @@ static void new_chunk_caches(struct writer *w)
 	w->names.n = 0;
 	td_map_clear(&w->ids.threads);
 	td_map_clear(&w->ids.locs);
+	td_map_clear(&w->ids.klocs);
 	memset(w->ids.end_loc, 0, sizeof(w->ids.end_loc));
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
@@ -530,6 +531,12 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	w->cfg = sh->cfg;
 	w->repo = repo;
 	w->startup = true;
+	/* the kernel's symbols, where perf may give kernel frames: read here,
+	 * before the sampler starts (~0.1 s of CPU), not at the first kernel
+	 * frame, when it would take a CPU from the sampler's drains (with
+	 * switch samples, their rings then overflowed: measured) */
+	if (!w->cfg->no_kernel && w->cfg->capture != REC_CAPTURE_PTRACE)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
 	*ret_writer = w;
 	return 0;
 }
@@ -672,6 +679,8 @@ void writer_free(struct writer *w)
 	td_map_free(&w->ids.threads);
 	td_map_free(&w->stacks.images);
 	td_map_free(&w->ids.locs);
+	td_map_free(&w->ids.klocs);
+	sym_kallsyms_free(w->stacks.kallsyms);
 	td_map_free(&w->stacks.last);
 	td_map_free(&w->waits.idx);
 	td_map_free(&w->waits.owner_wait);

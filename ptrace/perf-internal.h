@@ -100,6 +100,8 @@ struct perf_sample {
 	uint64_t ip, time, period, count, abi, regs[PERF_NREGS], size, dyn;
 	uint32_t pid, tid;
 	const uint8_t *stack;
+	const uint8_t *chain; /* CALLCHAIN: nchain u64 entries, unaligned */
+	uint64_t nchain;
 };
 
 struct perf_thread *perf_thread_find(const struct pt_perf *p, pid_t tid, unsigned *ret_i);

@@ -146,6 +146,13 @@ static void attr_sample(const struct pt_perf *p, struct perf_event_attr *a)
 	a->exclude_kernel = p->user_only;
 	a->exclude_hv = 1;
 	a->disabled = 1;
+	/* the kernel's part of the call chain alone (the user part is
+	 * unwound from the stack copy), at most TD_KERNEL_FRAMES deep */
+	if (p->cfg.kernel && !p->user_only) {
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+		a->sample_max_stack = TD_KERNEL_FRAMES;
+	}
 	if (p->cfg.switches && !p->offcpu) {
 		a->context_switch = 1;
 		a->sample_id_all = 1; /* a switch record says whose it is */
@@ -469,6 +476,11 @@ bool pt_perf_offcpu(const struct pt_perf *p)
 	return p->offcpu;
 }
 
+bool pt_perf_kernel(const struct pt_perf *p)
+{
+	return p->cfg.kernel && !p->user_only;
+}
+
 int pt_perf_fd(const struct pt_perf *p)
 {
 	return p->epfd;
@@ -546,10 +558,12 @@ static uint32_t weigh(struct pt_perf *p, struct perf_thread *th, uint32_t j, uin
 	return perf_periods_of(p, th, LINE_ON, gap);
 }
 
-/* ip, pid, tid, time, period, count (READ), abi, regs[PERF_NREGS] (when
- * abi is not NONE), size, data[size], dyn_size (when size is not 0).
- * false if the record is too short for what it says. */
-static bool parse_sample(const uint8_t *rec, size_t len, struct perf_sample *ps)
+/* ip, pid, tid, time, period, count (READ), nr and ips[nr] (CALLCHAIN,
+ * when kernel chains are asked), abi, regs[PERF_NREGS] (when abi is not
+ * NONE), size, data[size], dyn_size (when size is not 0).  false if the
+ * record is too short for what it says. */
+static bool parse_sample(const struct pt_perf *p, const uint8_t *rec, size_t len,
+	struct perf_sample *ps)
 {
 	const uint8_t *q = rec + sizeof(struct perf_event_header), *end = rec + len;
 
@@ -567,6 +581,13 @@ static bool parse_sample(const uint8_t *rec, size_t len, struct perf_sample *ps)
 	TAKE(ps->time);
 	TAKE(ps->period);
 	TAKE(ps->count);
+	if (pt_perf_kernel(p)) {
+		TAKE(ps->nchain);
+		if ((uint64_t)(end - q) / 8 < ps->nchain)
+			return false;
+		ps->chain = q;
+		q += ps->nchain * 8;
+	}
 	TAKE(ps->abi);
 	if (ps->abi != PERF_SAMPLE_REGS_ABI_NONE)
 		for (unsigned i = 0; i < PERF_NREGS; i++)
@@ -581,6 +602,27 @@ static bool parse_sample(const uint8_t *rec, size_t len, struct perf_sample *ps)
 	}
 #undef TAKE
 	return true;
+}
+
+/* The kernel's frames of ps's call chain into s (TD_SAMPLE_KCHAIN),
+ * innermost first.  The chain opens with PERF_CONTEXT_KERNEL; a context
+ * marker (the values from PERF_CONTEXT_MAX up) is no frame, and the user
+ * context (excluded, but a guest's or a marker's) ends the kernel's. */
+static void put_chain(const struct perf_sample *ps, struct td_sample *s)
+{
+	s->nkernel = 0;
+	for (uint64_t i = 0; i < ps->nchain && s->nkernel < TD_KERNEL_FRAMES; i++) {
+		uint64_t ip;
+
+		memcpy(&ip, ps->chain + 8 * i, 8);
+		if (ip == PERF_CONTEXT_USER)
+			break;
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			continue;
+		s->kernel_ips[s->nkernel++] = ip;
+	}
+	if (s->nkernel)
+		s->flags |= TD_SAMPLE_KCHAIN;
 }
 
 /* Hand a parsed sample to the caller: flags (TD_SAMPLE_*), weight in
@@ -640,6 +682,7 @@ void perf_put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t weig
 	else
 		s->flags |= TD_SAMPLE_STACK_FAILED;
 	s->stack_len = (uint32_t)dyn;
+	put_chain(ps, s);
 	if (ops->slot_put)
 		ops->slot_put(arg, s);
 	st->samples++;
@@ -774,7 +817,7 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 					PERF_RECORD_MISC_KERNEL;
 				struct perf_sample ps;
 
-				if (!parse_sample(rec, eh.size, &ps))
+				if (!parse_sample(p, rec, eh.size, &ps))
 					st.malformed++;
 				else if (ps.period == 1 && p->offcpu)
 					perf_take_switch(p, &ps, now, ops, arg, &st);

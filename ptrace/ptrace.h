@@ -256,6 +256,10 @@ struct pt_perf_config {
 	 * switch back in (TD_SAMPLE_OFFCPU; perf.c): needs the permission
 	 * for kernel-mode samples, else pt_perf_offcpu() says no */
 	bool offcpu;
+	/* the kernel's call chain with each sample (TD_SAMPLE_KCHAIN: below
+	 * a system call, a fault, an interrupt): needs the permission for
+	 * kernel-mode samples, else pt_perf_kernel() says no */
+	bool kernel;
 };
 
 struct pt_perf_stats {
@@ -292,6 +296,8 @@ unsigned pt_perf_threads(const struct pt_perf *p);
 bool pt_perf_user_only(const struct pt_perf *p);
 /* Intervals off a CPU are sampled (cfg.offcpu, and permitted). */
 bool pt_perf_offcpu(const struct pt_perf *p);
+/* Samples carry the kernel's call chain (cfg.kernel, and permitted). */
+bool pt_perf_kernel(const struct pt_perf *p);
 /* Readable when a ring is a quarter full; drain at least that often. */
 int pt_perf_fd(const struct pt_perf *p);
 /* Copy every sample in the rings into slots from ops->slot_get, hand each

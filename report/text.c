@@ -63,8 +63,7 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 
 int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 {
-	struct td_map index = { 0 }, names = { 0 };
-	uint64_t twice;
+	struct td_map index = { 0 };
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
 	uint32_t *seen = NULL;
@@ -89,7 +88,10 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			if (!*slot) {
 				if (td_array_grow(a, cap, na + 1, 256) < 0)
 					goto nomem;
-				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 : f->func,
+				/* by function: its name, qualified with its
+				 * file where two share it (rp_frame.name) */
+				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 :
+						by == RP_BY_LINE ? f->func : f->name,
 					.key_file = by == RP_BY_MODULE ? 0 : f->file,
 					.key_module = f->module,
 					.line = by == RP_BY_LINE ? f->line : 0 };
@@ -109,21 +111,6 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 		}
 	}
 	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
-	/* a name two rows of one module share: each is qualified with its
-	 * file, as gdb does ('a.c'::churn) */
-	if (by == RP_BY_FUNCTION) {
-		for (size_t i = 0; i < na; i++) {
-			uint64_t *slot;
-
-			if (td_map_upsert(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
-				    &slot) < 0)
-				goto nomem;
-			if (!*slot)
-				*slot = (uint64_t)a[i].key_file + 1;
-			else if (*slot != (uint64_t)a[i].key_file + 1)
-				*slot = UINT64_MAX; /* files differ */
-		}
-	}
 	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
@@ -139,10 +126,6 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			fprintf(out, "%s at %s:%u (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_file, "??"), a[i].line,
 				name_or(p, a[i].key_module, "?"));
-		else if (td_map_get(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
-				 &twice) && twice == UINT64_MAX)
-			fprintf(out, "%s at %s (%s)\n", name_or(p, a[i].key_func, "??"),
-				name_or(p, a[i].key_file, "??"), name_or(p, a[i].key_module, "?"));
 		else
 			fprintf(out, "%s (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_module, "?"));
@@ -150,13 +133,11 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	free(a);
 	free(seen);
 	td_map_free(&index);
-	td_map_free(&names);
 	return 0;
 nomem:
 	free(a);
 	free(seen);
 	td_map_free(&index);
-	td_map_free(&names);
 	return -ENOMEM;
 }
 
@@ -168,8 +149,8 @@ static int child_cmp(const void *a, const void *b, void *arg)
 
 	if (x->total != y->total)
 		return x->total < y->total ? 1 : -1;
-	return strcmp(name_or(p, p->frames[x->frame].func, ""),
-		name_or(p, p->frames[y->frame].func, ""));
+	return strcmp(name_or(p, p->frames[x->frame].name, ""),
+		name_or(p, p->frames[y->frame].name, ""));
 }
 
 static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsigned depth,
@@ -188,7 +169,7 @@ static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsign
 
 		fprintf(out, "%6.2f%% %6.2f%%  %*s%s%s\n", pct(nd->total, p->samples),
 			pct(nd->count, p->samples), (int)(2 * depth), "",
-			name_or(p, f->func, "??"), f->inlined ? " [inlined]" : "");
+			name_or(p, f->name, "??"), f->inlined ? " [inlined]" : "");
 		if (depth < 512)
 			tree_node(out, p, kids[i], depth + 1, min);
 	}
@@ -221,7 +202,7 @@ static void put_path(FILE *out, const struct rp_profile *p, uint32_t id)
 		put_path(out, p, p->nodes[id].parent);
 		fputc(';', out);
 	}
-	put_sanitized(out, name_or(p, p->frames[p->nodes[id].frame].func, "??"));
+	put_sanitized(out, name_or(p, p->frames[p->nodes[id].frame].name, "??"));
 }
 
 struct fline {

@@ -161,4 +161,19 @@ char *sym_demangle(const char *name);
  * .abi0.  Returns the new length. */
 size_t sym_fold_clone(char *name, bool go);
 
+/* Kernel symbols (kallsyms.c): /proc/kallsyms read once (path NULL),
+ * text symbols sorted by address.  0, -errno, or -EPERM where it hides
+ * the addresses (not root: kptr_restrict). */
+struct sym_kallsyms;
+int sym_kallsyms_load(const char *path, struct sym_kallsyms **ret);
+void sym_kallsyms_free(struct sym_kallsyms *k); /* NULL-safe */
+/* A kernel frame: its function, module ("kernel", or a module's name)
+ * and the address's offset in the function; pointers into the table. */
+struct sym_kframe {
+	const char *name, *module;
+	uint64_t offset;
+};
+/* The function at live kernel address addr; false if none is near. */
+bool sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr, struct sym_kframe *ret);
+
 #endif
