@@ -502,6 +502,12 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		"%llu stacks partial\n",
 		(unsigned long long)s->lost_ring, (unsigned long long)s->lost_not_stopped,
 		(unsigned long long)s->lost_events, (unsigned long long)s->unwind_partial);
+	if (s->chunks_changed)
+		fprintf(f,
+			"               %llu written to %llu chunk%s another process changed "
+			"(left unfinished)\n",
+			(unsigned long long)s->lost_changed, (unsigned long long)s->chunks_changed,
+			td_plural(s->chunks_changed));
 	if (s->lost_torn || s->lost_kernel || s->skipped)
 		fprintf(f,
 			"               %llu copies torn (the thread ran), %llu lost in the "
@@ -544,6 +550,21 @@ static void notice(const struct rec_notice *n, void *arg)
 			st->child_ended = true;
 			st->child_status = n->status;
 		}
+		return;
+	}
+	if (n->kind == REC_NOTICE_CHANGED) {
+		char found[96];
+
+		if (n->replaced)
+			snprintf(found, sizeof(found), "%s",
+				n->size < 0 ? "removed or renamed" : "replaced by another file");
+		else
+			snprintf(found, sizeof(found), "%lld bytes long where tracerd wrote %llu",
+				(long long)n->size, (unsigned long long)n->bytes);
+		td_msg("the chunk being written was changed by another process (%s): set aside "
+		       "unfinished as %s; %llu sample%s in it lost; recording goes on in a new "
+		       "chunk",
+			found, n->path, (unsigned long long)n->samples, td_plural(n->samples));
 		return;
 	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)
@@ -674,6 +695,15 @@ int cmd_record(int argc, char **argv)
 		ret = TD_EXIT_IO;
 	}
 	summary(&s, &cfg, td_now_ns() - start, stderr);
+	if (s.chunks_changed) {
+		/* after the summary: the last line says what went wrong */
+		td_msg("%llu sample%s lost: %llu chunk%s of %s changed by another process while "
+		       "written (see above); keep other programs off the repository",
+			(unsigned long long)s.lost_changed, td_plural(s.lost_changed),
+			(unsigned long long)s.chunks_changed, td_plural(s.chunks_changed),
+			cfg.repo);
+		ret = TD_EXIT_IO;
+	}
 	rec_free(r);
 	if (st.child) {
 		int status;

@@ -98,6 +98,8 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.owner_stops = atomic_load(&sh->owner_stops),
 		.owner_early = atomic_load(&sh->owner_early),
 		.io_err = atomic_load(&sh->io_err),
+		.chunks_changed = atomic_load(&sh->chunks_changed),
+		.lost_changed = atomic_load(&sh->lost_changed),
 	};
 }
 

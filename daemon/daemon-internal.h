@@ -185,6 +185,7 @@ struct rec_shared {
 	_Atomic int debug_err;
 	_Atomic unsigned tables_reused, tables_made;
 	_Atomic int io_err;
+	_Atomic uint64_t chunks_changed, lost_changed; /* chunk_changed() */
 };
 
 /* ---- the sampler thread (sampler.c; its parts in sampler-internal.h)

@@ -160,6 +160,30 @@ struct chunk_writer *current_chunk(struct writer *w)
 
 static void record_lost(struct writer *w);
 
+/* Another process changed the chunk being written (repo_check): what it
+ * held is lost and its file is left unfinished under its .part name; the
+ * next write starts a new chunk.  Said to the control loop, counted. */
+static void chunk_changed(struct writer *w)
+{
+	struct rec_notice n = { .kind = REC_NOTICE_CHANGED };
+	struct repo_changed c;
+
+	/* the open wait episodes restart their per-chunk state; what they
+	 * write goes with the chunk */
+	episodes_close_chunk(w);
+	w->cw = NULL; /* the next current_chunk() starts the caches anew */
+	if (repo_abandon(w->repo, &c) < 0)
+		return;
+	atomic_fetch_add(&w->sh->chunks_changed, 1);
+	atomic_fetch_add(&w->sh->lost_changed, c.samples);
+	snprintf(n.path, sizeof(n.path), "%s/%s", repo_path(w->repo), c.name);
+	n.bytes = c.written;
+	n.samples = c.samples;
+	n.size = c.size;
+	n.replaced = c.replaced;
+	writer_notify(w, &n);
+}
+
 /* The one way a chunk of the writer's ends: what it lost on record, the
  * wait episodes still open written up to its end, then the repository
  * finishes it (reason: TCF_END_*; WRITER_ROTATE_DUE: only if it is due by
@@ -174,24 +198,36 @@ void writer_rotate(struct writer *w, int reason)
 
 	if (reason == WRITER_ROTATE_DUE && !repo_due(w->repo, now))
 		return;
+	if (repo_check(w->repo) < 0) {
+		chunk_changed(w);
+		return;
+	}
 	record_lost(w);
 	episodes_close_chunk(w);
 	if (reason == WRITER_ROTATE_DUE)
 		r = repo_tick(w->repo, now);
 	else
 		r = repo_rotate(w->repo, reason);
-	if (r < 0 && repo_error(w->repo))
+	if (r == -TD_E_CHANGED) /* changed while its end was written */
+		chunk_changed(w);
+	else if (r < 0 && repo_error(w->repo))
 		writer_fail(w, repo_error(w->repo));
 	w->cw = NULL; /* the next current_chunk() starts the caches anew */
 }
 
 /* Commit what is buffered as a block, rotate if the chunk is full or old.
- * An error stays in the repository (repo_error), which the loop reports. */
+ * An error stays in the repository (repo_error), which the loop reports.
+ * A chunk another process changed since the last publish is not written
+ * to again (chunk_changed). */
 static void publish(struct writer *w, uint64_t now)
 {
 	w->published_ns = now;
 	if (!w->cw)
 		return;
+	if (repo_check(w->repo) < 0) {
+		chunk_changed(w);
+		return;
+	}
 	if (chunk_writer_flush(w->cw) == 0 && chunk_writer_samples(w->cw)) {
 		w->cw_published = true;
 		if (w->startup) {

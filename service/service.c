@@ -336,6 +336,13 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 				n->oom ? " by the OOM killer" : "", n->path, n->chunks,
 				n->chunks == 1 ? "" : "s", (unsigned long long)n->bytes, n->path);
 		break;
+	case REC_NOTICE_CHANGED:
+		say(sv, LOG_ERR,
+			"rule %s: the chunk being written was changed by another process: set "
+			"aside unfinished as %s, %llu samples in it lost; recording goes on in a "
+			"new chunk",
+			sv->w[i].name, n->path, (unsigned long long)n->samples);
+		break;
 	case REC_NOTICE_SNAPSHOT:
 		break;
 	}

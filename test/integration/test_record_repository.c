@@ -73,6 +73,74 @@ Test(record_repository, first_samples_are_published_at_once)
 	fx_stop(fx);
 }
 
+/* Its .part's path once it holds a block with samples (a header and
+ * its definitions come first), for wait_for(). */
+static bool part_with_samples(void *arg)
+{
+	struct tcf_dir_entry e[8];
+	int n = tcf_dir_scan(repo, e, 8);
+
+	for (int i = 0; i < n; i++) {
+		struct chunk_report rep;
+
+		if (!e[i].part)
+			continue;
+		snprintf(arg, 256, "%s/%.63s", repo, e[i].name);
+		if (chunk_read_file(arg, NULL, NULL, &rep) == 0 && rep.samples > 0)
+			return true;
+	}
+	return false;
+}
+
+/* The .part truncated during a recording (before the fix: exit 0,
+ * "recorded 5.0 s", and a .tcf that verify called "not a tracerd chunk
+ * file", every sample gone).  Now tracerd says so, goes on in a new
+ * chunk, sets the changed one aside unfinished, and exits 3. */
+Test(record_repository, truncated_part_is_set_aside_and_said)
+{
+	pid_t fx = fx_start(FX("fx_threads"), NULL), t;
+	struct tcf_dir_entry e[64];
+	char part[256];
+	const char *err;
+	bool aside = false;
+	struct found f;
+	DIR *d;
+	int n;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_assert(wait_for(part_with_samples, part, 60000), "a .part with samples");
+	cr_assert_eq(truncate(part, 0), 0, "%s", part);
+	/* samples again, in a chunk begun after the truncation */
+	cr_assert(repo_until(samples_20), "recording goes on");
+	cr_expect_eq(tracerd_stop(t), 3, "data was lost: %s", slurp(errfile));
+	err = slurp(errfile);
+	cr_expect(strstr(err, "changed by another process (0 bytes long where tracerd wrote"),
+		"%s", err);
+	cr_expect(strstr(err, "set aside unfinished as"), "%s", err);
+	cr_expect(strstr(err, "recording goes on in a new chunk"), "%s", err);
+	cr_expect(strstr(err, "lost: 1 chunk of"), "the last line: %s", err);
+	/* nothing untrusted published: every chunk is a later one, finished
+	 * and whole; the changed one is set aside under no chunk's name */
+	f = scan_repo();
+	cr_expect_geq(f.samples, 20);
+	n = tcf_dir_scan(repo, e, 64);
+	cr_expect_gt(n, 0);
+	for (int i = 0; i < n; i++) {
+		cr_expect_not(e[i].part, "%s", e[i].name);
+		cr_expect_neq(e[i].seq, 0, "the truncated chunk %s is not published", e[i].name);
+	}
+	cr_expect_eq(verify_status(), 0);
+	d = opendir(repo);
+	cr_assert_not_null(d);
+	for (struct dirent *de; (de = readdir(d));)
+		aside |= !strncmp(de->d_name, "c0000000000-", 12) &&
+			 strstr(de->d_name, ".tcf.changed");
+	closedir(d);
+	cr_expect(aside, "c0000000000-*.tcf.changed");
+	fx_stop(fx);
+}
+
 Test(record_repository, second_writer_refused)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
