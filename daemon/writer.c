@@ -7,13 +7,16 @@
  * events into records, rotates and takes snapshots on request.
  *
  * Publishing: what is buffered becomes a block on disk, readable by any
- * reader and kept by kill -9, at least every WRITER_PUBLISH_NS, even while
- * the rings stay busy, and at every rotation; a chunk's first samples
- * are published as soon as they are written (its header and definitions
- * go first: the chunk writer puts a block's definitions before its
- * samples).  kill -9 so loses what was taken in the last 250 ms, plus
- * what still waits in the rings (the sampler drains the kernel's and
- * wakes the writer every 100 ms).
+ * reader and kept by kill -9, whenever the rings run empty (at most every
+ * WRITER_PUBLISH_MIN_NS), at least every WRITER_PUBLISH_NS even while the
+ * rings stay busy, and at every rotation; a chunk's first samples are
+ * published as soon as they are written (its header and definitions go
+ * first: the chunk writer puts a block's definitions before its
+ * samples).  kill -9 so loses what was taken in the last 100 ms or so,
+ * plus what still waits in the rings (the sampler drains the kernel's
+ * and wakes the writer every 50 ms).  Before each block, and before a
+ * chunk is finished, the repository checks that nobody changed the file
+ * (repo_check); a changed chunk is set aside (chunk_changed).
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
  * chunk starts, since ids are per chunk.
@@ -50,11 +53,28 @@
 
 #include "../common/buf.h"
 
-#define WRITER_PUBLISH_NS 250000000u /* at most this long between blocks */
+/* What kill -9 loses is what was taken but not yet in a block on disk:
+ * what waits in the kernel's perf ring (drained every 50 ms), in the
+ * sample ring (the writer woken every 50 ms), to be unwound (the backlog),
+ * and for the next block.  So a block goes out whenever the rings run
+ * empty, at most every WRITER_PUBLISH_MIN_NS (each is a write() and a
+ * block header), and at least every WRITER_PUBLISH_NS while they stay
+ * busy; make bench measures the sum (bench_kill9). */
+#define WRITER_PUBLISH_NS 100000000u	 /* at most this long between blocks */
+#define WRITER_PUBLISH_MIN_NS 40000000u /* at least this long between blocks */
 /* at most this long between looks at the rings: the sampler wakes the
- * writer when it published (at most every 100 ms, sooner when a ring is a
+ * writer when it published (at most every 50 ms, sooner when a ring is a
  * quarter full); a wake of a thread costs ~50-120 us of CPU in a VM */
 #define WRITER_POLL_MS 250
+/* After its start-up the writer runs at nice WRITER_NICE, the target's
+ * own (at nice 10, with two busy loops per CPU, it got a few % of a CPU
+ * where wall mode at 999 Hz on 16 threads needs more: its backlog, and
+ * what kill -9 lost, grew to seconds).  Once a sample it takes from the
+ * ring is older than WRITER_BEHIND_NS it is falling behind: at the
+ * sampler's priority (when permitted) until the rings are empty.  Its
+ * CPU time is the same either way; only when it runs changes. */
+#define WRITER_NICE 0
+#define WRITER_BEHIND_NS 60000000u
 
 static void new_chunk_caches(struct writer *w)
 {
@@ -231,14 +251,24 @@ static void publish(struct writer *w, uint64_t now)
 	if (chunk_writer_flush(w->cw) == 0 && chunk_writer_samples(w->cw)) {
 		w->cw_published = true;
 		if (w->startup) {
-			/* from now on unwinding can wait; the target and the
-			 * sampler cannot */
-			setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+			/* from now on the writer shares the CPU with the
+			 * target as an equal (but set_behind) */
+			setpriority(PRIO_PROCESS, (id_t)gettid(), WRITER_NICE);
 			w->startup = false;
 		}
 	}
 	writer_rotate(w, WRITER_ROTATE_DUE);
 	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
+}
+
+/* Behind (a sample older than WRITER_BEHIND_NS in the ring) or caught up
+ * (the rings empty): the thread's nice value follows. */
+static void set_behind(struct writer *w, bool behind)
+{
+	if (w->startup || w->behind == behind)
+		return;
+	w->behind = behind;
+	setpriority(PRIO_PROCESS, (id_t)gettid(), behind ? -10 : WRITER_NICE);
 }
 
 /* Thread t (chunk id id) is named name since now: a rename. */
@@ -564,8 +594,9 @@ void *writer_main(void *arg)
 	 * the debuginfo cache holds it inflated).  At nice 10 on a
 	 * busy machine it waited seconds, with nothing on disk for kill -9
 	 * to leave; so until its first samples are published this thread
-	 * runs at the sampler's priority (when permitted), then at nice 10
-	 * (publish()). */
+	 * runs at the sampler's priority (when permitted), then at
+	 * WRITER_NICE (publish()), or the sampler's again while it falls
+	 * behind (set_behind). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
 	w->published_ns = td_now_ns();
 	pthread_setname_np(pthread_self(), "tracerd-write");
@@ -587,6 +618,9 @@ void *writer_main(void *arg)
 				do_event(w, e);
 				ring_pop(&sh->events);
 			} else if (smp) {
+				now = td_now_ns();
+				if (now > smp->time_ns && now - smp->time_ns > WRITER_BEHIND_NS)
+					set_behind(w, true);
 				if (!hurry)
 					do_sample(w, smp);
 				ring_pop_bytes(&sh->samples);
@@ -600,6 +634,7 @@ void *writer_main(void *arg)
 		}
 		if (ring_peek(&sh->events) || ring_peek_bytes(&sh->samples))
 			continue;
+		set_behind(w, false);
 		if (!atomic_load(&sh->startup_samples) && atomic_load(&sh->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
 			struct rusage ru;
@@ -620,7 +655,8 @@ void *writer_main(void *arg)
 		check_renames(w, now);
 		if (w->cfg->follow)
 			wprocs_refresh(w, now);
-		if (now - w->published_ns >= WRITER_PUBLISH_NS) {
+		/* the rings are empty: what they held goes to disk now */
+		if (now - w->published_ns >= WRITER_PUBLISH_MIN_NS) {
 			record_lost(w);
 			publish(w, now);
 		}
