@@ -688,9 +688,20 @@ int cmd_record(int argc, char **argv)
 	if (tty)
 		fputc('\n', stderr);
 	rec_stats(r, &s);
-	if (s.io_err) {
+	if (s.io_err == -ENOENT) {
+		/* the directory is gone: no chunk can be made in it */
+		td_msg("recording stopped: repository %s was removed while recording; what it "
+		       "held went with it; give a repository nothing else removes",
+			cfg.repo);
+		ret = TD_EXIT_IO;
+	} else if (s.io_err == -ENOSPC || s.io_err == -EDQUOT) {
 		td_msg("recording stopped: cannot write to %s: %s; free space, then tracerd "
 		       "snapshot %s keeps what was written",
+			cfg.repo, td_strerror(s.io_err), cfg.repo);
+		ret = TD_EXIT_IO;
+	} else if (s.io_err) {
+		td_msg("recording stopped: cannot write to %s: %s; tracerd snapshot %s keeps what "
+		       "was written",
 			cfg.repo, td_strerror(s.io_err), cfg.repo);
 		ret = TD_EXIT_IO;
 	}

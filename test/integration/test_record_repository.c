@@ -141,6 +141,27 @@ Test(record_repository, truncated_part_is_set_aside_and_said)
 	fx_stop(fx);
 }
 
+/* The repository removed during a recording: tracerd stops and says so
+ * (it said "free space" before, for ENOENT). */
+Test(record_repository, removed_repository_is_said)
+{
+	pid_t fx = fx_start(FX("fx_threads"), NULL), t;
+	char cmd[128];
+	const char *err;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_assert(repo_until(has_samples), "recording");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	cr_assert_eq(system(cmd), 0);
+	/* it stops by itself: its next chunk cannot be made */
+	cr_expect_eq(tracerd_wait(t), 3);
+	err = slurp(errfile);
+	cr_expect(strstr(err, "was removed while recording"), "%s", err);
+	cr_expect(!strstr(err, "free space"), "%s", err);
+	fx_stop(fx);
+}
+
 Test(record_repository, second_writer_refused)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
