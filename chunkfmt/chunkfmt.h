@@ -531,7 +531,8 @@ struct repo;
  * on the path (-TD_E_SYMLINK; a trailing slash does not make a link
  * acceptable), the directory must belong to the effective user
  * (-TD_E_NOTOWNER) and be writable by nobody else (-TD_E_UNSAFE).
- * -TD_E_LOCKED: another writer (its pid in *ret_owner).  On failure a
+ * -TD_E_LOCKED: another writer (its pid in *ret_owner); -TD_E_LOCKLINK:
+ * its LOCK is a symbolic link (never followed).  On failure a
  * directory made here is removed again. */
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner);

@@ -327,7 +327,8 @@ int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_
 	r->lockfd = openat(r->dirfd, "LOCK",
 		O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (r->lockfd < 0) {
-		n = errno == ELOOP ? -TD_E_SYMLINK : -errno;
+		/* the path had no link: this one is the lock file itself */
+		n = errno == ELOOP ? -TD_E_LOCKLINK : -errno;
 		goto out_free;
 	}
 	if (fstat(r->lockfd, &st) < 0 || !S_ISREG(st.st_mode)) {

@@ -162,6 +162,33 @@ Test(record_repository, removed_repository_is_said)
 	fx_stop(fx);
 }
 
+/* A LOCK that is a symbolic link is named as the lock file (it was "a
+ * symbolic link on its path", which sent the user looking at the path). */
+Test(record_repository, lock_link_is_named_as_the_lock_file)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], lock[128], target[128];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", repo, NULL };
+	struct run_result r;
+	struct stat st;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(lock, sizeof(lock), "%s/LOCK", repo);
+	snprintf(target, sizeof(target), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	cr_assert_eq(symlink(target, lock), 0);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "its lock file") && strstr(r.err, "/LOCK is a symbolic link"),
+		"%s", r.err);
+	cr_expect(!strstr(r.err, "on its path"), "%s", r.err);
+	cr_expect_neq(stat(target, &st), 0, "nothing made through the link");
+	run_result_free(&r);
+	unlink(lock);
+	fx_stop(fx);
+}
+
 Test(record_repository, second_writer_refused)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
