@@ -532,7 +532,8 @@ struct repo;
  * acceptable), the directory must belong to the effective user
  * (-TD_E_NOTOWNER) and be writable by nobody else (-TD_E_UNSAFE).
  * -TD_E_LOCKED: another writer (its pid in *ret_owner); -TD_E_LOCKLINK:
- * its LOCK is a symbolic link (never followed).  On failure a
+ * its LOCK is a symbolic link (never followed); -TD_E_PSEUDOFS: a
+ * directory of /proc, /sys and the like.  On failure a
  * directory made here is removed again. */
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner);

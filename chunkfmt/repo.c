@@ -25,12 +25,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,8 +157,17 @@ static int open_dir_nolinks(int at, const char *path)
 /* Ours, and nobody else may write it. */
 static int check_owner_mode(int fd)
 {
+	struct statfs sf;
 	struct stat st;
 
+	/* /proc/PID exists and is root's: without this, the LOCK it cannot
+	 * hold came out as "No such file or directory" */
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
+					     sf.f_type == SYSFS_MAGIC ||
+					     sf.f_type == CGROUP2_SUPER_MAGIC ||
+					     sf.f_type == CGROUP_SUPER_MAGIC ||
+					     sf.f_type == DEBUGFS_MAGIC || sf.f_type == TRACEFS_MAGIC))
+		return -TD_E_PSEUDOFS;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (st.st_uid != geteuid())

@@ -637,6 +637,12 @@ int cmd_record(int argc, char **argv)
 		       "it could land anywhere); give the real directory, as realpath %s prints it",
 			cfg.repo, cfg.repo);
 		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_PSEUDOFS && fail.step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: it is in a kernel pseudo-filesystem (/proc, "
+		       "/sys), where no file of tracerd's can live; give a directory on a disk, "
+		       "such as -r /var/tmp/tracerd-repo",
+			cfg.repo);
+		return TD_EXIT_USAGE;
 	} else if (e == -TD_E_LOCKLINK && fail.step == REC_FAIL_REPO) {
 		td_msg("refusing repository %s: its lock file %s/LOCK is a symbolic link (a "
 		       "write through it could land anywhere); remove the link, or give another "

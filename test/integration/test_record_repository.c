@@ -189,6 +189,27 @@ Test(record_repository, lock_link_is_named_as_the_lock_file)
 	fx_stop(fx);
 }
 
+/* -r /proc/PID, a directory that exists: one clear message, exit 1 (it
+ * was "No such file or directory", exit 3, from its LOCK). */
+Test(record_repository, proc_is_no_repository)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], dir[64];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", dir, NULL };
+	struct run_result r;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)fx);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "pseudo-filesystem (/proc, /sys)"), "%s", r.err);
+	cr_expect(!strstr(r.err, "No such file"), "%s", r.err);
+	cr_expect_eq(tracer_of(fx), 0, "not left attached");
+	run_result_free(&r);
+	fx_stop(fx);
+}
+
 Test(record_repository, second_writer_refused)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;
