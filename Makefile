@@ -243,11 +243,17 @@ $(BENCH_CHUNK): test/bench/bench_chunk.c $(B)/obj/test/tools/synth.o $(B)/libtra
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TD_CFLAGS) -o $@ $^ $(TD_LDFLAGS) $(TD_LIBS) -lm
 
+BENCH_KILL9 := $(B)/bench/bench_kill9
+$(BENCH_KILL9): test/bench/bench_kill9.c $(B)/libtracerd.a
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TD_CFLAGS) -o $@ $^ $(TD_LDFLAGS) $(TD_LIBS) -lm
+
 # interleaved rounds of bench_cost (each target alone, tracerd, perf)
 BENCH_ROUNDS ?= 5
 bench:
 	$(Q)scripts/install-deps bench
-	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_COST) fixtures
+	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_COST) $(BENCH_KILL9) fixtures
 	$(Q)$(BENCH_BIN) $(TRACERD) $(FX)/fx_threads
 	$(Q)$(BENCH_CHUNK) 600
 	$(Q)$(BENCH_COST) $(TRACERD) $(FX) $(BENCH_ROUNDS) test/bench/cxx_heavy.cc
@@ -259,7 +265,7 @@ bench:
 	$(Q)sh test/bench/bench_stacks.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
-	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
+	$(Q)$(BENCH_KILL9) $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_bomb.sh $(TRACERD) $(FX) $(GEN)

@@ -510,6 +510,12 @@ void tcf_header_set_flags(uint8_t *header, uint32_t flags);
  *            fsync dir, retention --> (none)
  *   ACTIVE --a failed write/fsync/rename--> FAILED: the .part keeps its
  *            whole blocks (snapshot repairs it); recording must stop.
+ *   ACTIVE --repo_check() finds the .part changed by another process
+ *            (shorter or longer than written, or its name no longer the
+ *            file written): repo_abandon() closes it unfinished and
+ *            renames it c<seq>-<UTC>.tcf.changed (no chunk's name, out
+ *            of listings and retention) --> (none); recording goes on in
+ *            the next chunk.
  */
 struct repo_opts {
 	uint64_t max_chunk_size;   /* default 16 MiB */
@@ -531,7 +537,9 @@ struct repo;
  * on the path (-TD_E_SYMLINK; a trailing slash does not make a link
  * acceptable), the directory must belong to the effective user
  * (-TD_E_NOTOWNER) and be writable by nobody else (-TD_E_UNSAFE).
- * -TD_E_LOCKED: another writer (its pid in *ret_owner).  On failure a
+ * -TD_E_LOCKED: another writer (its pid in *ret_owner); -TD_E_LOCKLINK:
+ * its LOCK is a symbolic link (never followed); -TD_E_PSEUDOFS: a
+ * directory of /proc, /sys and the like.  On failure a
  * directory made here is removed again. */
 int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_repo,
 	pid_t *ret_owner);
@@ -548,7 +556,29 @@ struct chunk_writer *repo_writer(struct repo *r);
 int repo_tick(struct repo *r, uint64_t now_ns);
 /* Would repo_tick(r, now_ns) rotate now? */
 bool repo_due(const struct repo *r, uint64_t now_ns);
+/* Finish the active chunk and give it its .tcf name; -TD_E_CHANGED (and
+ * nothing renamed, r still usable) if repo_check finds it changed before
+ * or after the trailer is written: repo_abandon it. */
 int repo_rotate(struct repo *r, int reason);
+/* Is the active chunk's file still all that was written to it: its size
+ * what the chunk writer committed, its name the file written?  0 if so
+ * (or no chunk is active), -TD_E_CHANGED if not.  Two fstat calls: meant
+ * for each publish, not for each record. */
+int repo_check(const struct repo *r);
+/* What repo_abandon left behind. */
+struct repo_changed {
+	char name[64];	  /* its name in the repository: .tcf.changed, or
+			   * the .part's if that is another file now */
+	uint64_t samples; /* samples of the chunk (blocks written and buffered) */
+	uint64_t written; /* bytes tracerd wrote */
+	int64_t size;	  /* its size found, -1 if the name is gone */
+	bool replaced;	  /* the name is another file now (or none) */
+};
+/* The active chunk changed under us (repo_check): close it unfinished,
+ * never renamed to .tcf (to .tcf.changed if its name is still the file we
+ * wrote); the next repo_writer starts a new chunk.  Fills *ret with what
+ * it held.  0, or -EINVAL with none active. */
+int repo_abandon(struct repo *r, struct repo_changed *ret);
 /* Delete the oldest finished chunks past max_size / max_age. Returns the
  * number deleted or -errno. */
 int repo_retain(struct repo *r);

@@ -13,7 +13,11 @@
  * writer's lock dies with it.  A directory that repo_open created is
  * removed again by repo_discard if nothing was recorded into it.
  * Durability: a chunk becomes .tcf only after its trailer is fdatasync'ed,
- * and the directory is fsync'ed after every create, rename and delete. */
+ * and the directory is fsync'ed after every create, rename and delete.
+ * Trust: a chunk another process truncated, wrote into, renamed or
+ * removed while we wrote it (repo_check: its size against what we wrote,
+ * its name's inode against our descriptor's) is never finished as if
+ * whole; repo_abandon sets it aside as .tcf.changed. */
 #define _GNU_SOURCE
 #include "chunkfmt-internal.h"
 
@@ -21,12 +25,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,8 +157,17 @@ static int open_dir_nolinks(int at, const char *path)
 /* Ours, and nobody else may write it. */
 static int check_owner_mode(int fd)
 {
+	struct statfs sf;
 	struct stat st;
 
+	/* /proc/PID exists and is root's: without this, the LOCK it cannot
+	 * hold came out as "No such file or directory" */
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
+					     sf.f_type == SYSFS_MAGIC ||
+					     sf.f_type == CGROUP2_SUPER_MAGIC ||
+					     sf.f_type == CGROUP_SUPER_MAGIC ||
+					     sf.f_type == DEBUGFS_MAGIC || sf.f_type == TRACEFS_MAGIC))
+		return -TD_E_PSEUDOFS;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (st.st_uid != geteuid())
@@ -323,7 +338,8 @@ int repo_open(const char *path, const struct repo_opts *opts, struct repo **ret_
 	r->lockfd = openat(r->dirfd, "LOCK",
 		O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (r->lockfd < 0) {
-		n = errno == ELOOP ? -TD_E_SYMLINK : -errno;
+		/* the path had no link: this one is the lock file itself */
+		n = errno == ELOOP ? -TD_E_LOCKLINK : -errno;
 		goto out_free;
 	}
 	if (fstat(r->lockfd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -429,6 +445,70 @@ struct chunk_writer *repo_writer(struct repo *r)
 	return r->w;
 }
 
+/* The name r->part, as it is now (st_size -1: gone). */
+static bool part_is_fd(const struct repo *r, const struct stat *fd_st, struct stat *ret_name)
+{
+	if (fstatat(r->dirfd, r->part, ret_name, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret_name->st_size = -1;
+		return false;
+	}
+	return ret_name->st_dev == fd_st->st_dev && ret_name->st_ino == fd_st->st_ino;
+}
+
+int repo_check(const struct repo *r)
+{
+	struct stat fd_st, name_st;
+
+	/* a failed chunk is the error path's: its torn tail is ours */
+	if (!r->w || r->err || chunk_writer_error(r->w))
+		return 0;
+	if (fstat(r->fd, &fd_st) < 0)
+		return 0; /* cannot happen on an open descriptor; trust it */
+	/* Someone truncated it (our next block would land past a hole of
+	 * zeros, and the header may be gone), wrote into it, or renamed or
+	 * removed it: what the trailer would seal is no longer what we
+	 * wrote. */
+	if ((uint64_t)fd_st.st_size != chunk_writer_bytes(r->w) || !part_is_fd(r, &fd_st, &name_st))
+		return -TD_E_CHANGED;
+	return 0;
+}
+
+int repo_abandon(struct repo *r, struct repo_changed *ret)
+{
+	struct stat fd_st, name_st;
+
+	if (!r->w)
+		return -EINVAL;
+	*ret = (struct repo_changed){ .samples = chunk_writer_samples(r->w),
+		.written = chunk_writer_bytes(r->w), .size = -1 };
+	snprintf(ret->name, sizeof(ret->name), "%s", r->part);
+	if (fstat(r->fd, &fd_st) == 0) {
+		ret->replaced = !part_is_fd(r, &fd_st, &name_st);
+		ret->size = ret->replaced ? name_st.st_size : fd_st.st_size;
+	}
+	if (!ret->replaced) {
+		char changed[64];
+		size_t n = strlen(r->part) - 5; /* drop ".part" */
+
+		/* Not finished, not deleted: out of the listing under a name
+		 * no reader or retention takes for a chunk (whatever is left
+		 * of its header decides nothing), kept for whoever looks
+		 * into what changed it.  A name that is another file's now
+		 * is not ours to move. */
+		snprintf(changed, sizeof(changed), "%.*s.changed", (int)n, r->part);
+		if (td_renameat_noreplace(r->dirfd, r->part, r->dirfd, changed) == 0) {
+			snprintf(ret->name, sizeof(ret->name), "%s", changed);
+			td_fsync(r->dirfd);
+		}
+	}
+	chunk_writer_free(r->w);
+	r->w = NULL;
+	close(r->fd);
+	r->fd = -1;
+	r->next_seq++;
+	return 0;
+}
+
 int repo_rotate(struct repo *r, int reason)
 {
 	char done[64];
@@ -439,9 +519,15 @@ int repo_rotate(struct repo *r, int reason)
 		return r->err;
 	if (!r->w)
 		return 0;
+	if (repo_check(r) < 0)
+		return -TD_E_CHANGED; /* never sealed as if whole */
 	rr = chunk_writer_finish(r->w, (enum tcf_end_reason)reason, 0);
 	if (rr < 0)
 		return repo_fail(r, rr);
+	/* the trailer went where the file's end was: if it changed
+	 * meanwhile, the name stays .part */
+	if (repo_check(r) < 0)
+		return -TD_E_CHANGED;
 	n = strlen(r->part) - 5; /* drop ".part" */
 	memcpy(done, r->part, n);
 	done[n] = '\0';
@@ -543,6 +629,13 @@ int repo_close(struct repo *r, int reason)
 		return 0;
 	if (r->w && !r->err)
 		rr = repo_rotate(r, reason);
+	if (rr == -TD_E_CHANGED) {
+		struct repo_changed lost;
+
+		/* the writer checks and says so before it closes; this is the
+		 * last word of a repository closed without it */
+		repo_abandon(r, &lost);
+	}
 	rr = rr < 0 ? rr : r->err;
 	repo_free(r);
 	return rr;

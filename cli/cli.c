@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/parse.h"
@@ -82,6 +83,53 @@ static long long self_status(const char *field, int base)
 	return -1;
 }
 
+/* A user's name, or "?" (in a static buffer per slot). */
+static const char *user_name(uid_t uid, int slot)
+{
+	static char names[2][64];
+	struct passwd *pw = getpwuid(uid);
+
+	snprintf(names[slot], sizeof(names[slot]), "%s", pw ? pw->pw_name : "?");
+	return names[slot];
+}
+
+/* EPERM without CAP_SYS_PTRACE: what the kernel checked on this machine
+ * (ptrace(2), "Ptrace access mode checking"): the target's real, effective
+ * and saved uid against ours, whether it is dumpable (its /proc files are
+ * root's when not), and Yama's scope (scope: its file's text, "" when the
+ * machine has no Yama). */
+static void explain_unprivileged(pid_t pid, const char *scope)
+{
+	char path[64], buf[2048], why[256], *u;
+	unsigned long ids[3];
+	struct stat st;
+	uid_t me = getuid();
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	u = td_read_text(AT_FDCWD, path, buf, sizeof(buf)) > 0 ? strstr(buf, "\nUid:") : NULL;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (u && sscanf(u + 5, "%lu %lu %lu", &ids[0], &ids[1], &ids[2]) == 3 &&
+		(ids[0] != me || ids[1] != me || ids[2] != me))
+		snprintf(why, sizeof(why), "it runs as uid %lu (%s) and tracerd as uid %u (%s): only "
+			 "its own user may trace it",
+			ids[1], user_name((uid_t)ids[1], 0), (unsigned)me, user_name(me, 1));
+	else if (stat(path, &st) == 0 && st.st_uid != me)
+		snprintf(why, sizeof(why), "it is not dumpable (a set-user-ID program, or it called "
+			 "prctl(PR_SET_DUMPABLE, 0)): only CAP_SYS_PTRACE may trace it");
+	else if (scope[0] == '1')
+		snprintf(why, sizeof(why), "/proc/sys/kernel/yama/ptrace_scope is 1: only its "
+			 "ancestors may trace it (or sysctl kernel.yama.ptrace_scope=0)");
+	else if (scope[0] == '2')
+		snprintf(why, sizeof(why), "/proc/sys/kernel/yama/ptrace_scope is 2: only "
+			 "CAP_SYS_PTRACE may trace");
+	else
+		snprintf(why, sizeof(why), "tracerd runs as uid %u (%s) without CAP_SYS_PTRACE%s",
+			(unsigned)me, user_name(me, 1), scope[0] ? "" : " (this kernel has no Yama)");
+	td_msg("cannot attach to %d: Operation not permitted; %s; run tracerd as root or grant "
+	       "it CAP_SYS_PTRACE",
+		(int)pid, why);
+}
+
 /* EPERM from attaching: what really stops it. */
 static void explain_not_permitted(pid_t pid)
 {
@@ -111,9 +159,7 @@ static void explain_not_permitted(pid_t pid)
 		return;
 	}
 	if (!cap) {
-		td_msg("cannot attach to %d: Operation not permitted; run as root or grant "
-		       "CAP_SYS_PTRACE, and check /proc/sys/kernel/yama/ptrace_scope",
-			(int)pid);
+		explain_unprivileged(pid, scope);
 		return;
 	}
 	/* privileged, yet refused: not a question of users or capabilities */

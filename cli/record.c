@@ -578,6 +578,12 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		"%llu stacks partial\n",
 		(unsigned long long)s->lost_ring, (unsigned long long)s->lost_not_stopped,
 		(unsigned long long)s->lost_events, (unsigned long long)s->unwind_partial);
+	if (s->chunks_changed)
+		fprintf(f,
+			"               %llu written to %llu chunk%s another process changed "
+			"(left unfinished)\n",
+			(unsigned long long)s->lost_changed, (unsigned long long)s->chunks_changed,
+			td_plural(s->chunks_changed));
 	if (s->lost_torn || s->lost_kernel || s->skipped)
 		fprintf(f,
 			"               %llu copies torn (the thread ran), %llu lost in the "
@@ -659,6 +665,21 @@ static void notice(const struct rec_notice *n, void *arg)
 			(int)n->id.pid, td_strerror(n->err));
 		return;
 	}
+	if (n->kind == REC_NOTICE_CHANGED) {
+		char found[96];
+
+		if (n->replaced)
+			snprintf(found, sizeof(found), "%s",
+				n->size < 0 ? "removed or renamed" : "replaced by another file");
+		else
+			snprintf(found, sizeof(found), "%lld bytes long where tracerd wrote %llu",
+				(long long)n->size, (unsigned long long)n->bytes);
+		td_msg("the chunk being written was changed by another process (%s): set aside "
+		       "unfinished as %s; %llu sample%s in it lost; recording goes on in a new "
+		       "chunk",
+			found, n->path, (unsigned long long)n->samples, td_plural(n->samples));
+		return;
+	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)
 		return;
 	if (n->err)
@@ -666,6 +687,87 @@ static void notice(const struct rec_notice *n, void *arg)
 	else
 		td_msg("snapshot written: %s (%u chunk%s, %llu byte%s)", n->path, n->chunks,
 			td_plural(n->chunks), (unsigned long long)n->bytes, td_plural(n->bytes));
+}
+
+/* rec_open failed with e: say why and what to do; the exit code. */
+static int explain_open(int e, const struct rec_config *cfg, const struct rec_failure *fail)
+{
+	if (e == -TD_E_LOCKED) {
+		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
+			cfg->repo, (int)fail->pid);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_SYMLINK && fail->step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: a symbolic link is on its path (a write through "
+		       "it could land anywhere); give the real directory, as realpath %s prints it",
+			cfg->repo, cfg->repo);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_PSEUDOFS && fail->step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: it is in a kernel pseudo-filesystem (/proc, "
+		       "/sys), where no file of tracerd's can live; give a directory on a disk, "
+		       "such as -r /var/tmp/tracerd-repo",
+			cfg->repo);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_LOCKLINK && fail->step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: its lock file %s/LOCK is a symbolic link (a "
+		       "write through it could land anywhere); remove the link, or give another "
+		       "-r DIR",
+			cfg->repo, cfg->repo);
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_NOTOWNER && fail->step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: it belongs to another user; give a directory of "
+		       "your own (tracerd runs as uid %d)",
+			cfg->repo, (int)geteuid());
+		return TD_EXIT_USAGE;
+	} else if (e == -TD_E_UNSAFE && fail->step == REC_FAIL_REPO) {
+		td_msg("refusing repository %s: its group or others can write it; chmod go-w %s, "
+		       "or give another -r DIR",
+			cfg->repo, cfg->repo);
+		return TD_EXIT_USAGE;
+	} else if (e < 0 && fail->step == REC_FAIL_ATTACH) {
+		return td_explain_attach(fail->pid, e);
+	} else if (e < 0 && fail->step == REC_FAIL_TRACER) {
+		td_msg("cannot trace: %s", td_strerror(e));
+		return TD_EXIT_ATTACH;
+	} else if (e < 0 && fail->step == REC_FAIL_REPO) {
+		td_msg("cannot open repository %s: %s", cfg->repo, td_strerror(e));
+		return TD_EXIT_IO;
+	}
+	td_msg("cannot set up: %s", td_strerror(e));
+	return TD_EXIT_IO;
+}
+
+/* Recording stopped on the repository's error: what happened, what to do. */
+static void stopped_by_io(const struct rec_stats *s, const struct rec_config *cfg)
+{
+	if (s->io_err == -ENOENT) {
+		/* the directory is gone: no chunk can be made in it */
+		td_msg("recording stopped: repository %s was removed while recording; what it "
+		       "held went with it; give a repository nothing else removes",
+			cfg->repo);
+	} else if (s->io_err == -ENOSPC || s->io_err == -EDQUOT) {
+		td_msg("recording stopped: cannot write to %s: %s; free space, then tracerd "
+		       "snapshot %s keeps what was written",
+			cfg->repo, td_strerror(s->io_err), cfg->repo);
+	} else if (s->io_err) {
+		td_msg("recording stopped: cannot write to %s: %s; tracerd snapshot %s keeps what "
+		       "was written",
+			cfg->repo, td_strerror(s->io_err), cfg->repo);
+	}
+}
+
+/* Chunks changed under the writer: one last line, and true (exit 3). */
+static bool lost_changed(const struct rec_stats *s, const struct rec_config *cfg)
+{
+	if (s->chunks_changed) {
+		/* after the summary: the last line says what went wrong */
+		td_msg("%llu sample%s lost: %llu chunk%s of %s changed by another process while "
+		       "written (see above); keep other programs off the repository",
+			(unsigned long long)s->lost_changed, td_plural(s->lost_changed),
+			(unsigned long long)s->chunks_changed, td_plural(s->chunks_changed),
+			cfg->repo);
+		return true;
+	}
+	return false;
 }
 
 int cmd_record(int argc, char **argv)
@@ -720,37 +822,8 @@ int cmd_record(int argc, char **argv)
 		while (waitpid(st.child, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	if (e == -TD_E_LOCKED) {
-		td_msg("repository %s is in use by tracerd PID %d; stop it or give another -r DIR",
-			cfg.repo, (int)fail.pid);
-		return TD_EXIT_USAGE;
-	} else if (e == -TD_E_SYMLINK && fail.step == REC_FAIL_REPO) {
-		td_msg("refusing repository %s: a symbolic link is on its path (a write through "
-		       "it could land anywhere); give the real directory, as realpath %s prints it",
-			cfg.repo, cfg.repo);
-		return TD_EXIT_USAGE;
-	} else if (e == -TD_E_NOTOWNER && fail.step == REC_FAIL_REPO) {
-		td_msg("refusing repository %s: it belongs to another user; give a directory of "
-		       "your own (tracerd runs as uid %d)",
-			cfg.repo, (int)geteuid());
-		return TD_EXIT_USAGE;
-	} else if (e == -TD_E_UNSAFE && fail.step == REC_FAIL_REPO) {
-		td_msg("refusing repository %s: its group or others can write it; chmod go-w %s, "
-		       "or give another -r DIR",
-			cfg.repo, cfg.repo);
-		return TD_EXIT_USAGE;
-	} else if (e < 0 && fail.step == REC_FAIL_ATTACH) {
-		return td_explain_attach(fail.pid, e);
-	} else if (e < 0 && fail.step == REC_FAIL_TRACER) {
-		td_msg("cannot trace: %s", td_strerror(e));
-		return TD_EXIT_ATTACH;
-	} else if (e < 0 && fail.step == REC_FAIL_REPO) {
-		td_msg("cannot open repository %s: %s", cfg.repo, td_strerror(e));
-		return TD_EXIT_IO;
-	} else if (e < 0) {
-		td_msg("cannot set up: %s", td_strerror(e));
-		return TD_EXIT_IO;
-	}
+	if (e < 0)
+		return explain_open(e, &cfg, &fail);
 	tty = !quiet && isatty(STDERR_FILENO);
 	start = st.last_ns = td_now_ns();
 	if (st.child) {
@@ -781,12 +854,12 @@ int cmd_record(int argc, char **argv)
 		fputc('\n', stderr);
 	rec_stats(r, &s);
 	if (s.io_err) {
-		td_msg("recording stopped: cannot write to %s: %s; free space, then tracerd "
-		       "snapshot %s keeps what was written",
-			cfg.repo, td_strerror(s.io_err), cfg.repo);
+		stopped_by_io(&s, &cfg);
 		ret = TD_EXIT_IO;
 	}
 	summary(&s, &cfg, td_now_ns() - start, stderr);
+	if (lost_changed(&s, &cfg))
+		ret = TD_EXIT_IO;
 	rec_free(r);
 	if (st.child) {
 		int status;

@@ -31,6 +31,9 @@ static const char *const td_messages[] = {
 	[TD_E_SYMLINK - TD_E_BASE] = "a symbolic link is on the path",
 	[TD_E_NOTOWNER - TD_E_BASE] = "owned by another user",
 	[TD_E_ATTACHED - TD_E_BASE] = "process is already attached by this tracer",
+	[TD_E_CHANGED - TD_E_BASE] = "the file was changed by another process while written",
+	[TD_E_LOCKLINK - TD_E_BASE] = "the repository's lock file is a symbolic link",
+	[TD_E_PSEUDOFS - TD_E_BASE] = "the kernel's pseudo-filesystem holds no files but its own",
 };
 
 const char *td_strerror(int err)

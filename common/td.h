@@ -40,6 +40,9 @@ enum td_error {
 	TD_E_SYMLINK,	/* a symbolic link on a path that must have none */
 	TD_E_NOTOWNER,	/* owned by another user than the one we run as */
 	TD_E_ATTACHED,	/* this tracer is attached to that process already */
+	TD_E_CHANGED,	/* a file we write was truncated, replaced or removed by another */
+	TD_E_LOCKLINK,	/* a repository's lock file is a symbolic link */
+	TD_E_PSEUDOFS,	/* a directory of /proc, /sys and the like: no files of ours */
 	TD_E_MAX
 };
 

@@ -109,6 +109,8 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.cpu_timers = atomic_load(&sh->cpu_timers),
 		.cpu_timer_err = atomic_load(&sh->cpu_timer_err),
 		.io_err = atomic_load(&sh->io_err),
+		.chunks_changed = atomic_load(&sh->chunks_changed),
+		.lost_changed = atomic_load(&sh->lost_changed),
 	};
 }
 

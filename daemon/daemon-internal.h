@@ -201,6 +201,7 @@ struct rec_shared {
 	_Atomic unsigned tables_reused, tables_made;
 	_Atomic unsigned debug_over_bound; /* not the cache's: any session's */
 	_Atomic int io_err;
+	_Atomic uint64_t chunks_changed, lost_changed; /* chunk_changed() */
 };
 
 /* ---- the sampler thread (sampler.c; its parts in sampler-internal.h)

@@ -132,6 +132,9 @@ struct rec_stats {
 	 * (their samples have no stack), and the last such error */
 	uint64_t maps_denied;
 	int maps_denied_err;
+	/* chunks another process changed while they were written (truncated,
+	 * replaced, removed), left unfinished, and the samples they held */
+	uint64_t chunks_changed, lost_changed;
 };
 
 /* owns: the sampler and writer threads, the rings between them, and
@@ -160,11 +163,17 @@ struct rec_notice {
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
 		REC_NOTICE_UNREADABLE, /* a process's mappings may not be read (err):
 					* its samples have no stack; once each */
+		REC_NOTICE_CHANGED,   /* another process changed the chunk being
+				       * written: it is left unfinished, recording
+				       * goes on in a new one */
 	} kind;
 	int err;	      /* 0, or why it failed */
-	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
+	char path[4200];      /* SNAPSHOT, EMERGENCY, CHANGED: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
-	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
+	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY; CHANGED: what we wrote */
+	uint64_t samples;     /* CHANGED: the samples it held, lost */
+	int64_t size;	      /* CHANGED: its size found, -1: its name is gone */
+	bool replaced;	      /* CHANGED: its name is another file's now, or none */
 	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
 			       * only): the process */
 	unsigned threads;     /* ATTACH: its threads attached */

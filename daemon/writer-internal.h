@@ -88,6 +88,7 @@ struct writer {
 	struct chunk_writer *cw; /* the current chunk's, borrowed from repo */
 	bool cw_published;	 /* a block with samples of cw is on disk */
 	bool startup;		 /* no sample published yet: the sampler's priority */
+	bool behind;		 /* at nice 0 to catch up (set_behind) */
 	uint64_t published_ns;	 /* the last publish() */
 	uint64_t lost_recorded[3]; /* record_lost(): ring full, not stopped, CPU missed */
 

@@ -7,13 +7,16 @@
  * events into records, rotates and takes snapshots on request.
  *
  * Publishing: what is buffered becomes a block on disk, readable by any
- * reader and kept by kill -9, at least every WRITER_PUBLISH_NS, even while
- * the rings stay busy, and at every rotation; a chunk's first samples
- * are published as soon as they are written (its header and definitions
- * go first: the chunk writer puts a block's definitions before its
- * samples).  kill -9 so loses what was taken in the last 250 ms, plus
- * what still waits in the rings (the sampler drains the kernel's and
- * wakes the writer every 100 ms).
+ * reader and kept by kill -9, whenever the rings run empty (at most every
+ * WRITER_PUBLISH_MIN_NS), at least every WRITER_PUBLISH_NS even while the
+ * rings stay busy, and at every rotation; a chunk's first samples are
+ * published as soon as they are written (its header and definitions go
+ * first: the chunk writer puts a block's definitions before its
+ * samples).  kill -9 so loses what was taken in the last 100 ms or so,
+ * plus what still waits in the rings (the sampler drains the kernel's
+ * and wakes the writer every 50 ms).  Before each block, and before a
+ * chunk is finished, the repository checks that nobody changed the file
+ * (repo_check); a changed chunk is set aside (chunk_changed).
  *
  * Per-chunk caches (thread ids, location ids) are cleared whenever a new
  * chunk starts, since ids are per chunk.
@@ -50,11 +53,28 @@
 
 #include "../common/buf.h"
 
-#define WRITER_PUBLISH_NS 250000000u /* at most this long between blocks */
+/* What kill -9 loses is what was taken but not yet in a block on disk:
+ * what waits in the kernel's perf ring (drained every 50 ms), in the
+ * sample ring (the writer woken every 50 ms), to be unwound (the backlog),
+ * and for the next block.  So a block goes out whenever the rings run
+ * empty, at most every WRITER_PUBLISH_MIN_NS (each is a write() and a
+ * block header), and at least every WRITER_PUBLISH_NS while they stay
+ * busy; make bench measures the sum (bench_kill9). */
+#define WRITER_PUBLISH_NS 100000000u	 /* at most this long between blocks */
+#define WRITER_PUBLISH_MIN_NS 40000000u /* at least this long between blocks */
 /* at most this long between looks at the rings: the sampler wakes the
- * writer when it published (at most every 100 ms, sooner when a ring is a
+ * writer when it published (at most every 50 ms, sooner when a ring is a
  * quarter full); a wake of a thread costs ~50-120 us of CPU in a VM */
 #define WRITER_POLL_MS 250
+/* After its start-up the writer runs at nice WRITER_NICE, the target's
+ * own (at nice 10, with two busy loops per CPU, it got a few % of a CPU
+ * where wall mode at 999 Hz on 16 threads needs more: its backlog, and
+ * what kill -9 lost, grew to seconds).  Once a sample it takes from the
+ * ring is older than WRITER_BEHIND_NS it is falling behind: at the
+ * sampler's priority (when permitted) until the rings are empty.  Its
+ * CPU time is the same either way; only when it runs changes. */
+#define WRITER_NICE 0
+#define WRITER_BEHIND_NS 60000000u
 
 static void new_chunk_caches(struct writer *w)
 {
@@ -171,6 +191,30 @@ struct chunk_writer *current_chunk(struct writer *w)
 
 static void record_lost(struct writer *w);
 
+/* Another process changed the chunk being written (repo_check): what it
+ * held is lost and its file is left unfinished under its .part name; the
+ * next write starts a new chunk.  Said to the control loop, counted. */
+static void chunk_changed(struct writer *w)
+{
+	struct rec_notice n = { .kind = REC_NOTICE_CHANGED };
+	struct repo_changed c;
+
+	/* the open wait episodes restart their per-chunk state; what they
+	 * write goes with the chunk */
+	episodes_close_chunk(w);
+	w->cw = NULL; /* the next current_chunk() starts the caches anew */
+	if (repo_abandon(w->repo, &c) < 0)
+		return;
+	atomic_fetch_add(&w->sh->chunks_changed, 1);
+	atomic_fetch_add(&w->sh->lost_changed, c.samples);
+	snprintf(n.path, sizeof(n.path), "%s/%s", repo_path(w->repo), c.name);
+	n.bytes = c.written;
+	n.samples = c.samples;
+	n.size = c.size;
+	n.replaced = c.replaced;
+	writer_notify(w, &n);
+}
+
 /* The one way a chunk of the writer's ends: what it lost on record, the
  * wait episodes still open written up to its end, then the repository
  * finishes it (reason: TCF_END_*; WRITER_ROTATE_DUE: only if it is due by
@@ -185,35 +229,57 @@ void writer_rotate(struct writer *w, int reason)
 
 	if (reason == WRITER_ROTATE_DUE && !repo_due(w->repo, now))
 		return;
+	if (repo_check(w->repo) < 0) {
+		chunk_changed(w);
+		return;
+	}
 	record_lost(w);
 	episodes_close_chunk(w);
 	if (reason == WRITER_ROTATE_DUE)
 		r = repo_tick(w->repo, now);
 	else
 		r = repo_rotate(w->repo, reason);
-	if (r < 0 && repo_error(w->repo))
+	if (r == -TD_E_CHANGED) /* changed while its end was written */
+		chunk_changed(w);
+	else if (r < 0 && repo_error(w->repo))
 		writer_fail(w, repo_error(w->repo));
 	w->cw = NULL; /* the next current_chunk() starts the caches anew */
 }
 
 /* Commit what is buffered as a block, rotate if the chunk is full or old.
- * An error stays in the repository (repo_error), which the loop reports. */
+ * An error stays in the repository (repo_error), which the loop reports.
+ * A chunk another process changed since the last publish is not written
+ * to again (chunk_changed). */
 static void publish(struct writer *w, uint64_t now)
 {
 	w->published_ns = now;
 	if (!w->cw)
 		return;
+	if (repo_check(w->repo) < 0) {
+		chunk_changed(w);
+		return;
+	}
 	if (chunk_writer_flush(w->cw) == 0 && chunk_writer_samples(w->cw)) {
 		w->cw_published = true;
 		if (w->startup) {
-			/* from now on unwinding can wait; the target and the
-			 * sampler cannot */
-			setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+			/* from now on the writer shares the CPU with the
+			 * target as an equal (but set_behind) */
+			setpriority(PRIO_PROCESS, (id_t)gettid(), WRITER_NICE);
 			w->startup = false;
 		}
 	}
 	writer_rotate(w, WRITER_ROTATE_DUE);
 	atomic_store(&w->sh->bytes_written, repo_bytes_written(w->repo));
+}
+
+/* Behind (a sample older than WRITER_BEHIND_NS in the ring) or caught up
+ * (the rings empty): the thread's nice value follows. */
+static void set_behind(struct writer *w, bool behind)
+{
+	if (w->startup || w->behind == behind)
+		return;
+	w->behind = behind;
+	setpriority(PRIO_PROCESS, (id_t)gettid(), behind ? -10 : WRITER_NICE);
 }
 
 /* Thread t (chunk id id) is named name since now: a rename. */
@@ -573,8 +639,9 @@ void *writer_main(void *arg)
 	 * the debuginfo cache holds it inflated).  At nice 10 on a
 	 * busy machine it waited seconds, with nothing on disk for kill -9
 	 * to leave; so until its first samples are published this thread
-	 * runs at the sampler's priority (when permitted), then at nice 10
-	 * (publish()). */
+	 * runs at the sampler's priority (when permitted), then at
+	 * WRITER_NICE (publish()), or the sampler's again while it falls
+	 * behind (set_behind). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
 	w->published_ns = td_now_ns();
 	pthread_setname_np(pthread_self(), "tracerd-write");
@@ -596,6 +663,9 @@ void *writer_main(void *arg)
 				do_event(w, e);
 				ring_pop(&sh->events);
 			} else if (smp) {
+				now = td_now_ns();
+				if (now > smp->time_ns && now - smp->time_ns > WRITER_BEHIND_NS)
+					set_behind(w, true);
 				if (!hurry)
 					do_sample(w, smp);
 				ring_pop_bytes(&sh->samples);
@@ -609,6 +679,7 @@ void *writer_main(void *arg)
 		}
 		if (ring_peek(&sh->events) || ring_peek_bytes(&sh->samples))
 			continue;
+		set_behind(w, false);
 		if (!atomic_load(&sh->startup_samples) && atomic_load(&sh->samples_written)) {
 			/* the sessions are built: what follows is the steady state */
 			struct rusage ru;
@@ -629,7 +700,8 @@ void *writer_main(void *arg)
 		check_renames(w, now);
 		if (w->cfg->follow)
 			wprocs_refresh(w, now);
-		if (now - w->published_ns >= WRITER_PUBLISH_NS) {
+		/* the rings are empty: what they held goes to disk now */
+		if (now - w->published_ns >= WRITER_PUBLISH_MIN_NS) {
 			record_lost(w);
 			publish(w, now);
 		}

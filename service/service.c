@@ -360,6 +360,13 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 				     "(the installed unit has it in CapabilityBoundingSet=)",
 			sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid), td_strerror(n->err));
 		break;
+	case REC_NOTICE_CHANGED:
+		say(sv, LOG_ERR,
+			"rule %s: the chunk being written was changed by another process: set "
+			"aside unfinished as %s, %llu samples in it lost; recording goes on in a "
+			"new chunk",
+			sv->w[i].name, n->path, (unsigned long long)n->samples);
+		break;
 	case REC_NOTICE_SNAPSHOT:
 		break;
 	}

@@ -177,6 +177,34 @@ Test(docs, record_dump_snapshot_verify_service_in_tracerd_8)
 	free(man);
 }
 
+/* The usage lines of record --help (up to its first blank line) and the
+ * SYNOPSIS of tracerd.8 name the same options: --mode and --capture were
+ * missing from the SYNOPSIS. */
+Test(docs, record_synopsis_has_every_option_of_its_usage)
+{
+	char *help = help_of("record"), *man = man_text("tracerd.8"), *end, *syn, *desc;
+	char opts[2048], sopts[2048], opt[64];
+
+	end = strstr(help, "\n\n");
+	cr_assert_not_null(end);
+	*end = '\0';
+	syn = strstr(man, "SYNOPSIS");
+	desc = syn ? strstr(syn, "DESCRIPTION") : NULL;
+	cr_assert(syn && desc, "tracerd.8 has a SYNOPSIS and a DESCRIPTION");
+	*desc = '\0';
+	long_options(help, opts, sizeof(opts));
+	long_options(syn, sopts, sizeof(sopts));
+	for (const char *p = opts; (p = next_option(p, opt));) {
+		char key[70];
+
+		snprintf(key, sizeof(key), " %s ", opt);
+		cr_expect(strstr(sopts, key), "%s is in record's usage but not in tracerd.8's "
+			"SYNOPSIS", opt);
+	}
+	free(help);
+	free(man);
+}
+
 /* A bad option is one line that names it and says where to look, exit 1
  * (not the whole usage text, which buries the error). */
 Test(docs, bad_options_are_one_line)

@@ -73,6 +73,143 @@ Test(record_repository, first_samples_are_published_at_once)
 	fx_stop(fx);
 }
 
+/* Its .part's path once it holds a block with samples (a header and
+ * its definitions come first), for wait_for(). */
+static bool part_with_samples(void *arg)
+{
+	struct tcf_dir_entry e[8];
+	int n = tcf_dir_scan(repo, e, 8);
+
+	for (int i = 0; i < n; i++) {
+		struct chunk_report rep;
+
+		if (!e[i].part)
+			continue;
+		snprintf(arg, 256, "%s/%.63s", repo, e[i].name);
+		if (chunk_read_file(arg, NULL, NULL, &rep) == 0 && rep.samples > 0)
+			return true;
+	}
+	return false;
+}
+
+/* The .part truncated during a recording (before the fix: exit 0,
+ * "recorded 5.0 s", and a .tcf that verify called "not a tracerd chunk
+ * file", every sample gone).  Now tracerd says so, goes on in a new
+ * chunk, sets the changed one aside unfinished, and exits 3. */
+Test(record_repository, truncated_part_is_set_aside_and_said)
+{
+	pid_t fx = fx_start(FX("fx_threads"), NULL), t;
+	struct tcf_dir_entry e[64];
+	char part[256];
+	const char *err;
+	bool aside = false;
+	struct found f;
+	DIR *d;
+	int n;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_assert(wait_for(part_with_samples, part, 60000), "a .part with samples");
+	cr_assert_eq(truncate(part, 0), 0, "%s", part);
+	/* samples again, in a chunk begun after the truncation */
+	cr_assert(repo_until(samples_20), "recording goes on");
+	cr_expect_eq(tracerd_stop(t), 3, "data was lost: %s", slurp(errfile));
+	err = slurp(errfile);
+	cr_expect(strstr(err, "changed by another process (0 bytes long where tracerd wrote"),
+		"%s", err);
+	cr_expect(strstr(err, "set aside unfinished as"), "%s", err);
+	cr_expect(strstr(err, "recording goes on in a new chunk"), "%s", err);
+	cr_expect(strstr(err, "lost: 1 chunk of"), "the last line: %s", err);
+	/* nothing untrusted published: every chunk is a later one, finished
+	 * and whole; the changed one is set aside under no chunk's name */
+	f = scan_repo();
+	cr_expect_geq(f.samples, 20);
+	n = tcf_dir_scan(repo, e, 64);
+	cr_expect_gt(n, 0);
+	for (int i = 0; i < n; i++) {
+		cr_expect_not(e[i].part, "%s", e[i].name);
+		cr_expect_neq(e[i].seq, 0, "the truncated chunk %s is not published", e[i].name);
+	}
+	cr_expect_eq(verify_status(), 0);
+	d = opendir(repo);
+	cr_assert_not_null(d);
+	for (struct dirent *de; (de = readdir(d));)
+		aside |= !strncmp(de->d_name, "c0000000000-", 12) &&
+			 strstr(de->d_name, ".tcf.changed");
+	closedir(d);
+	cr_expect(aside, "c0000000000-*.tcf.changed");
+	fx_stop(fx);
+}
+
+/* The repository removed during a recording: tracerd stops and says so
+ * (it said "free space" before, for ENOENT). */
+Test(record_repository, removed_repository_is_said)
+{
+	pid_t fx = fx_start(FX("fx_threads"), NULL), t;
+	char cmd[128];
+	const char *err;
+
+	cr_assert_gt(fx, 0);
+	t = tracerd_start(fx, NULL, NULL, NULL);
+	cr_assert(repo_until(has_samples), "recording");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	cr_assert_eq(system(cmd), 0);
+	/* it stops by itself: its next chunk cannot be made */
+	cr_expect_eq(tracerd_wait(t), 3);
+	err = slurp(errfile);
+	cr_expect(strstr(err, "was removed while recording"), "%s", err);
+	cr_expect(!strstr(err, "free space"), "%s", err);
+	fx_stop(fx);
+}
+
+/* A LOCK that is a symbolic link is named as the lock file (it was "a
+ * symbolic link on its path", which sent the user looking at the path). */
+Test(record_repository, lock_link_is_named_as_the_lock_file)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], lock[128], target[128];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", repo, NULL };
+	struct run_result r;
+	struct stat st;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(lock, sizeof(lock), "%s/LOCK", repo);
+	snprintf(target, sizeof(target), "%s.elsewhere", repo);
+	cr_assert_eq(mkdir(repo, 0750), 0);
+	cr_assert_eq(symlink(target, lock), 0);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "its lock file") && strstr(r.err, "/LOCK is a symbolic link"),
+		"%s", r.err);
+	cr_expect(!strstr(r.err, "on its path"), "%s", r.err);
+	cr_expect_neq(stat(target, &st), 0, "nothing made through the link");
+	run_result_free(&r);
+	unlink(lock);
+	fx_stop(fx);
+}
+
+/* -r /proc/PID, a directory that exists: one clear message, exit 1 (it
+ * was "No such file or directory", exit 3, from its LOCK). */
+Test(record_repository, proc_is_no_repository)
+{
+	pid_t fx = fx_start(FX("fx_chain"), NULL);
+	char p[32], dir[64];
+	const char *argv[] = { "tracerd", "--pid", p, "-r", dir, NULL };
+	struct run_result r;
+
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)fx);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "pseudo-filesystem (/proc, /sys)"), "%s", r.err);
+	cr_expect(!strstr(r.err, "No such file"), "%s", r.err);
+	cr_expect_eq(tracer_of(fx), 0, "not left attached");
+	run_result_free(&r);
+	fx_stop(fx);
+}
+
 Test(record_repository, second_writer_refused)
 {
 	pid_t fx = fx_start(FX("fx_chain"), NULL), t;

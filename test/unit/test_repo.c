@@ -314,6 +314,81 @@ Test(repo, rotation_by_size_many_per_second)
 	rmrepo();
 }
 
+/* The .part's name, as the repository lists it (the first, or only, one). */
+static void part_path(char *path, size_t len)
+{
+	struct tcf_dir_entry e[8];
+	int n = tcf_dir_scan(dir, e, 8);
+
+	cr_assert_gt(n, 0);
+	for (int i = 0; i < n; i++)
+		if (e[i].part) {
+			snprintf(path, len, "%s/%.63s", dir, e[i].name);
+			return;
+		}
+	cr_assert_fail("no .part in %s", dir);
+}
+
+/* A chunk changed by another process while written (truncated, or its
+ * name given to another file) is never finished as if whole: rotation
+ * refuses, abandon sets it aside, and the next chunk is whole. */
+Test(repo, chunk_changed_under_the_writer)
+{
+	struct repo_opts o = { 0 };
+	struct repo_changed c;
+	struct repo *r;
+	char part[256], other[300];
+	struct census cs;
+	struct stat st;
+
+	mkrepo();
+	cr_assert_eq(repo_open(dir, &o, &r, NULL), 0);
+	/* truncated: shorter than what was written */
+	cr_assert_gt(write_some(r, 50, 1), 0);
+	cr_assert_eq(chunk_writer_flush(repo_writer(r)), 0);
+	cr_expect_eq(repo_check(r), 0, "as written");
+	part_path(part, sizeof(part));
+	cr_assert_eq(truncate(part, 0), 0);
+	cr_expect_eq(repo_check(r), -TD_E_CHANGED);
+	cr_expect_eq(repo_rotate(r, TCF_END_ROTATE), -TD_E_CHANGED, "never sealed");
+	cr_expect_eq(repo_error(r), 0, "the repository goes on");
+	cr_assert_eq(repo_abandon(r, &c), 0);
+	cr_expect_eq(c.samples, 50);
+	cr_expect_eq(c.size, 0);
+	cr_expect_not(c.replaced);
+	cr_expect_str_eq(c.name + strlen(c.name) - 12, ".tcf.changed", "%s", c.name);
+	snprintf(other, sizeof(other), "%s/%s", dir, c.name);
+	cr_expect_eq(stat(other, &st), 0, "set aside as %s", c.name);
+	cr_expect_neq(stat(part, &st), 0, "no .part left to read as a prefix");
+
+	/* replaced: the name is another file's, which stays as it is */
+	cr_assert_gt(write_some(r, 30, 2), 0);
+	cr_assert_eq(chunk_writer_flush(repo_writer(r)), 0);
+	part_path(part, sizeof(part));
+	snprintf(other, sizeof(other), "%s/moved", dir);
+	cr_assert_eq(rename(part, other), 0);
+	cr_assert_eq(close(open(part, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	cr_expect_eq(repo_check(r), -TD_E_CHANGED);
+	cr_assert_eq(repo_abandon(r, &c), 0);
+	cr_expect(c.replaced);
+	cr_expect_eq(c.samples, 30);
+	cr_expect_eq(stat(part, &st), 0, "another's file is not moved");
+	cr_expect_eq(st.st_size, 0, "nor written to");
+	cr_assert_eq(unlink(part), 0);
+	cr_assert_eq(unlink(other), 0);
+
+	/* the next chunk is whole */
+	cr_assert_gt(write_some(r, 20, 3), 0);
+	cr_assert_eq(repo_close(r, TCF_END_STOP), 0);
+	cs = census();
+	cr_expect_eq(cs.finished, 1);
+	cr_expect_eq(cs.part, 0);
+	cr_expect_eq(cs.samples, 20, "the samples after the changes, and only those");
+	cr_expect_not(cs.damage);
+	cr_expect_eq(cs.other, 1, "the .tcf.changed");
+	rmrepo();
+}
+
 Test(repo, rotation_by_age)
 {
 	/* repo_tick takes the time: the chunk's age does not depend on how
