@@ -550,6 +550,9 @@ static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
 	s->exits[s->nexits++] = (struct exit_hold){ .tid = tid };
 	if (st)
 		st->leaving = true;
+	/* from now on its time off a CPU is ours, not the program's */
+	if (s->perf)
+		pt_perf_end(s->perf, tid, td_now_ns());
 	return true;
 }
 
@@ -787,6 +790,8 @@ static void exit_holds(struct sampler *s)
 			pt_tracer_release_exit(s->t, h->tid); /* -ESRCH: killed meanwhile */
 			if (st)
 				st->leaving = false; /* it exits, or goes on as an exec's */
+			if (s->perf)
+				pt_perf_end(s->perf, h->tid, 0);
 			continue;
 		}
 		s->exits[k++] = *h;

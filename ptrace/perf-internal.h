@@ -60,6 +60,10 @@ struct perf_thread {
 	bool open_preempted; /* the open interval began with a preemption */
 	uint64_t early_ns;   /* pt_perf_early asked then; 0: its sample came */
 	bool open_unsure;    /* its switch-out record was not in the ring yet */
+	/* its program ended then (pt_perf_end: held at its exit stop by the
+	 * tracer, for the writer): time off a CPU after it is ours, not the
+	 * program's, and is not weighed; 0: not ended */
+	uint64_t ended;
 };
 
 /* A PERF_RECORD_SWITCH of a drain. */

@@ -290,6 +290,11 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes);
  * own interrupt: ask what its stacks use. */
 int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes);
 void pt_perf_remove(struct pt_perf *p, pid_t tid);
+/* tid's program ended at at_ns (CLOCK_MONOTONIC; 0: it goes on after all):
+ * the tracer holds it at its exit stop, and what it spends off a CPU from
+ * then on is the tracer's time, not the program's: wall mode weighs none
+ * of it.  No allocation: callable while a thread is stopped. */
+void pt_perf_end(struct pt_perf *p, pid_t tid, uint64_t at_ns);
 unsigned pt_perf_threads(const struct pt_perf *p);
 /* Samples are user-mode only (no permission for kernel-mode ones): time
  * in system calls is then not sampled. */
