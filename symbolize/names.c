@@ -473,7 +473,9 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 	if (cap == 0)
 		return 0;
 	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !*ud) {
-		frames[0] = (struct sym_frame){ .pc = pc };
+		/* code a JIT made, if its perf map or jitdump names it */
+		if (mod || !sym_jit_frame(s, pc, addr, &frames[0]))
+			frames[0] = (struct sym_frame){ .pc = pc };
 		return 1;
 	}
 	m = *ud;

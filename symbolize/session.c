@@ -19,7 +19,7 @@
  * the facts about a module looked up once (its .eh_frame, a Go binary).
  *
  * Left to others: unwinding (unwind.c), naming a pc (names.c), finding
- * separate debuginfo (debuginfo.c); when the maps change (dlopen, exec)
+ * separate debuginfo (debuginfo.c), the JIT's files (jitmap.c); when the maps change (dlopen, exec)
  * the caller frees the session and makes a new one. */
 #define _GNU_SOURCE
 #include "symbolize-internal.h"
@@ -322,6 +322,8 @@ int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *
 		goto out_tls;
 	}
 	tls_session = NULL;
+	/* the JIT's files too, while the process is there to find them in */
+	sym_jit_open(s);
 	*ret_session = s;
 	return 0;
 out_tls:
@@ -344,6 +346,7 @@ void sym_session_free(struct sym_session *s)
 	free(s->names);
 	free(s->debuginfo_path);
 	free(s->rules);
+	sym_jit_free(s->jit);
 	free(s);
 }
 
