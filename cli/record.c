@@ -541,6 +541,22 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);
 }
 
+/* Why a JIT's file was refused, in words about that file. */
+static const char *jit_refusal(int err)
+{
+	switch (-err) {
+	case TD_E_NOTOWNER:
+		return "another user than the process's owns it";
+	case TD_E_UNSAFE:
+		return "others may write it";
+	case TD_E_SYMLINK:
+		return "a symbolic link is on its path";
+	case TD_E_NOTREG:
+		return "not a regular file";
+	}
+	return td_strerror(err);
+}
+
 static void notice(const struct rec_notice *n, void *arg)
 {
 	struct status *st = arg;
@@ -557,6 +573,16 @@ static void notice(const struct rec_notice *n, void *arg)
 		       "stack; run tracerd with CAP_DAC_READ_SEARCH (root has it unless a sandbox "
 		       "drops it) or as the user the process runs as",
 			(int)n->id.pid, td_strerror(n->err));
+		return;
+	}
+	if (n->kind == REC_NOTICE_JIT) {
+		char path[1024];
+
+		td_text_escape(path, sizeof(path), n->path);
+		td_msg("warning: pid %d: %s was not read (%s): its JIT code is left unnamed; a "
+		       "perf map or jitdump is read only when the process's user owns it and no "
+		       "one else may write it",
+			(int)n->id.pid, path, jit_refusal(n->err));
 		return;
 	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)

@@ -124,13 +124,15 @@ struct rec_notice {
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
 		REC_NOTICE_UNREADABLE, /* a process's mappings may not be read (err):
 					* its samples have no stack; once each */
+		REC_NOTICE_JIT,	       /* a JIT's perf map or jitdump (path) not
+					* read (err): once a process */
 	} kind;
 	int err;	      /* 0, or why it failed */
-	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
+	char path[4200];      /* SNAPSHOT, EMERGENCY, JIT: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
 	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
-			       * only): the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE and JIT
+			       * (its pid only): the process */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */

@@ -395,6 +395,22 @@ struct sym_module *sym_module_at(struct sym_session *s, uint64_t addr)
 	return *ud;
 }
 
+/* Does a file's mapping hold addr?  The maps list them by address. */
+bool sym_file_at(const struct sym_session *s, uint64_t addr)
+{
+	unsigned lo = 0, hi = s->nvmas;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (s->vmas[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && addr < s->vmas[lo - 1].end;
+}
+
 /* Whether m's .eh_frame can be read by cfi.c (looked at once). */
 bool sym_module_eh_ready(struct sym_module *m)
 {

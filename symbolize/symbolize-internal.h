@@ -237,6 +237,8 @@ struct sym_session {
 Dwfl_Module *sym_addr_module(struct sym_session *s, uint64_t addr);
 /* The facts of the module holding addr, or NULL. */
 struct sym_module *sym_module_at(struct sym_session *s, uint64_t addr);
+/* Does a file's mapping (s->vmas) hold addr? */
+bool sym_file_at(const struct sym_session *s, uint64_t addr);
 /* Whether m's .eh_frame can be read by cfi.c (m->eh set; looked at once). */
 bool sym_module_eh_ready(struct sym_module *m);
 /* Is m a Go binary (its runtime's tables are there)?  Looked at once. */
