@@ -94,6 +94,32 @@ Test(record_jit, perf_map_with_0x_and_reused_ranges)
 	cr_expect_geq(share, 80.0, "the later line's name in %.1f%% of samples", share);
 }
 
+/* pprof's Locations and Mappings, and the HTML's tables, carry the JIT
+ * frame: its name, file, line and module. */
+static void jit_in_pprof_and_html(void)
+{
+	char html[96], *out;
+	const char *argv[] = { "tracerd", "report", repo, "-f", "html", "-o", html, NULL };
+	struct run_result r;
+
+	if (have_command("go")) {
+		out = pprof_raw();
+		cr_expect(strstr(out, " jit_hot_loop jit_hot.js:11 ") && strstr(out, " [jit] "),
+			"%s", out);
+		free(out);
+	}
+	snprintf(html, sizeof(html), "%s.html", repo);
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	out = read_all(html);
+	cr_expect(strstr(out, "\"jit_hot_loop\"") && strstr(out, "\"[jit]\"") &&
+			strstr(out, "\"jit_hot.js\""),
+		"the HTML lacks jit_hot_loop, [jit] or jit_hot.js");
+	free(out);
+	unlink(html);
+}
+
 /* jitdump: its code-load record names the loop, its debug-info record
  * gives line 11 from the loop's first instruction on: report --by line
  * says so. */
@@ -110,6 +136,7 @@ Test(record_jit, jitdump_names_and_lines)
 	free(out);
 	share = total_share(fx, "jit_hot_loop at jit_hot.js:11", "--by=line");
 	cr_expect_geq(share, 80.0, "jit_hot.js:11 in %.1f%% of samples", share);
+	jit_in_pprof_and_html();
 }
 
 /* A perf map another user owns is not read (its names could be anyone's):
