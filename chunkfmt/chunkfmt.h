@@ -153,6 +153,10 @@ enum tcf_lost_reason {
 	TCF_LOST_UNWIND_FAILED = 1,
 	TCF_LOST_THROTTLED = 2,
 	TCF_LOST_NOT_STOPPED = 3,
+	/* periods of CPU time (schedstat) that no sample carries: a
+	 * ptrace capture that did not catch the thread running; readers
+	 * before it ignore it */
+	TCF_LOST_CPU_MISSED = 4,
 };
 enum tcf_end_reason {
 	TCF_END_ROTATE = 0,

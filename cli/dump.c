@@ -519,6 +519,11 @@ int cmd_dump(int argc, char **argv)
 	if (r < 0)
 		return explain_failure(&o, &fail, r);
 	print_result(res, json, verbose, o.cache_dir);
+	if (res->debug_cache.over_bound)
+		td_msg("%u modules read without their DWARF (no inline frames, no file:line): "
+		       "their compressed sections would inflate to more than 64 times their "
+		       "size or 256 MiB",
+			res->debug_cache.over_bound);
 	if (res->process_exited) {
 		td_msg("process %d exited during the dump; the stacks above were captured "
 		       "before it did (%u of %u threads)",

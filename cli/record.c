@@ -27,13 +27,15 @@ static void usage(FILE *f)
 	      "                [--max-size SIZE] [--max-age DUR] [--stack-bytes N]\n"
 	      "                [--debuginfo-dir DIR] [--cache-dir DIR|none] [--debuginfod]\n"
 	      "                [--mode cpu|wall] [--capture auto|perf|ptrace] [--owner-stops]\n"
-	      "                [-q]\n"
-	      "       tracerd [record] [OPTION]... -- CMD [ARG]...\n"
+	      "                [--no-kernel] [-q]\n"
+	      "       tracerd [record] [OPTION]... [--no-inherit] -- CMD [ARG]...\n"
 	      "\n"
 	      "Sample the threads of PID from one sampler thread and write chunks into the\n"
 	      "repository DIR until DUR ends, every target exits, or SIGINT/SIGTERM.\n"
-	      "With CMD: start it, record it from its first instruction (and the\n"
-	      "processes it execs into), wait for it, and exit with its status.\n"
+	      "With CMD: start it, record it from its first instruction, and the\n"
+	      "processes it starts (fork, vfork, posix_spawn; theirs too, 64 at once at\n"
+	      "most) and execs into, each a process of its own, until all have exited;\n"
+	      "exit with CMD's status.\n"
 	      "\n"
 	      "  -p, --pid PID            process to record (up to 16 different ones)\n"
 	      "  -F, --frequency HZ       samples per second per thread, 1 to 10000 (default\n"
@@ -48,6 +50,9 @@ static void usage(FILE *f)
 	      "                           once for its stack where it holds the lock (it\n"
 	      "                           may see EINTR; without it, no thread is stopped:\n"
 	      "                           the kernel is asked for an early sample of it)\n"
+	      "      --no-kernel          no kernel frames (by default, with perf capture and\n"
+	      "                           the permission for kernel-mode samples, a sample\n"
+	      "                           in a system call shows the kernel's call chain)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -55,7 +60,8 @@ static void usage(FILE *f)
 	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
 	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
 	      "      --max-age DUR        delete chunks older than DUR (default 24h)\n"
-	      "      --stack-bytes N      largest stack copy per sample (default 64K)\n"
+	      "      --stack-bytes N      largest stack copy per sample (default 64K; perf\n"
+	      "                           capture copies at most 65528, the kernel's limit)\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "      --cache-dir DIR      keep debuginfo decompressed in DIR, for the next\n"
 	      "                           runs (default $TRACERD_CACHE_DIR, else\n"
@@ -63,6 +69,8 @@ static void usage(FILE *f)
 	      "                           none: no cache\n"
 	      "      --debuginfod         fetch missing debuginfo from the servers in\n"
 	      "                           DEBUGINFOD_URLS (without it, none is asked)\n"
+	      "      --no-inherit         with CMD: record CMD alone, not the processes it\n"
+	      "                           starts (the summary says how many there were)\n"
 	      "  -q, --quiet              no status line\n"
 	      "\n"
 	      "Signals: INT/TERM stop (twice: hurry), HUP rotate, USR1 snapshot into\n"
@@ -95,6 +103,7 @@ struct front_opts {
 	bool quiet;
 	bool debuginfod;
 	const char *cache_dir; /* --cache-dir, NULL if not given */
+	bool no_inherit;       /* --no-inherit */
 	char **cmd;	       /* -- CMD ARGS..., NULL-terminated; NULL if none */
 };
 
@@ -109,6 +118,8 @@ enum {
 	OPT_CACHE_DIR,
 	OPT_DEBUGINFOD,
 	OPT_OWNER_STOPS,
+	OPT_NO_INHERIT,
+	OPT_NO_KERNEL,
 };
 
 static bool add_pid(struct rec_config *c, const char *arg)
@@ -178,6 +189,9 @@ static bool sampling_option(int ch, const char *arg, struct rec_config *c)
 	case OPT_OWNER_STOPS:
 		c->owner_stops = true;
 		return true;
+	case OPT_NO_KERNEL:
+		c->no_kernel = true;
+		return true;
 	case OPT_STACK_BYTES:
 		if (!td_parse_size("--stack-bytes", arg, 4096, 8u << 20, &v))
 			return false;
@@ -236,6 +250,9 @@ static bool front_option(int ch, const char *arg, struct rec_config *c, struct f
 	case 'q':
 		f->quiet = true;
 		return true;
+	case OPT_NO_INHERIT:
+		f->no_inherit = true;
+		return true;
 	}
 	return false;
 }
@@ -255,6 +272,13 @@ static bool check_config(int argc, char **argv, struct rec_config *c, struct fro
 		}
 		f->cmd = argv + optind;
 		c->npids = 1; /* its pid comes once it is started */
+		/* as perf record -- CMD: its children too, unless told not */
+		c->children = f->no_inherit ? REC_CHILDREN_COUNT : REC_CHILDREN_FOLLOW;
+	}
+	if (f->no_inherit && !f->cmd) {
+		td_msg("--no-inherit: only with a command (with --pid, the processes' children "
+		       "are never recorded)");
+		return false;
 	}
 	if (!c->npids) {
 		td_msg("record: --pid PID or a command (-- CMD ARGS...) is required; see tracerd "
@@ -290,6 +314,8 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 		{ "owner-stops", no_argument, NULL, OPT_OWNER_STOPS },
+		{ "no-inherit", no_argument, NULL, OPT_NO_INHERIT },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -310,6 +336,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		case 'm':
 		case OPT_CAPTURE:
 		case OPT_OWNER_STOPS:
+		case OPT_NO_KERNEL:
 		case OPT_STACK_BYTES:
 			ok = sampling_option(ch, optarg, c);
 			break;
@@ -323,6 +350,7 @@ static int parse(int argc, char **argv, struct rec_config *c, struct front_opts 
 		case OPT_DEBUGINFO_DIR:
 		case OPT_CACHE_DIR:
 		case OPT_DEBUGINFOD:
+		case OPT_NO_INHERIT:
 		case 'q':
 			ok = front_option(ch, optarg, c, f);
 			break;
@@ -452,6 +480,50 @@ static void status_line(const struct recorder *r, void *arg)
 	st->last_ns = now;
 }
 
+/* The command's children: how many were followed, and, once, how many
+ * were not and why. */
+static void children_line(const struct rec_stats *s, const struct rec_config *cfg, FILE *f)
+{
+	unsigned long long left = s->children_left, full = s->children_full;
+
+	if (cfg->children == REC_CHILDREN_NONE || (!s->children_followed && !left))
+		return;
+	fprintf(f, "  children     %llu process%s followed", (unsigned long long)s->children_followed,
+		s->children_followed == 1 ? "" : "es");
+	if (left > full)
+		fprintf(f, "; %llu not recorded (--no-inherit)", left - full);
+	if (full)
+		fprintf(f, "; %llu not recorded: %d processes were recorded at once already", full,
+			REC_MAX_PROCS);
+	fputc('\n', f);
+}
+
+/* A ptrace capture's samples against the CPU time schedstat counted
+ * (100 when nothing was missed). */
+static double coverage(const struct rec_stats *s)
+{
+	if (s->capture != REC_CAPTURE_PTRACE || !s->cpu_missed)
+		return 100.0;
+	return 100.0 * (double)s->samples_taken / (double)(s->samples_taken + s->cpu_missed);
+}
+
+/* Kernel frames: on, or the one line that says why not. */
+static void kernel_line(const struct rec_stats *s, FILE *f)
+{
+	static const char *const why[] = {
+		[REC_KERNEL_ON] = "the kernel's call chain below each system call, names from "
+				  "/proc/kallsyms",
+		[REC_KERNEL_OFF_ASKED] = "off (--no-kernel)",
+		[REC_KERNEL_OFF_PTRACE] = "off: ptrace capture cannot read a running thread's "
+					  "kernel stack",
+		[REC_KERNEL_OFF_DENIED] = "off: no permission for kernel-mode samples (root, "
+					  "CAP_PERFMON or kernel.perf_event_paranoid <= 1)",
+	};
+
+	if ((unsigned)s->kernel < TD_ARRAY_SIZE(why))
+		fprintf(f, "  kernel       %s\n", why[s->kernel]);
+}
+
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
@@ -490,9 +562,13 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		fprintf(f, "  mode         cpu: the kernel sampled each thread per period of CPU "
 			   "time (perf_event); no thread stopped\n");
 	else
-		fprintf(f, "  mode         cpu: a ptrace stop per sample%s%s\n",
+		fprintf(f, "  mode         cpu: a ptrace stop per sample%s%s%s%s%s\n",
+			s->cpu_timers ? ", when a process's CPU-time timer fired" : "",
+			s->cpu_timer_err ? "; timers: " : "",
+			s->cpu_timer_err ? td_strerror(s->cpu_timer_err) : "",
 			s->perf_err ? "; perf_event_open: " : "",
 			s->perf_err ? td_strerror(s->perf_err) : "");
+	kernel_line(s, f);
 	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
 		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
 		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,
@@ -514,7 +590,19 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"their samples have no stack\n",
 			(unsigned long long)s->maps_denied, s->maps_denied == 1 ? "" : "es",
 			td_strerror(s->maps_denied_err));
+	if (s->cpu_missed)
+		fprintf(f,
+			"  coverage     %.1f%% of the CPU time used was sampled (%llu period%s "
+			"missed)\n",
+			coverage(s), (unsigned long long)s->cpu_missed, td_plural(s->cpu_missed));
+	if (s->cut_by_kernel)
+		fprintf(f,
+			"  stacks       %llu cut at the kernel's limit of 65528 bytes of stack per "
+			"sample (perf capture): their outer frames are missing; --capture "
+			"ptrace copies up to --stack-bytes\n",
+			(unsigned long long)s->cut_by_kernel);
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
+	children_line(s, cfg, f);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",
 		s->stop_p50_us, s->stop_p99_us, s->stop_max_us);
 	fprintf(f,
@@ -536,9 +624,21 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 				td_strerror(s->debug_err));
 		fputc('\n', f);
 	}
+	if (s->debug_over_bound)
+		fprintf(f, "  debuginfo    %u modules read without their DWARF (no inline frames, no "
+			   "file:line): their compressed sections would inflate to more than 64 "
+			   "times their size or 256 MiB\n",
+			s->debug_over_bound);
 	fprintf(f, "  written      %llu bytes, %.2f bytes per sample\n",
 		(unsigned long long)s->bytes_written,
 		s->samples_written ? (double)s->bytes_written / (double)s->samples_written : 0.0);
+	if (coverage(s) < 80.0)
+		td_msg("warning: the samples carry %.1f%% of the CPU time the targets used: the "
+		       "ptrace capture stops a thread only while it runs outside a wait, and "
+		       "these ran in bursts it did not catch or lived less than a period; the "
+		       "report's shares are of what was sampled (perf capture, where "
+		       "perf_event_open is permitted, samples every period)",
+			coverage(s));
 }
 
 /* Why a JIT's file was refused, in words about that file. */

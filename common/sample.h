@@ -51,7 +51,13 @@ enum {
 					    * with perf), stopped for it, or (with
 					    * PERF) the kernel's early sample of it
 					    * of weight 0: no period of the profile */
+	TD_SAMPLE_KCHAIN = 1u << 19,	   /* PERF: kernel_ips[0, nkernel) hold the
+					    * kernel's call chain, innermost first */
 };
+
+/* Kernel frames kept per sample (TD_SAMPLE_KCHAIN): a system call's chain
+ * is 10 to 30 deep; deeper ones keep their innermost frames. */
+#define TD_KERNEL_FRAMES 64
 
 /* What the kernel said of a fatal signal (siginfo_t) at its delivery.
  * code decides what the rest means: a fault the kernel raised (SEGV_*,
@@ -96,9 +102,19 @@ struct td_sample {
 					* a few ms is gone when the writer
 					* would read its name */
 	struct td_siginfo si;	       /* TD_SAMPLE_SIGINFO */
+	uint32_t nkernel;	       /* TD_SAMPLE_KCHAIN: kernel_ips used */
+	uint32_t pad_kernel;
+	uint64_t kernel_ips[TD_KERNEL_FRAMES]; /* TD_SAMPLE_KCHAIN: live kernel
+						* addresses (never written to
+						* disk: the writer names them) */
 	struct user_regs_struct regs;
 	uint8_t stack[];
 };
+
+/* Why a stack ends where the kernel's copy of it did, at the most the
+ * kernel copies per perf sample (ptrace.h: PT_PERF_MAX_STACK): the
+ * unwinder's end name, which the report counts in its header. */
+#define TD_CUT_KERNEL_LIMIT "deeper than the kernel's 64 KiB copy"
 
 /* Bytes a sample with a window of 'window' stack bytes occupies. */
 static inline size_t td_sample_size(uint32_t window)

@@ -20,7 +20,7 @@
  * sampler, in follow mode), a wake per thread (wake.h) and atomics.  Each
  * atomic is written by the one thread named with it, but for requests:
  * one thread sets them and the other takes them with an exchange
- * (rotate_req, snapshot_req, grow[]).  The sampler never waits for the
+ * (rotate_req, snapshot_req, fit[]).  The sampler never waits for the
  * writer but in a crash (bounded), and never on anything while a target
  * thread is stopped. */
 #ifndef TD_DAEMON_INTERNAL_H
@@ -77,13 +77,13 @@ struct rec_event {
 };
 
 #define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */
-#define REC_GROW_SLOTS 1024  /* window-grow requests: tid % REC_GROW_SLOTS */
+#define REC_FIT_SLOTS 1024   /* window requests: tid % REC_FIT_SLOTS */
 #define REC_MAX_THREADS 16384 /* threads sampled, all targets together */
 #define REC_READ_SLOTS 256   /* maps_read: pid % REC_READ_SLOTS */
 
 /* Everything the threads share.  rec_open fills the first group before
  * any thread starts; after that, each field below has one writing thread,
- * named with it, but for the requests (rotate_req, snapshot_req, grow[]),
+ * named with it, but for the requests (rotate_req, snapshot_req, fit[]),
  * set by one thread and taken by the other.  Plain fields are written
  * before a store to an atomic that the reader loads first, as said per
  * field. */
@@ -114,6 +114,7 @@ struct rec_shared {
 	struct td_proc_id targets[REC_MAX_PIDS]; /* cfg->pids as attached */
 	int capture;  /* enum rec_capture the sampler chose: PERF or PTRACE */
 	bool offcpu;  /* PERF in wall mode: the kernel samples switches out */
+	int kernel;   /* enum rec_kernel: kernel call chains, or why not */
 	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
 
 	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),
@@ -152,14 +153,16 @@ struct rec_shared {
 	 * process is gone).  Written by the writer, read by the sampler. */
 	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
-	/* Window growth, a request of the writer to the sampler, with two
-	 * writers: the writer stores the tid whose stack ended at the
-	 * window's edge in grow[tid % REC_GROW_SLOTS]; the sampler doubles
-	 * that thread's window (up to max_window) and takes the request by
-	 * compare-exchange of that tid with 0, so that a request stored
-	 * meanwhile for another tid of the slot stays.  Two tids sharing a
-	 * slot only delay one of them. */
-	_Atomic uint32_t grow[REC_GROW_SLOTS];
+	/* Stack copies that fit, a request of the writer to the sampler,
+	 * with two writers: the writer stores (tid << 32 | bytes) in
+	 * fit[tid % REC_FIT_SLOTS], the window that thread's stacks need
+	 * (all there is after a stack ended at the window's edge, less after
+	 * its unwinds used much less for a while: writer-stacks.c); the
+	 * sampler sets the thread's window to it, within the thread's
+	 * bounds, and takes the request by compare-exchange of that value
+	 * with 0, so that a request stored meanwhile stays.  Two tids sharing
+	 * a slot only delay one of them. */
+	_Atomic uint64_t fit[REC_FIT_SLOTS];
 
 	/* Written by the sampler; read by rec_stats on the control loop's
 	 * thread, samples_taken also by the writer (startup_samples),
@@ -173,6 +176,14 @@ struct rec_shared {
 	_Atomic uint64_t stop_n, stop_max;
 	_Atomic uint64_t owner_stops; /* wall mode with perf: lock owners stopped */
 	_Atomic uint64_t owner_early; /* wall mode with perf: early samples asked of owners */
+	/* children followed, not followed, not followed for want of room */
+	_Atomic uint64_t children_followed, children_left, children_full;
+	/* cpu mode with ptrace capture (sampler-cpu.c): periods of CPU time
+	 * schedstat counted that no sample carries; processes whose CPU-time
+	 * timer triggers the stops, and why one could not be made (-errno) */
+	_Atomic uint64_t cpu_missed;
+	_Atomic unsigned cpu_timers;
+	_Atomic int cpu_timer_err;
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository
@@ -182,11 +193,13 @@ struct rec_shared {
 	/* writer: processes whose maps it may not read, and why (-errno) */
 	_Atomic uint64_t maps_denied;
 	_Atomic int maps_denied_err;
+	_Atomic uint64_t cut_by_kernel; /* perf: stacks longer than the kernel copies */
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
 	_Atomic unsigned debug_reused, debug_created, debug_failed;
 	_Atomic int debug_err;
 	_Atomic unsigned tables_reused, tables_made;
+	_Atomic unsigned debug_over_bound; /* not the cache's: any session's */
 	_Atomic int io_err;
 };
 
@@ -235,13 +248,14 @@ struct target {
 	struct td_proc_id id;
 	bool live; /* attached, its exit not seen yet */
 	bool sampled;	/* a sample of its current image was published */
+	bool id_unread; /* a child: id.start_time still to read (targets_apply) */
 	/* its image's number, never 0 and never reused by this target set:
 	 * a new one at attach and at each exec (rec_shared.maps_read) */
 	uint32_t image;
 };
 
 #define TARGETS_PENDING 8192
-#define TARGETS_MAX 64 /* processes at once: the tracer's bound (ptrace.c) */
+#define TARGETS_MAX REC_MAX_PROCS /* processes at once: the tracer's bound (PT_MAX_PROCS) */
 
 /* owns: nothing allocated; borrows: the tracer */
 struct targets {
@@ -269,7 +283,8 @@ struct targets_ops {
 };
 
 void targets_init(struct targets *ts, struct pt_tracer *tracer);
-/* Attach to every pid in turn (at the start, or one more later), record
+/* Attach to every pid in turn (at the start, or one more later; children
+ * of targets come as PT_EVENT_PROCESS_NEW instead), record
  * its identity in ret_ids[i] and pass each of its threads to
  * ops->thread_add.  Returns 0, or the first error
  * (-errno / -TD_E_*) with the pid it concerns in *ret_pid; the processes
@@ -277,7 +292,8 @@ void targets_init(struct targets *ts, struct pt_tracer *tracer);
 int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 	const struct targets_ops *ops, void *arg, struct td_proc_id *ret_ids, pid_t *ret_pid);
 /* A tracer event, possibly while a thread is stopped: only queues (no
- * allocation, lock, log or I/O).  Returns true when it ended a target. */
+ * allocation, lock, log or I/O).  Returns true when it ended a target or
+ * added one (a child followed). */
 bool targets_note(struct targets *ts, const struct pt_event *ev);
 /* After a round: apply the queued thread changes through ops. */
 void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg);

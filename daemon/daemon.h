@@ -20,6 +20,7 @@
 #include "../chunkfmt/chunkfmt.h"
 
 #define REC_MAX_PIDS 16
+#define REC_MAX_PROCS 64 /* processes recorded at once, children included */
 
 /* What a sample means (tracerd(8), MODES).
  *   CPU   where threads are while they use CPU: a thread is sampled every
@@ -35,6 +36,16 @@ enum rec_capture {
 	REC_CAPTURE_AUTO,   /* perf when permitted, else ptrace */
 	REC_CAPTURE_PERF,   /* the kernel samples (perf_event task-clock); no stop */
 	REC_CAPTURE_PTRACE, /* a ptrace stop per sample */
+};
+
+/* Kernel call chains below a system call (rec_stats.kernel): on, or why
+ * they are off. */
+enum rec_kernel {
+	REC_KERNEL_ON,		/* perf samples carry them */
+	REC_KERNEL_OFF_ASKED,	/* --no-kernel (rec_config.no_kernel) */
+	REC_KERNEL_OFF_PTRACE,	/* ptrace capture: a stop shows no kernel stack */
+	REC_KERNEL_OFF_DENIED,	/* no permission for kernel-mode samples (not
+				 * root nor CAP_PERFMON, perf_event_paranoid > 1) */
 };
 
 /* What to record, and where.  Copied by rec_open: the caller's strings
@@ -58,6 +69,8 @@ struct rec_config {
 	 * system call just as it is interrupted may see EINTR, which perf
 	 * capture otherwise never causes. */
 	bool owner_stops;
+	/* no kernel call chains (--no-kernel), where perf would give them */
+	bool no_kernel;
 	/* A service's recording (tracerd service, service/service.c): it may
 	 * start with no target, takes processes one at a time with
 	 * rec_attach, runs on when every one has exited, handles no signal
@@ -66,6 +79,13 @@ struct rec_config {
 	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
 	bool follow;
 	uint64_t emergency_window_ns;
+	/* The children of the targets (a command's: record -- CMD), from
+	 * their first instruction.  NONE: never stopped, not seen (--pid, a
+	 * service).  FOLLOW: each a target of its own, with its own children
+	 * and execs, while the tracer has room (64 processes at once): perf
+	 * record's inherit.  COUNT (--no-inherit): each is let go at its
+	 * first stop and counted (rec_stats.children_left). */
+	enum rec_children { REC_CHILDREN_NONE, REC_CHILDREN_FOLLOW, REC_CHILDREN_COUNT } children;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;
@@ -73,6 +93,9 @@ struct rec_config {
 struct rec_stats {
 	uint64_t samples_taken, samples_written, ticks;
 	uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
+	/* perf: stacks deeper than the most the kernel copies per sample
+	 * (65528 bytes), cut there */
+	uint64_t cut_by_kernel;
 	uint64_t lost_torn;   /* a blocked thread ran while its stack was copied */
 	uint64_t lost_kernel; /* the kernel's perf ring was full */
 	uint64_t skipped;     /* ticks a thread was left out after missed stops */
@@ -81,6 +104,7 @@ struct rec_stats {
 	bool offcpu;		  /* wall mode, PERF: intervals off a CPU measured at
 				   * the kernel's switches */
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
+	enum rec_kernel kernel;	  /* kernel call chains, or why not */
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache (struct sym_debug_stats, summed over the
@@ -88,9 +112,21 @@ struct rec_stats {
 	unsigned debug_reused, debug_created, debug_failed;
 	int debug_err;
 	unsigned tables_reused, tables_made; /* symbol tables in that cache */
+	/* modules read without their DWARF, with or without the cache: it
+	 * would inflate past the bound (sym_debug_stats.over_bound) */
+	unsigned debug_over_bound;
 	double stop_p50_us, stop_p99_us, stop_max_us;
 	uint64_t owner_stops; /* wall mode with perf: lock owners stopped for their stack */
 	uint64_t owner_early; /* wall mode with perf: early samples of lock owners asked */
+	/* cfg.children: children followed, and those not (COUNT, or no room
+	 * when FOLLOW: children_full of them) */
+	uint64_t children_followed, children_left, children_full;
+	/* cpu mode with ptrace capture: periods of CPU time (schedstat) that
+	 * no sample carries, the processes whose own CPU-time timer
+	 * triggered the stops, and why a timer could not be made (-errno) */
+	uint64_t cpu_missed;
+	unsigned cpu_timers;
+	int cpu_timer_err;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 	/* processes whose mappings could not be read for want of permission
 	 * (their samples have no stack), and the last such error */

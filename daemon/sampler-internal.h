@@ -7,6 +7,9 @@
  *                   drains, the exit holds and crashes
  *   sampler-wall.c  wall mode's tick: blocked threads copied without a
  *                   stop or repeated, runnable time sampled
+ *   sampler-cpu.c   cpu mode with ptrace capture: each process's CPU-time
+ *                   timer that triggers its stops, and the CPU time no
+ *                   sample carries
  *
  * Everything here runs on the sampler thread; the rules of sampler.c's
  * header hold in every part (nothing allocated, locked, logged or waited
@@ -14,11 +17,14 @@
 #ifndef TD_DAEMON_SAMPLER_INTERNAL_H
 #define TD_DAEMON_SAMPLER_INTERNAL_H
 
+#include <time.h>
+
 #include "daemon-internal.h"
 
 #include "../common/map.h"
 
 #define S_MAX_THREADS REC_MAX_THREADS
+#define S_MIN_WINDOW 2048 /* the smallest stack copy a thread's unwinds can ask */
 
 enum { ST_NEW, ST_SETTLE };
 
@@ -26,9 +32,11 @@ enum { ST_NEW, ST_SETTLE };
 #define S_DRAIN_NS 100000000u /* perf capture: the kernel's rings drained this often */
 #define S_WRITER_NS 100000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
-#define S_MAX_EXITS 16		   /* leaders held at once */
+#define S_MAX_EXITS REC_MAX_PROCS /* leaders held at once: every process
+				   * recorded, a command's children too */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 #define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */
+#define S_MAX_TIMERS 64		   /* processes with a CPU-time timer at once */
 
 struct sthread {
 	pid_t tid, pid;
@@ -46,6 +54,8 @@ struct sthread {
 	uint64_t credited;     /* cpu mode, ptrace: run time credited so far */
 	uint64_t cpu_credit;   /* cpu mode, ptrace: run ns not yet sampled */
 	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
+	uint8_t timer;	       /* cpu mode, ptrace: 1 + its process's slot in
+				* timers[] (its stops wait for that timer), 0 */
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
@@ -98,7 +108,10 @@ struct sampler {
 	bool offcpu;	      /* and samples each interval off a CPU (pt_perf_offcpu) */
 	bool switches_lost;   /* since the last tick: its ring lost records */
 	bool wake_writer;     /* something for the writer at once (an attach, a death) */
-	pid_t resize[16];     /* perf threads whose window grew, to reopen */
+	struct {
+		pid_t tid;
+		uint32_t window;
+	} resize[64]; /* perf threads whose window changes, to reopen */
 	unsigned nresize;
 	pid_t *chosen;
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
@@ -130,6 +143,19 @@ struct sampler {
 	/* early samples asked of owners (no --owner-stops): when the
 	 * waiters read their words again (wall_owners_held); 0: not due */
 	uint64_t owner_check_ns;
+	/* cpu mode with ptrace capture (sampler-cpu.c): a timer on each
+	 * process's CPU-time clock, signalled to this thread (sigfd) */
+	struct cpu_timer {
+		pid_t pid; /* 0: a free slot */
+		timer_t id;
+		bool fired; /* since the last round */
+		bool seen;  /* cpu_timers_sync: a thread of it is in th */
+	} timers[S_MAX_TIMERS];
+	int sigfd;		/* the timers' signal, -1 without timers */
+	bool fired;		/* some timer fired since the last round */
+	unsigned timers_n;	/* n at the last cpu_timers_sync */
+	uint64_t timers_ns;	/* time of the last cpu_timers_sync */
+	uint64_t missed_ns;	/* CPU ns no sample carries, less sh->cpu_missed's periods */
 };
 
 /* ---- sampler.c */
@@ -144,10 +170,31 @@ bool probe_fds(struct sthread *st);
 bool in_disk_wait(struct sthread *st, char ret_name[16]);
 /* The CPU a thread last ran on (field 39 of its stat), -1 if unknown. */
 int last_cpu(struct sthread *st);
-/* Apply a pending window-growth request of the writer (grow[]). */
-void maybe_grow(struct sampler *s, struct sthread *st);
+/* Apply a pending window request of the writer (fit[]). */
+void maybe_fit(struct sampler *s, struct sthread *st);
 /* A sample of pid's current image is on its way to the writer. */
 void mark_sampled(struct sampler *s, pid_t pid);
+
+/* ---- sampler-cpu.c */
+/* The timers' signal blocked on this thread and read through sigfd.
+ * Returns 0 or -errno (then no timer is made: the ticks stop threads). */
+int cpu_timers_init(struct sampler *s);
+/* A timer for each process of the thread table, none for a process that
+ * left it; each thread's timer slot. Never while a thread is stopped. */
+void cpu_timers_sync(struct sampler *s);
+/* The timers' signals read; true if one came (s->fired, timers[].fired). */
+bool cpu_timers_drain(struct sampler *s);
+/* Every timer deleted, sigfd closed.  Safe when never initialised. */
+void cpu_timers_free(struct sampler *s);
+/* ns of CPU time that no sample will carry: counted in sh->cpu_missed. */
+void cpu_missed_add(struct sampler *s, uint64_t ns);
+/* Recording ends: the CPU time every thread is still owed, missed. */
+void cpu_missed_flush(struct sampler *s);
+/* Did this stop land where the thread waits (in a system call that the
+ * stop interrupted, or at the return of a call that waits), not where
+ * it ran?  st: the stopped thread. */
+bool cpu_stop_in_wait(const struct sampler *s, const struct sthread *st,
+	const struct td_sample *smp);
 
 /* ---- sampler-wall.c */
 /* wall mode, one tick: every thread.  Blocked ones are copied without a

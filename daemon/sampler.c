@@ -12,9 +12,11 @@
  *
  * cpu mode, ptrace capture (perf not permitted): on each tick (random,
  * uniform over +-50% of 1/HZ, so that it cannot lock onto a periodic
- * workload) pick the threads that ran since the last tick and are not
- * blocked now (schedstat and /proc/.../syscall through kept-open fds), and
- * sample them in one windowed round of interrupts.
+ * workload) credit each thread the CPU time it used (schedstat through
+ * kept-open fds); when a timer on a target process's CPU-time clock fires
+ * (sampler-cpu.c: one of its threads runs now), pick its threads that are
+ * owed CPU time and not blocked now (/proc/.../syscall), and sample them
+ * in one windowed round of interrupts.
  *
  * wall mode: on each tick every thread: a blocked one is copied without a
  * stop (ptrace/blocked.c), or, when nothing changed since its last copy
@@ -36,10 +38,11 @@
  * tracer and through it every attached thread, the perf rings, the /proc
  * fds.  Writes in struct rec_shared: the samples, events and answers
  * rings (producer), the asks ring's head (consumer), attach_*, targets,
- * capture, perf_err, heartbeat_ns, the sampler's counters, targets_live,
- * sampler_done, and the grow[] requests it takes (back to 0 by
+ * capture, perf_err, heartbeat_ns, the sampler's counters (children_*
+ * too), targets_live,
+ * sampler_done, and the fit[] requests it takes (back to 0 by
  * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
- * maps_read[], writer_done, grow[].
+ * maps_read[], writer_done, fit[].
  *
  * Choice in cpu mode with ptrace capture: a sample stands for a period
  * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
@@ -55,8 +58,9 @@
  * been switched since is credited the time since the last tick ahead of
  * schedstat, at most 10 ms ahead; schedstat catching up pays that back
  * first, so the totals stay schedstat's.  A thread blocked in a system
- * call now loses its credit: a stop would place its CPU time at the call
- * (perf capture places it).
+ * call now is not stopped (a stop would place its CPU time at the call)
+ * and keeps its credit for a stop that finds it running; what is never
+ * paid is counted (sampler-cpu.c), never put on a blocked stack.
  */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
@@ -157,6 +161,14 @@ bool in_disk_wait(struct sthread *st, char ret_name[16])
 	return p && p[1] == ' ' && p[2] == 'D';
 }
 
+/* The largest window of a thread: perf's copies end at the kernel's limit
+ * (PT_PERF_MAX_STACK), a copy by ptrace at --stack-bytes. */
+static uint32_t window_max(const struct sampler *s, const struct sthread *st)
+{
+	return st->perf ? TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK) :
+			  s->cfg->max_window;
+}
+
 static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 {
 	if (lookup(s, tid) || s->n == S_MAX_THREADS)
@@ -166,9 +178,19 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .sys_fd = -1,
 		.stat_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
 	/* -ESRCH: gone already, its exit follows; another error (out of fds
-	 * or the perf limit): the kernel does not sample it */
-	if (s->perf && pid)
+	 * or the perf limit): the kernel does not sample it.  The kernel's
+	 * copies start whole (all a sample may hold) and shrink to what the
+	 * thread's unwinds use (maybe_fit): a stack cut in the first samples,
+	 * before a request to grow comes back, could not be mended (the
+	 * thread has moved on); a copy by ptrace starts small and grows at
+	 * its first cut. */
+	if (s->perf && pid) {
+		s->th[s->n].perf = true;
+		s->th[s->n].window = window_max(s, &s->th[s->n]);
 		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid, s->th[s->n].window) == 0;
+		if (!s->th[s->n].perf)
+			s->th[s->n].window = s->cfg->first_window;
+	}
 	if (!s->th[s->n].perf)
 		s->nonperf++;
 	s->n++;
@@ -187,6 +209,7 @@ static void remove_thread(struct sampler *s, pid_t tid)
 		pt_perf_remove(s->perf, tid);
 	else
 		s->nonperf--;
+	cpu_missed_add(s, s->th[k].cpu_credit); /* owed, never to be paid */
 	td_map_remove(&s->idx, (uint32_t)tid);
 	if (k != s->n - 1) {
 		/* the last one fills the hole; a replace never fails */
@@ -197,37 +220,53 @@ static void remove_thread(struct sampler *s, pid_t tid)
 	atomic_store(&s->sh->threads_live, s->n);
 }
 
-/* Apply a pending window-growth request of the writer: the thread's stacks
- * keep ending at the window's edge. */
-void maybe_grow(struct sampler *s, struct sthread *st)
+/* Apply a pending window request of the writer (fit[]): all there is
+ * after a cut stack, less after a while of unwinds that used less.  A
+ * perf thread's events are reopened for it after the drain (the kernel
+ * copies what they were opened with): a larger window takes effect at
+ * once (the slots are larger than the copies until then), a smaller one
+ * only with the new events, so that no copy in between is cut. */
+void maybe_fit(struct sampler *s, struct sthread *st)
 {
-	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
-	uint32_t tid = (uint32_t)st->tid;
+	_Atomic uint64_t *f = &s->sh->fit[st->tid % REC_FIT_SLOTS];
+	uint64_t v = atomic_load_explicit(f, memory_order_relaxed);
+	uint32_t want = (uint32_t)v;
 
-	/* taken only if it is this thread's: the writer may have stored
-	 * another tid of the slot since the load (lock-free: a target
-	 * thread may be stopped now) */
-	if (atomic_load_explicit(g, memory_order_relaxed) != tid ||
-		!atomic_compare_exchange_strong_explicit(g, &tid, 0, memory_order_relaxed,
-			memory_order_relaxed))
+	if ((uint32_t)(v >> 32) != (uint32_t)st->tid)
 		return;
-	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
-	/* the kernel copies the window at each sample: reopen its events
-	 * (after the drain, not inside it) */
-	if (st->perf && s->nresize < TD_ARRAY_SIZE(s->resize))
-		s->resize[s->nresize++] = st->tid;
+	if (st->perf && s->nresize == TD_ARRAY_SIZE(s->resize))
+		return; /* left in fit[] for a later drain */
+	/* taken only if it is still this request: the writer may have
+	 * stored another since the load (lock-free: a target thread may be
+	 * stopped now) */
+	if (!atomic_compare_exchange_strong_explicit(f, &v, 0, memory_order_relaxed,
+		    memory_order_relaxed))
+		return;
+	want = TD_MIN(TD_MAX(want, (uint32_t)S_MIN_WINDOW), window_max(s, st)) & ~7u;
+	if (!st->perf) {
+		st->window = want; /* the next copy by ptrace copies it */
+		return;
+	}
+	if (want > st->window)
+		st->window = want;
+	s->resize[s->nresize].tid = st->tid;
+	s->resize[s->nresize++].window = want;
 }
 
-/* The perf threads whose window grew: their events copy the new one. */
+/* The perf threads whose window changed: their events copy the new one. */
 static void apply_resizes(struct sampler *s)
 {
 	for (unsigned i = 0; i < s->nresize; i++) {
-		struct sthread *st = lookup(s, s->resize[i]);
+		struct sthread *st = lookup(s, s->resize[i].tid);
 
-		if (st && st->perf && pt_perf_resize(s->perf, st->tid, st->window) < 0) {
+		if (!st || !st->perf)
+			continue;
+		if (pt_perf_resize(s->perf, st->tid, s->resize[i].window) < 0) {
 			st->perf = false; /* no longer sampled by the kernel */
 			s->nonperf++;
+			continue;
 		}
+		st->window = s->resize[i].window;
 	}
 	s->nresize = 0;
 }
@@ -240,10 +279,15 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 	struct sthread *st = lookup(s, tid);
 	struct td_sample *smp;
 
+	uint32_t need = *ret_window;
+
 	(void)pid;
 	if (st && s->perf)
-		maybe_grow(s, st); /* no tick visits the threads in perf capture */
+		maybe_fit(s, st); /* no tick visits the threads in perf capture */
 	*ret_window = st ? st->window : s->cfg->first_window;
+	/* the kernel's copy is there already: its size, not the window's */
+	if (need && need < *ret_window)
+		*ret_window = need;
 	smp = ring_reserve_bytes(&s->sh->samples, td_sample_size(*ret_window));
 	if (!smp)
 		return NULL; /* ring full: dropped and counted, never waited for */
@@ -308,6 +352,15 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 	uint32_t weight = 1;
 
 	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
+	if (st && s->cfg->mode == REC_MODE_CPU && !(smp->flags & TD_SAMPLE_HELD) &&
+		cpu_stop_in_wait(s, st, smp)) {
+		/* it came to a wait before it stopped: its stack is where it
+		 * waits, not where it ran; the slot is not published, the
+		 * credit stays owed */
+		st->oncpu = false;
+		st->take = 0;
+		return;
+	}
 	mark_sampled(s, smp->pid);
 	if (st && st->owner_tick && st->owner_tick == s->tick_ns && !(smp->flags & TD_SAMPLE_HELD)) {
 		/* stopped for a lock's owner's stack (wall_tick): the kernel
@@ -405,6 +458,8 @@ static void on_event(void *arg, const struct pt_event *ev)
 		atomic_store(&s->sh->targets_live, (int)targets_live(&s->targets));
 		if (tg)
 			e.start_time = tg->id.start_time;
+		else
+			tg = targets_find(&s->targets, ev->pid); /* a child, new */
 	}
 	e.image = tg ? tg->image : 0;
 	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid)))
@@ -421,6 +476,16 @@ static void on_event(void *arg, const struct pt_event *ev)
 	case PT_EVENT_EXEC:
 		e.kind = REC_EV_EXEC;
 		break;
+	case PT_EVENT_PROCESS_NEW:
+		/* a child followed: its first thread, as one born */
+		e.kind = REC_EV_THREAD_NEW;
+		atomic_fetch_add_explicit(&s->sh->children_followed, 1, memory_order_relaxed);
+		break;
+	case PT_EVENT_CHILD_LEFT:
+		atomic_fetch_add_explicit(&s->sh->children_left, 1, memory_order_relaxed);
+		if (ev->status)
+			atomic_fetch_add_explicit(&s->sh->children_full, 1, memory_order_relaxed);
+		return;
 	case PT_EVENT_PROCESS_EXIT:
 		e.kind = REC_EV_PROCESS_EXIT;
 		/* the writer tells a death and its cause (an OOM kill, read
@@ -515,8 +580,10 @@ uint64_t tick_dt(struct sampler *s, uint64_t period)
 static unsigned choose(struct sampler *s)
 {
 	uint64_t period = 1000000000u / s->cfg->hz, dt = tick_dt(s, period);
+	uint64_t cap = 1000000000u + period;
 	unsigned k = 0;
 
+	cpu_timers_sync(s);
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sthread *st = &s->th[i];
 		struct pt_blocked b;
@@ -528,7 +595,7 @@ static unsigned choose(struct sampler *s)
 			continue; /* the kernel samples it, or it is held at its exit */
 		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 
-		maybe_grow(s, st);
+		maybe_fit(s, st);
 		if (r < 0)
 			continue; /* gone, or no pid yet: its exit or pid follows */
 		if (st->state == ST_NEW) {
@@ -542,26 +609,58 @@ static unsigned choose(struct sampler *s)
 			/* still on the CPU its last stop found it on: ahead of
 			 * schedstat, which lags until the next scheduler tick */
 			credited = TD_MAX(credited, TD_MIN(st->credited + dt, b.run_ns + S_AHEAD_NS));
-		st->cpu_credit = TD_MIN(st->cpu_credit + (credited - st->credited),
-			1000000000u + period);
+		st->cpu_credit += credited - st->credited;
+		if (st->cpu_credit > cap) {
+			/* owed more than a second: never caught running */
+			cpu_missed_add(s, st->cpu_credit - cap);
+			st->cpu_credit = cap;
+		}
 		st->credited = credited;
 		st->run_ns = b.run_ns;
 		st->run_count = b.run_count;
 		if (r == 1) {
 			/* blocked in a system call now: a stop would place its
-			 * CPU time at the call */
-			st->cpu_credit = 0;
+			 * CPU time at the call; it stays owed */
 			st->oncpu = false;
 			continue;
 		}
 		if (st->cpu_credit < period)
 			continue;
+		if (st->timer && !s->timers[st->timer - 1].fired)
+			continue; /* its process's CPU-time timer stops it */
 		st->take = (uint32_t)(st->cpu_credit / period);
 		s->chosen[k++] = st->tid;
 	}
+	for (unsigned i = 0; i < S_MAX_TIMERS; i++)
+		s->timers[i].fired = false;
+	s->fired = false;
 	return k;
 }
 
+
+/* cpu mode: of the group, those not blocked now.  A thread in short
+ * bursts may have ended its burst while this thread moved onto its CPU;
+ * stopped now, it would stop in its next wait (measured: 8-15% of a
+ * 50 us burst worker's samples at its read, none with perf), a stack
+ * where it did not run.  Those keep their credit (choose). */
+static unsigned still_running(struct sampler *s, unsigned m)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < m; i++) {
+		struct sthread *st = lookup(s, s->group[i]);
+		struct pt_blocked b;
+
+		if (st && st->fd >= 0 && st->sys_fd >= 0 &&
+			pt_blocked_probe(st->sys_fd, st->fd, &b) == 1) {
+			st->take = 0;
+			st->oncpu = false;
+			continue;
+		}
+		s->group[k++] = s->group[i];
+	}
+	return k;
+}
 
 /* Interrupt the chosen threads from the CPU each is on.  A stop requested
  * from another CPU lands where the thread next enters the kernel, not where
@@ -611,6 +710,10 @@ static void round_by_cpu(struct sampler *s, unsigned k, int budget, struct pt_ro
 			CPU_SET(cpu, &one);
 			sched_setaffinity(0, sizeof(one), &one);
 		}
+		if (s->cfg->mode == REC_MODE_CPU)
+			m = still_running(s, m);
+		if (!m)
+			continue;
 		{
 			struct pt_round_stats st;
 
@@ -811,6 +914,7 @@ static void sampler_free(struct sampler *s)
 {
 	if (!s)
 		return;
+	cpu_timers_free(s);
 	pt_perf_free(s->perf);
 	pt_tracer_free(s->t);
 	if (s->tfd >= 0)
@@ -836,6 +940,7 @@ static int sampler_new(struct rec_shared *sh, struct sampler **ret_sampler)
 	s->sh = sh;
 	s->cfg = sh->cfg;
 	s->tfd = -1;
+	s->sigfd = -1;
 	s->rng = td_now_ns() | 1;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
@@ -857,18 +962,21 @@ static int sampler_start(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
 	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
-		.trace_exec = true, .detach_by_exit = true, .trace_exit = true };
+		.trace_exec = true, .detach_by_exit = true, .trace_exit = true,
+		.trace_fork = s->cfg->children != REC_CHILDREN_NONE,
+		.follow_forks = s->cfg->children == REC_CHILDREN_FOLLOW };
 	int e = pt_tracer_new(&pc, &s->t);
 
 	if (e < 0)
 		return e;
 	sh->capture = REC_CAPTURE_PTRACE;
+	sh->kernel = s->cfg->no_kernel ? REC_KERNEL_OFF_ASKED : REC_KERNEL_OFF_PTRACE;
 	if (s->cfg->capture != REC_CAPTURE_PTRACE) {
 		struct pt_perf_config ppc = { .period_ns = 1000000000u / s->cfg->hz,
 			.stack_bytes = TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK),
 			.max_threads = 4096, .seed = td_now_ns(),
 			.switches = s->cfg->mode == REC_MODE_WALL,
-			.offcpu = s->cfg->mode == REC_MODE_WALL };
+			.offcpu = s->cfg->mode == REC_MODE_WALL, .kernel = !s->cfg->no_kernel };
 
 		e = pt_perf_new(&ppc, &s->perf);
 		if (e < 0 && s->cfg->capture == REC_CAPTURE_PERF)
@@ -880,6 +988,8 @@ static int sampler_start(struct sampler *s)
 		s->switches = s->perf && ppc.switches;
 		s->offcpu = s->perf && pt_perf_offcpu(s->perf);
 		sh->offcpu = s->offcpu;
+		if (s->perf && !s->cfg->no_kernel)
+			sh->kernel = pt_perf_kernel(s->perf) ? REC_KERNEL_ON : REC_KERNEL_OFF_DENIED;
 	}
 	targets_init(&s->targets, s->t);
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
@@ -887,6 +997,8 @@ static int sampler_start(struct sampler *s)
 	if (e < 0)
 		return e;
 	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
+	if (!s->perf && s->cfg->mode == REC_MODE_CPU && (e = cpu_timers_init(s)) < 0)
+		atomic_store(&sh->cpu_timer_err, e); /* the ticks stop threads */
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	return s->tfd < 0 ? -errno : 0;
 }
@@ -930,13 +1042,18 @@ static void arm_timer(struct sampler *s)
 static void wait_tick(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
-	struct pollfd pfd[4] = { { s->tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
+	struct pollfd pfd[5] = { { s->tfd, POLLIN, 0 }, { pt_tracer_fd(s->t), POLLIN, 0 },
 		{ sh->sampler_wake.fd, POLLIN, 0 },
-		{ s->perf ? pt_perf_fd(s->perf) : -1, POLLIN, 0 } };
+		{ s->perf ? pt_perf_fd(s->perf) : -1, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
+	/* a CPU-time timer's round at most every quarter period */
+	uint64_t quarter = 250000000u / s->cfg->hz;
 
 	for (;;) {
-		if (poll(pfd, 4, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, 5, 1000) < 0 && errno != EINTR)
 			break;
+		if ((pfd[4].revents & POLLIN) && cpu_timers_drain(s) &&
+			td_now_ns() - s->tick_ns >= quarter)
+			break; /* a target runs now: its round (choose) */
 		if (pfd[1].revents & POLLIN) {
 			/* the kernel's samples first: a death or a crash comes
 			 * after every sample taken before it (the emergency
@@ -1019,15 +1136,19 @@ static void wake_writer_due(struct sampler *s)
 static void sampler_loop(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
+	bool rearm = true;
 
 	s->start_ns = s->next_ns = s->round_at = td_now_ns();
 	while (!stopping(sh)) {
 		uint64_t expirations;
 
-		arm_timer(s);
+		if (rearm)
+			arm_timer(s);
 		wait_tick(s);
 		if (read(s->tfd, &expirations, sizeof(expirations)) < 0)
-			expirations = 0; /* woken by an end, not the timer */
+			expirations = 0; /* woken by an end or a CPU-time timer */
+		/* a CPU-time timer's round leaves the tick where it was */
+		rearm = expirations || !s->fired;
 		if (s->perf) {
 			perf_drain(s);
 			if (s->owner_check_ns && td_now_ns() >= s->owner_check_ns) {
@@ -1044,7 +1165,8 @@ static void sampler_loop(struct sampler *s)
 			break;
 		if (s->cfg->duration_ns && td_now_ns() - s->start_ns >= s->cfg->duration_ns)
 			break;
-		atomic_fetch_add(&sh->ticks, 1);
+		if (expirations)
+			atomic_fetch_add(&sh->ticks, 1);
 		/* with perf, a round only for the threads the kernel does not
 		 * sample, on their own random ticks */
 		if (!s->perf || (td_now_ns() >= s->round_at &&
@@ -1077,8 +1199,10 @@ void *sampler_main(void *arg)
 		atomic_store(&sh->attach_state, 1);
 	}
 	wake_post(&sh->control_wake);
-	if (!e)
+	if (!e) {
 		sampler_loop(s);
+		cpu_missed_flush(s); /* before sampler_done: the writer's last LOST */
+	}
 	sampler_free(s);
 	atomic_store(&sh->sampler_done, 1);
 	wake_post(&sh->writer_wake);

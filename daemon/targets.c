@@ -19,6 +19,9 @@
  *                    hold)
  *   PROCESS_EXIT     the target is no longer live (its threads' exits came
  *                    before it)
+ *   PROCESS_NEW      a child followed (record -- CMD): a new target, with
+ *                    its one thread queued; its start time is read after
+ *                    the round
  * Events come while a thread of a round may be stopped, so targets_note
  * only writes to fixed arrays; targets_apply passes the queue on after the
  * round.  When more changes come than the queue holds, the tracer's own
@@ -38,7 +41,7 @@ void targets_init(struct targets *ts, struct pt_tracer *tracer)
 	ts->resync = false;
 }
 
-/* A number for a new image of a target: its exec or its attach. */
+/* A number for a new image of a target: its exec, its attach or its fork. */
 static uint32_t targets_new_image(struct targets *ts)
 {
 	if (!++ts->images)
@@ -114,6 +117,24 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 		}
 		break;
 	}
+	case PT_EVENT_PROCESS_NEW: {
+		/* a child followed (record -- CMD): a target of its own, its
+		 * identity read after the round (targets_apply) */
+		struct target *tg = NULL;
+
+		for (unsigned k = 0; k < ts->nprocs && !tg; k++)
+			if (!ts->procs[k].live)
+				tg = &ts->procs[k];
+		if (!tg && ts->nprocs < TD_ARRAY_SIZE(ts->procs))
+			tg = &ts->procs[ts->nprocs++];
+		if (!tg)
+			break; /* cannot be: the tracer holds as many processes */
+		*tg = (struct target){ .id = { .pid = ev->pid }, .live = true, .id_unread = true,
+			.image = targets_new_image(ts) };
+		ts->live++;
+		queue(ts, true, ev->tid, ev->pid);
+		return true;
+	}
 	case PT_EVENT_PROCESS_EXIT: {
 		/* ptrace/ attaches one live process per PID at most: this
 		 * PID's live target is the one that exited */
@@ -134,6 +155,15 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 
 void targets_apply(struct targets *ts, const struct targets_ops *ops, void *arg)
 {
+	for (unsigned i = 0; i < ts->nprocs; i++) {
+		struct target *tg = &ts->procs[i];
+
+		/* a child's start time: it is ours until we reap it, so the
+		 * PID still names it, unless its exit came already */
+		if (tg->id_unread && tg->live)
+			td_proc_id_read(tg->id.pid, &tg->id);
+		tg->id_unread = false;
+	}
 	for (unsigned i = 0; i < ts->npend; i++) {
 		if (ts->pend[i].add)
 			ops->thread_add(arg, ts->pend[i].pid, ts->pend[i].tid, false);

@@ -91,13 +91,14 @@ struct writer {
 	bool cw_published;	 /* a block with samples of cw is on disk */
 	bool startup;		 /* no sample published yet: the sampler's priority */
 	uint64_t published_ns;	 /* the last publish() */
-	uint64_t lost_recorded[2]; /* record_lost(): ring full, not stopped */
+	uint64_t lost_recorded[3]; /* record_lost(): ring full, not stopped, CPU missed */
 
 	/* ids the current chunk defined (writer.c, and the location ids of
 	 * writer-stacks.c): cleared whenever a new chunk starts
 	 * (new_chunk_caches), since ids are per chunk */
 	struct writer_ids {
 		struct td_map threads, locs;
+		struct td_map klocs; /* live kernel address -> location id */
 		uint32_t end_loc[SYM_END_COUNT];
 		uint32_t preempted_loc; /* preempted_location() */
 		uint32_t nomaps_loc;	/* nomaps_stack() */
@@ -144,13 +145,33 @@ struct writer {
 		/* the last unwind, and its frames as symbolized */
 		struct sym_unwound u;
 		struct sym_frame frames[SYM_MAX_FRAMES];
-		uint32_t loc_ids[SYM_MAX_FRAMES + 1];
+		uint32_t loc_ids[TD_KERNEL_FRAMES + SYM_MAX_FRAMES + 1];
+		/* the kernel frames to put below the unwound ones (the
+		 * sample's, or a repeat's saved ones), innermost first */
+		const uint64_t *kips;
+		unsigned nkips;
+		/* /proc/kallsyms, read at the first kernel frame; kallsyms_err:
+		 * why it could not be (then kernel frames are "[kernel]") */
+		struct sym_kallsyms *kallsyms;
+		int kallsyms_err;
 		/* The last unwind of each thread copied while blocked, which
 		 * a REPEAT sample (unchanged since) reuses without unwinding:
 		 * tid -> index + 1 in saved (not per chunk: the pcs are
 		 * re-resolved in whichever chunk is current).  Freed when the
 		 * thread exits. */
 		struct td_map last;
+		/* Each thread's stack copies sized to its stacks (fit_window,
+		 * rec_shared.fit): at tid % REC_FIT_SLOTS, begun anew when
+		 * another tid takes the slot (it learns again). */
+		struct fit {
+			pid_t tid;
+			uint32_t deepest; /* most bytes an unwind read (or a cut copy held), ever */
+			uint32_t copied; /* most bytes a copy held, this span */
+			uint32_t n;	 /* samples in this span */
+			bool shrunk;	 /* asked for less since its last cut */
+			uint64_t since;	 /* the span's first sample's time */
+			uint64_t hold;	 /* a span's least length, ns */
+		} fit[REC_FIT_SLOTS];
 		struct saved {
 			pid_t tid; /* 0: free */
 			unsigned n;
@@ -158,6 +179,8 @@ struct writer {
 			bool perf; /* from a perf sample (it ran), not a blocked copy */
 			uint64_t *pc;
 			bool *act;
+			unsigned nk; /* its kernel frames (TD_SAMPLE_KCHAIN) */
+			uint64_t *kip;
 		} *saved;
 		size_t nsaved, capsaved;
 	} stacks;

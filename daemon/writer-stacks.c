@@ -11,7 +11,7 @@
  * why there is no other (its process's maps never read, time runnable
  * where no sample saw it, a stack cut short and why).  Tells the sampler,
  * through rec_shared, which images have a session (maps_read: their exits
- * need no hold) and which threads' windows are too small (grow[]).
+ * need no hold) and the window each thread's stacks need (fit[]).
  * Leaves to writer.c the chunk itself and the thread ids. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
@@ -136,6 +136,7 @@ static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_sessio
 	sum->failed += d.failed;
 	sum->tables_reused += d.tables_reused;
 	sum->tables_made += d.tables_made;
+	sum->over_bound += d.over_bound;
 	if (d.err)
 		sum->err = d.err;
 }
@@ -154,6 +155,7 @@ void debug_stats_store(struct writer *w)
 	atomic_store(&w->sh->tables_reused, sum.tables_reused);
 	atomic_store(&w->sh->tables_made, sum.tables_made);
 	atomic_store(&w->sh->debug_err, sum.err);
+	atomic_store(&w->sh->debug_over_bound, sum.over_bound);
 }
 
 void session_drop(struct writer *w, pid_t pid)
@@ -322,6 +324,33 @@ static uint32_t nomaps_stack(struct writer *w)
 	return note_stack(w, &w->ids.nomaps_loc, "[not unwound: its process's maps were not read]");
 }
 
+/* Location id of a kernel frame at live address ip: its function from
+ * /proc/kallsyms (read at the first one), in a mapping "[kernel]" (or
+ * "[MODULE]"); no address is written (a live one would show where KASLR
+ * put the kernel). */
+static uint32_t kernel_location(struct writer *w, uint64_t ip)
+{
+	uint32_t id = map_get(&w->ids.klocs, ip), mapping;
+	struct sym_kframe kf = { "[kernel]", "kernel", 0 };
+	struct chunk_mapping m = { 0 };
+	struct chunk_line line;
+	char path[80];
+
+	if (id)
+		return id;
+	if (!w->stacks.kallsyms && !w->stacks.kallsyms_err)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
+	sym_kallsyms_find(w->stacks.kallsyms, ip, &kf);
+	snprintf(path, sizeof(path), "[%s]", kf.module);
+	m.path = path;
+	mapping = chunk_writer_mapping(w->cw, &m);
+	line = (struct chunk_line){ chunk_writer_function(w->cw, kf.name, NULL, NULL, 0), 0, 0 };
+	id = chunk_writer_location(w->cw, mapping, 0, &line, 1);
+	if (id)
+		map_put(&w->ids.klocs, ip, id);
+	return id;
+}
+
 /* The JIT's files (a perf map, a jitdump) named more since the locations
  * kept were made: a pc kept unnamed, or named by code since freed, may be
  * named otherwise now.  A file refused is told once (REC_NOTICE_JIT). */
@@ -341,11 +370,15 @@ static void jit_check(struct writer *w, struct session *se)
 	}
 }
 
-/* The chunk's stack for the unwound frames in w->stacks.u. */
+/* The chunk's stack for the unwound frames in w->stacks.u, below the
+ * kernel frames in w->stacks.kips (none: nkips 0). */
 uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
 	unsigned n = 0;
 
+	for (unsigned i = 0; i < w->stacks.nkips && i < TD_KERNEL_FRAMES; i++)
+		w->stacks.loc_ids[n++] = kernel_location(w, w->stacks.kips[i]);
+	w->stacks.nkips = 0;
 	for (unsigned i = 0; i < w->stacks.u.n; i++)
 		w->stacks.loc_ids[n++] = location(w, ss, pid, w->stacks.u.pc[i], w->stacks.u.activation[i]);
 	if (w->stacks.u.end != SYM_END_OUTERMOST) {
@@ -402,6 +435,13 @@ static void save_unwound(struct writer *w, pid_t tid, bool perf)
 	memcpy(sv->pc, w->stacks.u.pc, w->stacks.u.n * sizeof(*pc));
 	memcpy(sv->act, w->stacks.u.activation, w->stacks.u.n * sizeof(*act));
 	sv->n = w->stacks.u.n;
+	sv->nk = 0;
+	if (w->stacks.nkips && !sv->kip)
+		sv->kip = malloc(TD_KERNEL_FRAMES * sizeof(*sv->kip));
+	if (w->stacks.nkips && sv->kip) {
+		sv->nk = TD_MIN(w->stacks.nkips, (unsigned)TD_KERNEL_FRAMES);
+		memcpy(sv->kip, w->stacks.kips, sv->nk * sizeof(*sv->kip));
+	}
 	sv->end = w->stacks.u.end;
 	sv->perf = perf;
 }
@@ -414,6 +454,7 @@ void saved_drop(struct writer *w, pid_t tid)
 		return;
 	free(sv->pc);
 	free(sv->act);
+	free(sv->kip);
 	*sv = (struct saved){ 0 };
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
@@ -425,6 +466,79 @@ static uint32_t denied_stack(struct writer *w)
 	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
 	return note_stack(w, &w->ids.denied_loc,
 		"[not unwound: its maps may not be read (permission)]");
+}
+
+/* Stack copies that fit (rec_shared.fit): a thread's copies cost its
+ * CPU (perf: the kernel copies at every sample, and in wall mode at every
+ * switch off a CPU) and the rings' room, in proportion to their size, so
+ * each is sized to the thread's stacks.  A stack cut at the window's edge
+ * asks for all there is at once (the sampler bounds it: the kernel's
+ * limit, --stack-bytes): doubling would cut the next few too.  A span of
+ * at least FIT_SPAN_SAMPLES samples and hold ns after which the deepest
+ * the thread's unwinds ever read (a cut copy counts whole) is less than
+ * three quarters of what was copied asks for that and half as much
+ * again, plus FIT_SLACK bytes, in KiB: never less than a stack the
+ * thread had, so that a program whose phases go deeper (a compiler's
+ * parser, then its optimizer) is cut once per new depth at most, each
+ * cut costing the samples of a round trip to the sampler (100 ms: a
+ * hundred at 999 Hz).  The first span
+ * is short (FIT_HOLD_FIRST_NS: perf's copies start whole, the dearest;
+ * a thread that switches 20,000 times a second pays for each); a cut
+ * after a shrink makes the next span at least FIT_HOLD_NS and doubles it
+ * from there (up to FIT_HOLD_MAX_NS), so a thread whose deep stacks are
+ * rare settles at its whole window rather than flapping.
+ * A stack longer than the kernel copies at its limit is counted
+ * (cut_by_kernel), asks nothing (more cannot be had) and returns true:
+ * its end says so (SYM_END_KERNEL_LIMIT). */
+#define FIT_SPAN_SAMPLES 32
+#define FIT_SLACK 1024u
+#define FIT_HOLD_FIRST_NS 250000000ull
+#define FIT_HOLD_NS 2000000000ull
+#define FIT_HOLD_MAX_NS 64000000000ull
+#define FIT_KERNEL_EDGE 1024u /* a perf copy this near PT_PERF_MAX_STACK was whole */
+
+static void fit_ask(struct writer *w, pid_t tid, uint32_t bytes)
+{
+	atomic_store_explicit(&w->sh->fit[tid % REC_FIT_SLOTS],
+		(uint64_t)(uint32_t)tid << 32 | bytes, memory_order_relaxed);
+}
+
+static bool fit_window(struct writer *w, const struct td_sample *s)
+{
+	struct fit *f = &w->stacks.fit[s->tid % REC_FIT_SLOTS];
+	const struct sym_unwound *u = &w->stacks.u;
+
+	if (!s->stack_len)
+		return false; /* no copy: nothing learned */
+	if (f->tid != s->tid)
+		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = FIT_HOLD_FIRST_NS };
+	if (u->end == SYM_END_WINDOW) {
+		if ((s->flags & TD_SAMPLE_PERF) && s->stack_len + FIT_KERNEL_EDGE >= PT_PERF_MAX_STACK) {
+			atomic_fetch_add_explicit(&w->sh->cut_by_kernel, 1, memory_order_relaxed);
+			return true;
+		}
+		fit_ask(w, s->tid, UINT32_MAX);
+		if (f->shrunk)
+			f->hold = TD_MIN(TD_MAX(f->hold * 2, FIT_HOLD_NS), FIT_HOLD_MAX_NS);
+		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+			.deepest = TD_MAX(f->deepest, s->stack_len) };
+		return false;
+	}
+	f->deepest = TD_MAX(f->deepest, u->window_used);
+	f->copied = TD_MAX(f->copied, s->stack_len);
+	if (++f->n < FIT_SPAN_SAMPLES || s->time_ns < f->since + f->hold)
+		return false;
+	if ((uint64_t)f->deepest * 4 < (uint64_t)f->copied * 3) {
+		uint32_t want = (f->deepest + f->deepest / 2 + FIT_SLACK + 1023) & ~1023u;
+
+		if (want < f->copied) {
+			fit_ask(w, s->tid, want);
+			f->shrunk = true;
+		}
+	}
+	*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+		.shrunk = f->shrunk, .deepest = f->deepest };
+	return false;
 }
 
 uint32_t stack_of(struct writer *w, const struct td_sample *s)
@@ -445,6 +559,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			memcpy(w->stacks.u.activation, sv->act, sv->n * sizeof(*sv->act));
 			w->stacks.u.n = sv->n;
 			w->stacks.u.end = sv->end;
+			w->stacks.kips = sv->kip;
+			w->stacks.nkips = sv->nk;
 			return stack_of_unwound(w, se->s, s->pid);
 		}
 		if (s->flags & TD_SAMPLE_RUNNABLE)
@@ -454,6 +570,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		return stack_of_unwound(w, se->s, s->pid);
 	}
 	sym_session_unwind(se->s, s, &w->stacks.u);
+	w->stacks.kips = s->kernel_ips;
+	w->stacks.nkips = s->flags & TD_SAMPLE_KCHAIN ? TD_MIN(s->nkernel, TD_KERNEL_FRAMES) : 0;
 	/* the maps changed (dlopen): see them anew, then retry */
 	if (innermost_unmapped(se->s, &w->stacks.u) && renew_due(se, s->tid, &w->stacks.u) &&
 		session_renew(w, se)) {
@@ -463,9 +581,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		 * at every sample; once a second will do */
 		se->renew_later = innermost_unmapped(se->s, &w->stacks.u);
 	}
-	if (w->stacks.u.end == SYM_END_WINDOW)
-		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
-			memory_order_relaxed);
+	if (fit_window(w, s))
+		w->stacks.u.end = SYM_END_KERNEL_LIMIT;
 	/* the stack a repeat uses: a blocked thread's, and in wall mode a
 	 * running one's (its time waiting for a CPU repeats it); not a lock
 	 * owner's taken for the waits alone, which no sample of the profile

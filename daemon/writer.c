@@ -28,7 +28,7 @@
  * parts' sub-structs).
  * Writes in struct rec_shared: the notices ring (producer), the samples
  * and events rings' heads (consumer), the writer's counters, io_err
- * (writer_fail), crash_acked, exit_acked, maps_read[], grow[] requests,
+ * (writer_fail), crash_acked, exit_acked, maps_read[], fit[] requests,
  * writer_done.  Reads: sampler_done, stop, rotate_req and snapshot_req
  * (taken), targets, capture, perf_err, targets_live, samples_taken and
  * the sampler's loss counters. */
@@ -61,10 +61,37 @@ static void new_chunk_caches(struct writer *w)
 	w->names.n = 0;
 	td_map_clear(&w->ids.threads);
 	td_map_clear(&w->ids.locs);
+	td_map_clear(&w->ids.klocs);
 	memset(w->ids.end_loc, 0, sizeof(w->ids.end_loc));
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
 	w->ids.denied_loc = 0;
+}
+
+/* The command line of target pid into the chunk (target.PID.cmdline; the
+ * report keeps the latest of a PID's).  id: the process it must be, read
+ * after the cmdline: once the target is gone its PID cannot name it
+ * again, so a match means the read was of the target, not of a later
+ * process of that PID.  NULL for a child (record -- CMD), whose start time
+ * the writer does not know: its PID names it until its real parent reaps
+ * it too, later than the tracer, so a PID reused within the writer's lag
+ * would need a PID space gone round in that time. */
+static void target_cmdline(struct writer *w, pid_t pid, const struct td_proc_id *id)
+{
+	char path[64], cmd[256], key[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
+	if (id && td_proc_id_check(id) != 1)
+		n = 0;
+	for (int k = 0; k < n - 1; k++)
+		if (!cmd[k])
+			cmd[k] = ' ';
+	if (n > 0) {
+		snprintf(key, sizeof(key), "target.%d.cmdline", (int)pid);
+		chunk_writer_meta(w->cw, key, cmd);
+	}
 }
 
 static void chunk_meta(struct writer *w)
@@ -98,25 +125,8 @@ static void chunk_meta(struct writer *w)
 	}
 	if (gethostname(buf, sizeof(buf)) == 0)
 		chunk_writer_meta(w->cw, "host", buf);
-	for (unsigned i = 0; i < cfg->npids; i++) {
-		char path[64], cmd[256];
-		int n;
-
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)cfg->pids[i]);
-		n = td_read_text(AT_FDCWD, path, cmd, sizeof(cmd));
-		/* Checked after the read: once the target is gone its PID
-		 * cannot name it again, so a match now means the read was
-		 * of the target, not of a later process of that PID. */
-		if (td_proc_id_check(&w->sh->targets[i]) != 1)
-			n = 0;
-		for (int k = 0; k < n - 1; k++)
-			if (!cmd[k])
-				cmd[k] = ' ';
-		if (n > 0) {
-			snprintf(buf, sizeof(buf), "target.%d.cmdline", (int)cfg->pids[i]);
-			chunk_writer_meta(w->cw, buf, cmd);
-		}
-	}
+	for (unsigned i = 0; i < cfg->npids; i++)
+		target_cmdline(w, cfg->pids[i], &w->sh->targets[i]);
 	{
 		struct timespec m, re;
 
@@ -383,6 +393,15 @@ void do_sample(struct writer *w, const struct td_sample *s)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
 }
 
+/* Is pid one of the configured targets (record's --pid, or CMD)? */
+static bool is_cfg_target(const struct writer *w, pid_t pid)
+{
+	for (unsigned i = 0; i < w->cfg->npids; i++)
+		if (w->cfg->pids[i] == pid)
+			return true;
+	return false;
+}
+
 static void do_event(struct writer *w, const struct rec_event *e)
 {
 	if (e->kind == REC_EV_EXITING) {
@@ -400,6 +419,9 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	case REC_EV_THREAD_NEW:
 		if (w->cfg->follow)
 			wproc_add(w, e->pid);
+		else if (e->tid == e->pid && w->cfg->children == REC_CHILDREN_FOLLOW &&
+			 !is_cfg_target(w, e->pid))
+			target_cmdline(w, e->pid, NULL); /* a child's first thread */
 		chunk_writer_thread_event(w->cw, e->time_ns, thread_id(w, e->pid, e->tid),
 			TCF_THREAD_START, 0);
 		break;
@@ -410,13 +432,28 @@ static void do_event(struct writer *w, const struct rec_event *e)
 		td_map_remove(&w->waits.owner_wait, (uint64_t)(uint32_t)e->tid);
 		saved_drop(w, e->tid);
 		break;
-	case REC_EV_EXEC:
+	case REC_EV_EXEC: {
+		uint32_t was = map_get(&w->ids.threads, (uint64_t)(uint32_t)e->tid + 1), id;
+
+		if (w->cfg->children == REC_CHILDREN_FOLLOW && !is_cfg_target(w, e->pid))
+			target_cmdline(w, e->pid, NULL); /* what a child runs now */
 		episode_end(w, e->tid);
 		session_drop(w, e->pid);
 		td_map_clear(&w->ids.threads); /* names change with the image */
+		id = thread_id(w, e->pid, e->tid);
+		/* a report keeps a thread's first definition: the new image's
+		 * name (a child's, once "sh" or "go") is a rename of it */
+		if (was && id && was != id && was < w->names.cap && id < w->names.cap &&
+			strcmp(w->names.t[was].name, w->names.t[id].name)) {
+			char name[sizeof(w->names.t[id].name)];
+
+			memcpy(name, w->names.t[id].name, sizeof(name));
+			renamed(w, was, &w->names.t[was], name, e->time_ns);
+		}
 		chunk_writer_process_event(w->cw, e->time_ns, (uint32_t)e->pid, TCF_PROC_EXEC, 0, 0,
-			0, thread_id(w, e->pid, e->tid), 0);
+			0, id, 0);
 		break;
+	}
 	case REC_EV_CRASH:
 		crash_begin(w, e);
 		break;
@@ -494,6 +531,12 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	w->cfg = sh->cfg;
 	w->repo = repo;
 	w->startup = true;
+	/* the kernel's symbols, where perf may give kernel frames: read here,
+	 * before the sampler starts (~0.1 s of CPU), not at the first kernel
+	 * frame, when it would take a CPU from the sampler's drains (with
+	 * switch samples, their rings then overflowed: measured) */
+	if (!w->cfg->no_kernel && w->cfg->capture != REC_CAPTURE_PTRACE)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
 	*ret_writer = w;
 	return 0;
 }
@@ -501,16 +544,17 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 /* The samples lost since the last call, as LOST records in the current
  * chunk: what the summary counts, a report of the recording counts too
  * (ring full: the sample ring or the kernel's perf ring; not stopped: a
- * stop that did not come within its round). */
+ * stop that did not come within its round; CPU missed: periods of CPU
+ * time a ptrace capture never caught running). */
 static void record_lost(struct writer *w)
 {
 	struct rec_shared *sh = w->sh;
-	const uint64_t now[2] = { atomic_load(&sh->lost_ring) + atomic_load(&sh->lost_kernel),
-		atomic_load(&sh->lost_not_stopped) };
-	static const enum tcf_lost_reason reason[2] = { TCF_LOST_RING_FULL,
-		TCF_LOST_NOT_STOPPED };
+	const uint64_t now[3] = { atomic_load(&sh->lost_ring) + atomic_load(&sh->lost_kernel),
+		atomic_load(&sh->lost_not_stopped), atomic_load(&sh->cpu_missed) };
+	static const enum tcf_lost_reason reason[3] = { TCF_LOST_RING_FULL,
+		TCF_LOST_NOT_STOPPED, TCF_LOST_CPU_MISSED };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (now[i] <= w->lost_recorded[i] || !current_chunk(w))
 			continue;
 		if (chunk_writer_lost(w->cw, now[i] - w->lost_recorded[i], reason[i]) == 0)
@@ -635,6 +679,8 @@ void writer_free(struct writer *w)
 	td_map_free(&w->ids.threads);
 	td_map_free(&w->stacks.images);
 	td_map_free(&w->ids.locs);
+	td_map_free(&w->ids.klocs);
+	sym_kallsyms_free(w->stacks.kallsyms);
 	td_map_free(&w->stacks.last);
 	td_map_free(&w->waits.idx);
 	td_map_free(&w->waits.owner_wait);

@@ -4,8 +4,9 @@
  * /proc/PID/task until a pass finds none new (threads may be born while
  * we walk), refusals named for their real cause (a zombie, another
  * tracer, tracerd itself), and the stack mappings read from
- * /proc/PID/maps for the stop machine's stack copies (ptrace.c).  Leaves
- * every stop and its resume to ptrace.c. */
+ * /proc/PID/maps for the stop machine's stack copies (ptrace.c); the
+ * slot of a process the kernel attached for us (a child: proc_new).
+ * Leaves every stop and its resume to ptrace.c. */
 #define _GNU_SOURCE
 #include "ptrace-internal.h"
 
@@ -141,6 +142,24 @@ static struct pt_proc *proc_slot(struct pt_tracer *t, pid_t pid)
 	return p;
 }
 
+struct pt_proc *proc_new(struct pt_tracer *t, pid_t pid)
+{
+	struct pt_proc *p = proc_find(t, pid);
+
+	/* threads still listed under the PID are of a process gone
+	 * unseen: a new process holds it now */
+	if (p && p->nthreads)
+		proc_forget_threads(t, p);
+	p = proc_slot(t, pid);
+	if (!p)
+		return NULL;
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	*p = (struct pt_proc){ .pid = pid, .id = { .pid = pid }, .alive = true, .vmas = p->vmas,
+		.mem_fd = -1 };
+	return p;
+}
+
 int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 {
 	unsigned long opts = 0;
@@ -188,6 +207,10 @@ int pt_tracer_attach(struct pt_tracer *t, pid_t pid)
 		opts |= PTRACE_O_TRACEEXEC;
 	if (t->cfg.trace_exit)
 		opts |= PTRACE_O_TRACEEXIT;
+	/* children inherit these options: their own children are followed
+	 * too (never PTRACE_O_EXITKILL) */
+	if (t->cfg.trace_fork)
+		opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
 	/* Threads born while we attach: rescan until a pass finds nothing new
 	 * (with TRACECLONE, children of seized threads are attached for us). */
 	do {

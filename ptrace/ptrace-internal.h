@@ -14,6 +14,7 @@
 
 #define PT_MAX_PROCS 64
 #define PT_MAX_VMAS 65536
+#define PT_CHILDREN_SEEN 256 /* children decided, remembered (pt_tracer.children) */
 
 struct pt_thread {
 	pid_t tid; /* 0: free slot */
@@ -94,6 +95,15 @@ struct pt_tracer {
 	dev_t pidns_dev; /* our PID namespace (pidns_ino 0: not read yet) */
 	ino_t pidns_ino;
 	bool unblock_sigchld; /* SIGCHLD was not blocked before pt_tracer_new */
+	/* trace_fork: the latest children decided on (followed or let go),
+	 * a ring, newest wins.  A child's first stop and its parent's fork
+	 * event come in either order, and the child may have exited and
+	 * been reaped in between: the second of the two finds it here and
+	 * decides nothing again (child_new, ptrace.c).  256 is more than
+	 * the forks that can wait for their parent's event: each parent
+	 * stops at it. */
+	pid_t children[PT_CHILDREN_SEEN];
+	unsigned nchildren;
 };
 
 /* The tables' lookups and updates (ptrace.c). */
@@ -101,5 +111,9 @@ struct pt_thread *thread_find(const struct pt_tracer *t, pid_t tid);
 struct pt_proc *proc_find(struct pt_tracer *t, pid_t pid);
 struct pt_thread *thread_insert(struct pt_tracer *t, pid_t tid, pid_t pid);
 void thread_remove(struct pt_tracer *t, struct pt_thread *th);
+/* A slot for a new process pid, fresh (no mappings read, no mem_fd);
+ * NULL when there is no room (attach.c).  Opens nothing: a traced
+ * thread may be stopped. */
+struct pt_proc *proc_new(struct pt_tracer *t, pid_t pid);
 
 #endif

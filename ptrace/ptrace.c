@@ -14,6 +14,9 @@
  * (dispatch() hands each stop to the on_*_stop() for its kind):
  *
  *   (unknown) --attach_one(), on_clone_stop(), adopt()--> RUNNING
+ *   (a child) --on_fork_stop() or adopt(): child_new()--> RUNNING
+ *                                    (followed), or PTRACE_DETACH at its
+ *                                    first stop (not followed)
  *   RUNNING  --pt_tracer_sample(): PTRACE_INTERRUPT--> want=1
  *   want=1   --on_event_stop(): capture()--> RUNNING
  *                                    (PTRACE_CONT, or PTRACE_LISTEN when the
@@ -352,22 +355,77 @@ static void rearm(struct pt_thread *th)
 		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0); /* ESRCH: its exit follows */
 }
 
+/* Child pid of process parent (0: unknown), attached by the kernel
+ * (trace_fork), seen by its first stop or its parent's fork event,
+ * whichever came first: followed as a process of its own (follow_forks,
+ * room), or left to be let go at its first stop (adopt).  The second of
+ * the two reports finds the decision in t->children and changes nothing:
+ * the child may have run, exited and been reaped in between, and a
+ * thread taken in then would be a ghost that no exit removes.  Reads
+ * nothing, opens nothing: other threads may be stopped.  Returns its
+ * thread when it is followed, else NULL. */
+static struct pt_thread *child_new(struct pt_tracer *t, pid_t pid, pid_t parent)
+{
+	struct pt_event ev = { .kind = PT_EVENT_PROCESS_NEW, .pid = pid, .tid = pid,
+		.old_tid = parent };
+	struct pt_thread *th = thread_find(t, pid);
+	struct pt_proc *p;
+
+	if (th)
+		return th;
+	for (unsigned k = 0; k < TD_MIN(t->nchildren, (unsigned)PT_CHILDREN_SEEN); k++)
+		if (t->children[k] == pid)
+			return NULL;
+	t->children[t->nchildren++ % PT_CHILDREN_SEEN] = pid;
+	if (t->cfg.follow_forks && (p = proc_new(t, pid))) {
+		th = thread_insert(t, pid, pid);
+		if (th) {
+			emit(t, &ev);
+			return th;
+		}
+		p->alive = false; /* no thread: the slot is free again */
+	}
+	ev.kind = PT_EVENT_CHILD_LEFT;
+	ev.status = t->cfg.follow_forks ? -TD_E_LIMIT : 0;
+	emit(t, &ev);
+	return NULL;
+}
+
 /* The first stop of a tid we do not know: a new thread's first stop can
- * come before its creator's PTRACE_EVENT_CLONE.  It is taken into the
- * table if it belongs to a process we trace and there is room, else let
- * go at once (over the bound).  NULL then. */
+ * come before its creator's PTRACE_EVENT_CLONE, and a child's (trace_fork)
+ * before its parent's fork event.  A thread is taken into the table if it
+ * belongs to a process we trace and there is room, a child if child_new
+ * follows it; else it is let go at once (over the bound, not followed):
+ * from this first stop (PTRACE_EVENT_STOP, SIGTRAP, no signal pending for
+ * it: PTRACE_SEIZE's children get no SIGSTOP) it runs on as if never
+ * traced.  NULL then. */
 static struct pt_thread *adopt(struct pt_tracer *t, pid_t tid)
 {
 	pid_t pid = td_tgid_of(tid);
 	struct pt_event ev = { .kind = PT_EVENT_THREAD_NEW, .tid = tid, .pid = pid };
-	struct pt_thread *th = pid ? thread_insert(t, tid, pid) : NULL;
+	struct pt_proc *p = pid ? proc_find(t, pid) : NULL;
+	struct pt_thread *th;
 
-	if (!th) {
+	if (t->cfg.trace_fork && pid == tid && !(p && p->alive && p->nthreads))
+		th = child_new(t, pid, 0);
+	else if ((th = pid ? thread_insert(t, tid, pid) : NULL))
+		emit(t, &ev);
+	if (!th)
 		ptrace(PTRACE_DETACH, tid, 0, 0);
-		return NULL;
-	}
-	emit(t, &ev);
 	return th;
+}
+
+/* PTRACE_EVENT_FORK or VFORK (trace_fork): th made a child, whose PID the
+ * event message holds.  A vfork's parent then waits until the child execs
+ * or exits: both are resumed at once, the child at its first stop. */
+static void on_fork_stop(struct pt_tracer *t, struct pt_thread *th)
+{
+	unsigned long msg = 0;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0 && msg)
+		child_new(t, (pid_t)msg, th->pid);
+	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	rearm(th);
 }
 
 /* PTRACE_EVENT_CLONE: th made a thread, whose tid the event message holds.
@@ -615,6 +673,10 @@ static void dispatch(struct pt_tracer *t, pid_t tid, int status)
 		return;
 	case PTRACE_EVENT_CLONE:
 		on_clone_stop(t, th);
+		return;
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		on_fork_stop(t, th);
 		return;
 	case PTRACE_EVENT_EXEC:
 		on_exec_stop(t, th);

@@ -38,8 +38,15 @@ enum pt_event_kind {
 	PT_EVENT_EXEC,	      /* pid exec'ed; old_tid = former tid */
 	PT_EVENT_SIGNAL,      /* signal-delivery-stop; re-injected after */
 	PT_EVENT_GROUP_STOP,  /* job-control stop (SIGSTOP & co) observed */
-	PT_EVENT_PROCESS_EXIT /* the leader exited, after every other thread:
+	PT_EVENT_PROCESS_EXIT, /* the leader exited, after every other thread:
 			       * the process is gone and its PID is free */
+	PT_EVENT_PROCESS_NEW, /* trace_fork, follow_forks: pid (= tid, its one
+			       * thread) forked by process old_tid (0 when its
+			       * first stop came first), followed from its first
+			       * instruction */
+	PT_EVENT_CHILD_LEFT   /* trace_fork: child pid of process old_tid (0:
+			       * unknown) not followed, let go at its first stop;
+			       * status 0: follow_forks off, -TD_E_LIMIT: no room */
 };
 
 struct pt_event {
@@ -65,7 +72,8 @@ struct pt_event {
  * None may allocate, lock, log or block. */
 struct pt_round_ops {
 	/* A buffer for tid's sample and its stack capacity, or NULL to skip
-	 * it (ring full: count the drop). */
+	 * it (ring full: count the drop).  *ret_window on entry: the bytes
+	 * the caller has to copy when it knows them already (0: unknown). */
 	struct td_sample *(*slot_get)(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window);
 	/* The sample is complete (thread already resumed). */
 	void (*slot_put)(void *arg, struct td_sample *s);
@@ -113,6 +121,17 @@ struct pt_config {
 	 * thread that took the fatal signal (its delivery-stop seen) is
 	 * also TD_SAMPLE_SIGINFO, as is a held thread's sample. */
 	bool trace_exit;
+	/* PTRACE_O_TRACEFORK and TRACEVFORK: the kernel attaches each child
+	 * of a traced process (fork, vfork, posix_spawn, a clone without
+	 * CLONE_THREAD) to this tracer, stopped before its first
+	 * instruction.  With follow_forks each becomes a process of its own
+	 * (PT_EVENT_PROCESS_NEW: its children and execs followed as its
+	 * parent's), while there is room (64 processes, max_threads);
+	 * otherwise it is let go at that first stop (PT_EVENT_CHILD_LEFT),
+	 * its run untouched: the cost is that stop and the parent's fork
+	 * event stop.  Without trace_fork children are never stopped. */
+	bool trace_fork;
+	bool follow_forks;
 };
 
 struct pt_round_stats {
@@ -220,7 +239,9 @@ ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
  * the periods of CPU time it stands for (perf.c).  Needs
  * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
  * perf_event_paranoid <= 2 for user-mode samples only). */
-#define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
+/* The kernel's limit on sample_stack_user (below USHRT_MAX, 8-aligned);
+ * it copies a little less where the record would pass 64 KiB. */
+#define PT_PERF_MAX_STACK 65528
 
 struct pt_perf_config {
 	uint64_t period_ns;   /* mean CPU time between two samples of a thread */
@@ -235,6 +256,10 @@ struct pt_perf_config {
 	 * switch back in (TD_SAMPLE_OFFCPU; perf.c): needs the permission
 	 * for kernel-mode samples, else pt_perf_offcpu() says no */
 	bool offcpu;
+	/* the kernel's call chain with each sample (TD_SAMPLE_KCHAIN: below
+	 * a system call, a fault, an interrupt): needs the permission for
+	 * kernel-mode samples, else pt_perf_kernel() says no */
+	bool kernel;
 };
 
 struct pt_perf_stats {
@@ -271,6 +296,8 @@ unsigned pt_perf_threads(const struct pt_perf *p);
 bool pt_perf_user_only(const struct pt_perf *p);
 /* Intervals off a CPU are sampled (cfg.offcpu, and permitted). */
 bool pt_perf_offcpu(const struct pt_perf *p);
+/* Samples carry the kernel's call chain (cfg.kernel, and permitted). */
+bool pt_perf_kernel(const struct pt_perf *p);
 /* Readable when a ring is a quarter full; drain at least that often. */
 int pt_perf_fd(const struct pt_perf *p);
 /* Copy every sample in the rings into slots from ops->slot_get, hand each

@@ -667,7 +667,7 @@ int rp_html(FILE *out, const struct rp_profile *p)
 		uint32_t v = func_node[f];
 		const struct rp_frame *fr = &p->frames[p->fnodes[v].frame];
 
-		fprintf(out, ",\n[%u,%u,%u,%u]", fr->func, fr->module, p->fnode_file[v],
+		fprintf(out, ",\n[%u,%u,%u,%u]", fr->name, fr->module, p->fnode_file[v],
 			fr->start_line ? fr->start_line : p->fnode_line[v]);
 	}
 	fprintf(out, "],\n\"n\":%zu,\"tree\":", n);

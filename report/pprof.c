@@ -250,7 +250,10 @@ static int put_locations(struct pw *w, uint32_t node, struct td_buf *locs)
 
 					*fid = w->next_fn++;
 					pb_uint(&fn, 1, *fid);
-					pb_uint(&fn, 2, (uint64_t)pstr(&w->st, f->func));
+					/* name: two functions of one name in two
+					 * files apart (rp_frame.name), as pprof
+					 * merges by name; system_name the symbol's */
+					pb_uint(&fn, 2, (uint64_t)pstr(&w->st, f->name));
 					pb_uint(&fn, 3, (uint64_t)pstr(&w->st, f->func));
 					pb_uint(&fn, 4, (uint64_t)pstr(&w->st, f->file));
 					pb_uint(&fn, 5, f->start_line);

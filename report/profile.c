@@ -447,6 +447,7 @@ static int on_sample(void *arg, struct chunk_reader *r, const struct chunk_sampl
 	uint32_t node;
 
 	L->rep->samples_read++;
+	p->samples_all++;
 	if (!thread_wanted(L, r, s->thread_id))
 		return 0;
 	t = thread_of(L, r, s->thread_id);
@@ -562,7 +563,7 @@ static int on_event(void *arg, struct chunk_reader *r, const struct chunk_event 
 	case CHUNK_EV_WAIT:
 		return on_wait(L, r, e->wait);
 	case CHUNK_EV_LOST:
-		if (e->kind < 4)
+		if (e->kind < TD_ARRAY_SIZE(p->lost))
 			p->lost[e->kind] += e->count;
 		break;
 	case CHUNK_EV_META:
@@ -783,8 +784,52 @@ void rp_link_tree(struct rp_node *nodes, size_t n)
 	}
 }
 
+/* The name of each frame (rp_frame.name): its function's, qualified with
+ * its file where frames of one module give that name more than one file,
+ * as gdb does ('a.c'::churn): two static functions of one name, such as
+ * an LTO build's churn.constprop.0 and .1, whose clone suffixes names.c
+ * drops.  One rule for every output, so that top's rows, the folded
+ * lines, the flame graphs' boxes and pprof's functions agree:
+ * "churn at a.c" (the file as the chunk names it). */
+static int name_frames(struct rp_profile *p)
+{
+	struct td_map files = { 0 };
+	char buf[1024];
+	uint64_t v;
+
+	for (size_t i = 1; i < p->nframes; i++) {
+		const struct rp_frame *f = &p->frames[i];
+		uint64_t *slot;
+
+		if (td_map_upsert(&files, (uint64_t)f->func << 32 | f->module, &slot) < 0)
+			goto nomem;
+		if (!*slot)
+			*slot = (uint64_t)f->file + 1;
+		else if (*slot != (uint64_t)f->file + 1)
+			*slot = UINT64_MAX; /* files differ */
+	}
+	for (size_t i = 1; i < p->nframes; i++) {
+		struct rp_frame *f = &p->frames[i];
+		const char *file = rp_str(p, f->file);
+
+		f->name = f->func;
+		if (!td_map_get(&files, (uint64_t)f->func << 32 | f->module, &v) || v != UINT64_MAX)
+			continue;
+		snprintf(buf, sizeof(buf), "%s at %s", rp_str(p, f->func) ? rp_str(p, f->func) : "??",
+			file && *file ? file : "??");
+		if (!(f->name = intern(p, buf)))
+			goto nomem;
+	}
+	td_map_free(&files);
+	return 0;
+nomem:
+	td_map_free(&files);
+	return -ENOMEM;
+}
+
 /* The tree merged by function: main calling two functions from two lines
- * is one main with two children. */
+ * is one main with two children; two functions of one name (name_frames)
+ * are two. */
 static int build_function_tree(struct rp_profile *p)
 {
 	struct td_map idx = { 0 };
@@ -809,8 +854,9 @@ static int build_function_tree(struct rp_profile *p)
 		uint64_t *slot;
 
 		if (!ffid[frame]) {
-			struct rp_frame key = { .func = f->func, .module = f->module,
-				.start_line = f->start_line, .inlined = f->inlined };
+			struct rp_frame key = { .func = f->func, .name = f->name,
+				.module = f->module, .start_line = f->start_line,
+				.inlined = f->inlined };
 
 			ffid[frame] = frame_id(p, &key) + 1;
 			f = &p->frames[frame]; /* frame_id may have moved the array */
@@ -912,7 +958,9 @@ int rp_load(const char *const *paths, unsigned n, const struct rp_filter *f,
 	}
 	/* the (parent, frame) -> node index only serves loading */
 	td_map_free(&p->node_index);
-	r = build_function_tree(p);
+	r = name_frames(p);
+	if (r == 0)
+		r = build_function_tree(p);
 	if (r == 0)
 		rp_sort(p->seq, p->nseq, sizeof(*p->seq), seq_cmp);
 	if (r < 0) {

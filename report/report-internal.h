@@ -13,6 +13,11 @@ struct rp_frame {
 	uint64_t addr; /* the pc's address in its module's ELF file (its
 			  location's); 0 unless the filter asked for addresses */
 	uint32_t func, file, module; /* string ids; 0: unknown */
+	/* string id of what every output that prints a stack calls it: func,
+	 * or "func at FILE" where frames of one module give func two files
+	 * (two static functions of one name): set once the chunks are read
+	 * (name_frames), 0 while loading */
+	uint32_t name;
 	uint32_t line;
 	uint32_t start_line; /* the function's; 0: unknown */
 	bool inlined;
@@ -155,8 +160,9 @@ struct rp_profile {
 	unsigned nshown;
 	struct rp_seq *seq; /* sorted by thread, then time */
 	size_t nseq, capseq;
-	uint64_t lost[4];
+	uint64_t lost[5]; /* by enum tcf_lost_reason */
 	uint64_t samples;
+	uint64_t samples_all; /* read, whatever the filters: lost[]'s share is of these */
 	uint64_t first_ns, last_ns;
 	uint64_t execs;
 	/* META kept as "key=value" strings, last one wins per key */

@@ -17,7 +17,7 @@
 struct ss {
 	FILE *out;
 	const struct rp_profile *p;
-	struct td_map frame_of; /* (func, module) -> frame index + 1 */
+	struct td_map frame_of; /* (name, module) -> frame index + 1 */
 	int64_t *idx;		/* function-level node -> frame index, -1: none yet */
 	int64_t next;
 	bool oom;
@@ -33,14 +33,14 @@ static int64_t frame_of(struct ss *s, uint32_t fnode)
 
 	if (s->idx[fnode] >= 0)
 		return s->idx[fnode];
-	if (td_map_upsert(&s->frame_of, (uint64_t)f->func << 32 | f->module, &slot) < 0) {
+	if (td_map_upsert(&s->frame_of, (uint64_t)f->name << 32 | f->module, &slot) < 0) {
 		s->oom = true;
 		return 0;
 	}
 	if (!*slot) {
 		*slot = (uint64_t)++s->next;
 		fprintf(s->out, "%s\n  {\"name\": ", *slot > 1 ? "," : "");
-		td_json_string(s->out, rp_str(p, f->func) ? rp_str(p, f->func) : "??", 0);
+		td_json_string(s->out, rp_str(p, f->name) ? rp_str(p, f->name) : "??", 0);
 		if (file && *file) {
 			fputs(", \"file\": ", s->out);
 			td_json_string(s->out, file, 0);

@@ -5,6 +5,7 @@
  * name) so that golden files can hold it. */
 #define _GNU_SOURCE
 #include "report-internal.h"
+#include "../common/sample.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -62,8 +63,7 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 
 int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 {
-	struct td_map index = { 0 }, names = { 0 };
-	uint64_t twice;
+	struct td_map index = { 0 };
 	struct agg *a = NULL;
 	size_t na = 0, cap = 0;
 	uint32_t *seen = NULL;
@@ -88,7 +88,10 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			if (!*slot) {
 				if (td_array_grow(a, cap, na + 1, 256) < 0)
 					goto nomem;
-				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 : f->func,
+				/* by function: its name, qualified with its
+				 * file where two share it (rp_frame.name) */
+				a[na] = (struct agg){ .key_func = by == RP_BY_MODULE ? 0 :
+						by == RP_BY_LINE ? f->func : f->name,
 					.key_file = by == RP_BY_MODULE ? 0 : f->file,
 					.key_module = f->module,
 					.line = by == RP_BY_LINE ? f->line : 0 };
@@ -108,21 +111,6 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 		}
 	}
 	rp_sort_r(a, na, sizeof(*a), agg_cmp, (void *)p);
-	/* a name two rows of one module share: each is qualified with its
-	 * file, as gdb does ('a.c'::churn) */
-	if (by == RP_BY_FUNCTION) {
-		for (size_t i = 0; i < na; i++) {
-			uint64_t *slot;
-
-			if (td_map_upsert(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
-				    &slot) < 0)
-				goto nomem;
-			if (!*slot)
-				*slot = (uint64_t)a[i].key_file + 1;
-			else if (*slot != (uint64_t)a[i].key_file + 1)
-				*slot = UINT64_MAX; /* files differ */
-		}
-	}
 	rp_death_header(out, p);
 	rp_mode_header(out, p);
 	fprintf(out, "%llu samples\n\n", (unsigned long long)p->samples);
@@ -138,10 +126,6 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 			fprintf(out, "%s at %s:%u (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_file, "??"), a[i].line,
 				name_or(p, a[i].key_module, "?"));
-		else if (td_map_get(&names, ((uint64_t)a[i].key_func << 24) ^ a[i].key_module,
-				 &twice) && twice == UINT64_MAX)
-			fprintf(out, "%s at %s (%s)\n", name_or(p, a[i].key_func, "??"),
-				name_or(p, a[i].key_file, "??"), name_or(p, a[i].key_module, "?"));
 		else
 			fprintf(out, "%s (%s)\n", name_or(p, a[i].key_func, "??"),
 				name_or(p, a[i].key_module, "?"));
@@ -149,13 +133,11 @@ int rp_top(FILE *out, const struct rp_profile *p, enum rp_by by, unsigned limit)
 	free(a);
 	free(seen);
 	td_map_free(&index);
-	td_map_free(&names);
 	return 0;
 nomem:
 	free(a);
 	free(seen);
 	td_map_free(&index);
-	td_map_free(&names);
 	return -ENOMEM;
 }
 
@@ -167,8 +149,8 @@ static int child_cmp(const void *a, const void *b, void *arg)
 
 	if (x->total != y->total)
 		return x->total < y->total ? 1 : -1;
-	return strcmp(name_or(p, p->frames[x->frame].func, ""),
-		name_or(p, p->frames[y->frame].func, ""));
+	return strcmp(name_or(p, p->frames[x->frame].name, ""),
+		name_or(p, p->frames[y->frame].name, ""));
 }
 
 static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsigned depth,
@@ -187,7 +169,7 @@ static void tree_node(FILE *out, const struct rp_profile *p, uint32_t id, unsign
 
 		fprintf(out, "%6.2f%% %6.2f%%  %*s%s%s\n", pct(nd->total, p->samples),
 			pct(nd->count, p->samples), (int)(2 * depth), "",
-			name_or(p, f->func, "??"), f->inlined ? " [inlined]" : "");
+			name_or(p, f->name, "??"), f->inlined ? " [inlined]" : "");
 		if (depth < 512)
 			tree_node(out, p, kids[i], depth + 1, min);
 	}
@@ -220,7 +202,7 @@ static void put_path(FILE *out, const struct rp_profile *p, uint32_t id)
 		put_path(out, p, p->nodes[id].parent);
 		fputc(';', out);
 	}
-	put_sanitized(out, name_or(p, p->frames[p->nodes[id].frame].func, "??"));
+	put_sanitized(out, name_or(p, p->frames[p->nodes[id].frame].name, "??"));
 }
 
 struct fline {
@@ -562,11 +544,56 @@ void rp_death_header(FILE *out, const struct rp_profile *p)
 	fputc('\n', out);
 }
 
+/* A ptrace capture that did not catch every thread running: how much of
+ * the CPU time schedstat counted the recording's samples carry (the
+ * LOST records are not per thread: of every sample read, not only those
+ * the filters kept). */
+static void coverage_line(FILE *out, const struct rp_profile *p)
+{
+	uint64_t missed = p->lost[TCF_LOST_CPU_MISSED];
+
+	if (!missed)
+		return;
+	fprintf(out,
+		"coverage: %.1f%% of the CPU time used was sampled (%llu period%s missed: "
+		"the ptrace capture did not catch those threads running)\n",
+		pct(p->samples_all, p->samples_all + missed), (unsigned long long)missed,
+		td_plural(missed));
+}
+
+/* Samples whose stack the recorder cut at the most the kernel copies per
+ * perf sample (its placeholder frame, the stack's outermost: writer-stacks.c
+ * fit_window). */
+static uint64_t cut_by_kernel(const struct rp_profile *p)
+{
+	static const char name[] = "[stack cut: " TD_CUT_KERNEL_LIMIT "]";
+	uint64_t n = 0;
+
+	for (size_t i = 1; i < p->nnodes; i++) {
+		size_t k = i;
+
+		if (!p->nodes[i].count)
+			continue;
+		while (p->nodes[k].parent)
+			k = p->nodes[k].parent;
+		if (!strcmp(name_or(p, p->frames[p->nodes[k].frame].func, ""), name))
+			n += p->nodes[i].count;
+	}
+	return n;
+}
+
 void rp_mode_header(FILE *out, const struct rp_profile *p)
 {
 	bool first = true;
+	uint64_t cut = cut_by_kernel(p);
 
 	fprintf(out, "mode: %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
+	coverage_line(out, p);
+	if (cut)
+		fprintf(out,
+			"stacks: %llu samples (%.1f%%) deeper than the kernel copies (64 KiB per "
+			"perf sample): their outer frames are missing\n",
+			(unsigned long long)cut, pct(cut, p->samples));
 	if (!(p->modes & RP_MODE_WALL) || !p->samples)
 		return;
 	fputs("time:", out);
@@ -583,7 +610,7 @@ void rp_mode_header(FILE *out, const struct rp_profile *p)
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep)
 {
 	static const char *const lost[] = { "ring full", "unwind failed", "throttled",
-		"did not stop" };
+		"did not stop", "CPU periods missed" };
 	char a[32], b[32];
 
 	rp_death_header(out, p);
@@ -611,7 +638,12 @@ int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *
 	fprintf(out, "threads:   %zu\n", p->nthreads);
 	fprintf(out, "lost:     ");
 	for (int i = 0; i < 4; i++)
-		fprintf(out, " %llu %s%s", (unsigned long long)p->lost[i], lost[i], i < 3 ? "," : "\n");
+		fprintf(out, " %llu %s%s", (unsigned long long)p->lost[i], lost[i], i < 3 ? "," : "");
+	/* only where it happened: the golden files' line stays */
+	if (p->lost[4])
+		fprintf(out, ", %llu %s", (unsigned long long)p->lost[4], lost[4]);
+	fputc('\n', out);
+	coverage_line(out, p);
 	if (p->execs)
 		fprintf(out, "exec:      %llu\n", (unsigned long long)p->execs);
 	for (size_t i = 0; i < p->nexits; i++) {

@@ -215,7 +215,7 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 /* text: escaped for a text format (rp_text), else the real bytes for JSON */
 static const char *func_of(const struct rp_profile *p, uint32_t node, bool text)
 {
-	uint32_t id = p->frames[p->nodes[node].frame].func;
+	uint32_t id = p->frames[p->nodes[node].frame].name;
 	const char *s = text ? rp_text(p, id) : rp_str(p, id);
 
 	return s ? s : "??";

@@ -31,7 +31,9 @@
  * own and writable by nobody else; one we create is 0700.
  *
  * Bounds (tracerd(8), FILES): an entry is made only for a file of at most
- * SYM_DEBUGCACHE_MAX_ENTRY bytes once inflated; after each new entry the
+ * SYM_DEBUGCACHE_MAX_ENTRY bytes once inflated, and within the bound on
+ * what any file may inflate to (sym_inflate_check: one over it is not
+ * inflated here, nor by libdw: debuginfo.c refuses it); after each new entry the
  * least recently used entries (by atime, which entry_open sets on every
  * use: mount options such as noatime do not matter) are deleted until the
  * rest hold at most SYM_DEBUGCACHE_MAX_BYTES in at most
@@ -497,7 +499,7 @@ static int entry_create(int dirfd, const char *name, int src_fd, const unsigned 
 	size_t len)
 {
 	char tmp[SYM_ENTRY_NAME_MAX + 48];
-	uint64_t inflated;
+	uint64_t inflated = 0;
 	struct stat st;
 	size_t nsec;
 	Elf *src;
@@ -511,6 +513,10 @@ static int entry_create(int dirfd, const char *name, int src_fd, const unsigned 
 	r = elf_kind(src) == ELF_K_ELF && elf_getshdrnum(src, &nsec) == 0 ?
 		    count_compressed(src, (uint64_t)st.st_size, &inflated) :
 		    -TD_E_CORRUPT;
+	/* over the bound a module goes without this file: no entry (and
+	 * no failure of the cache's) */
+	if (r != -TD_E_CORRUPT && sym_inflate_check(src, (uint64_t)st.st_size) != SYM_INFLATE_OK)
+		r = -E2BIG;
 	if (r == 0)
 		r = -ENODATA; /* nothing to inflate: the original will do */
 	if (r > 0 && inflated > SYM_DEBUGCACHE_MAX_ENTRY)
@@ -563,6 +569,37 @@ int sym_open_by_build_id(const char *path, const unsigned char *bid, size_t len)
 	return fd;
 }
 
+int sym_build_id_search(const char *debuginfo_path, const unsigned char *bid, size_t len,
+	char **ret_name)
+{
+	char hex[SYM_BUILD_ID_MAX * 2 + 1], *paths, *p, *elem;
+	int fd = -ENOENT;
+
+	if (len < 2 || len > SYM_BUILD_ID_MAX)
+		return -ENOENT;
+	hex_of(bid, len, hex);
+	paths = strdup(debuginfo_path ? debuginfo_path : "/usr/lib/debug");
+	if (!paths)
+		return -ENOMEM;
+	for (p = paths; fd < 0 && (elem = strsep(&p, ":"));) {
+		char path[PATH_MAX];
+
+		if (elem[0] == '+' || elem[0] == '-')
+			elem++;
+		if (elem[0] != '/')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", elem, hex,
+			    hex + 2) >= sizeof(path))
+			continue;
+		/* absent, unreadable or another build's: the next directory */
+		fd = sym_open_by_build_id(path, bid, len);
+		if (fd >= 0)
+			*ret_name = strdup(path); /* NULL is only a missing name */
+	}
+	free(paths);
+	return fd < 0 ? -ENOENT : fd;
+}
+
 /* The cache directory dir, open, for build-id bid: its hex into hex and
  * its entry's name into name.  Returns the directory's fd, -ENOENT for a
  * build-id of no use, or the directory's error (counted in st). */
@@ -588,7 +625,7 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
 	size_t len, struct sym_debug_stats *st, char **ret_name)
 {
 	char hex[SYM_BUILD_ID_MAX * 2 + 1], name[sizeof(hex) + 8];
-	char *paths = NULL, *p, *elem, *found = NULL;
+	char *found = NULL;
 	int dirfd = entry_dir(dir, bid, len, hex, name, st), fd = -ENOENT, r;
 
 	if (dirfd < 0)
@@ -598,36 +635,13 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
 		st->reused++;
 		goto out_name;
 	}
-	/* The original, by build-id, as libdwfl would find it: in
-	 * DIR/.build-id/xx/yyyy.debug for each absolute DIR of the path. */
-	fd = -ENOENT;
-	paths = strdup(debuginfo_path ? debuginfo_path : "/usr/lib/debug");
-	if (!paths) {
-		fd = -ENOMEM;
+	fd = sym_build_id_search(debuginfo_path, bid, len, &found);
+	if (fd < 0)
 		goto out;
-	}
-	for (p = paths; fd < 0 && (elem = strsep(&p, ":"));) {
-		char path[PATH_MAX];
-
-		if (elem[0] == '+' || elem[0] == '-')
-			elem++;
-		if (elem[0] != '/')
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", elem, hex,
-			    hex + 2) >= sizeof(path))
-			continue;
-		/* absent, unreadable or another build's: the next directory */
-		fd = sym_open_by_build_id(path, bid, len);
-		if (fd >= 0)
-			found = strdup(path); /* NULL is only a missing name */
-	}
-	if (fd < 0) {
-		fd = -ENOENT;
-		goto out;
-	}
 	r = entry_create(dirfd, name, fd, bid, len);
-	if (r == -ENODATA) {
-		/* not compressed: nothing to gain */
+	if (r == -ENODATA || r == -E2BIG) {
+		/* not compressed: nothing to gain; over the bound: the
+		 * caller refuses it (debuginfo.c) */
 		*ret_name = found;
 		found = NULL;
 		goto out;
@@ -648,7 +662,6 @@ out_name:
 		*ret_name = NULL;
 out:
 	free(found);
-	free(paths);
 	close(dirfd);
 	return fd;
 }
@@ -665,7 +678,7 @@ void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len,
 	if (fd >= 0) {
 		st->created++;
 		close(fd);
-	} else if (fd != -ENODATA) {
+	} else if (fd != -ENODATA && fd != -E2BIG) {
 		st->failed++;
 		st->err = fd;
 	}

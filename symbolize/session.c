@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/buf.h"
@@ -77,7 +78,9 @@ static int read_vmas(struct sym_session *s)
 		}
 		memcpy(s->names + names_len, p, len);
 		s->names[names_len + len] = '\0';
-		s->vmas[s->nvmas++] = (struct sym_vma){ start, end, (const char *)(uintptr_t)names_len };
+		s->vmas[s->nvmas++] = (struct sym_vma){ .start = start,
+			.end = end,
+			.path = (const char *)(uintptr_t)names_len };
 		names_len += len + 1;
 	}
 	free(line);
@@ -87,7 +90,7 @@ static int read_vmas(struct sym_session *s)
 	return r;
 }
 
-static const struct sym_vma *vma_at(const struct sym_session *s, uint64_t start)
+static struct sym_vma *vma_at(const struct sym_session *s, uint64_t start)
 {
 	for (unsigned i = 0; i < s->nvmas; i++)
 		if (s->vmas[i].start == start)
@@ -146,11 +149,42 @@ static bool build_id_matches(struct sym_session *s, Elf *elf, uint64_t base)
 	return true;
 }
 
+/* e (fd's, made ELF_C_READ_MMAP), to be handed to libdwfl within the
+ * bound (sym_inflate_check): e itself; a new Elf of fd with its debug
+ * sections hidden, said once in over_bound (v marked, for the module's
+ * sym_find_debuginfo); or NULL, e ended, when its symbol or string tables
+ * are over it, or it is over and v is unknown. */
+static Elf *elf_bounded(struct sym_session *s, struct sym_vma *v, int fd, Elf *e)
+{
+	struct stat st;
+	enum sym_inflate k;
+
+	if (elf_kind(e) != ELF_K_ELF || fstat(fd, &st) < 0)
+		return e;
+	k = sym_inflate_check(e, (uint64_t)st.st_size);
+	if (k == SYM_INFLATE_OK)
+		return e;
+	elf_end(e);
+	e = NULL;
+	if (k == SYM_INFLATE_NO_DWARF && v) {
+		e = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+		if (e && sym_inflate_hide_dwarf(e) < 0) {
+			elf_end(e);
+			e = NULL;
+		}
+	}
+	if (!v || !v->over_bound)
+		s->dstats.over_bound++;
+	if (v)
+		v->over_bound = true;
+	return e;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 	char **file_name, Elf **elfp)
 {
 	struct sym_session *s = tls_session;
-	const struct sym_vma *v;
+	struct sym_vma *v;
 	char path[PATH_MAX + 64];
 	const char *deleted;
 	size_t plen;
@@ -180,6 +214,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 				close(fd);
 				return -1; /* replaced on disk: symbols would lie */
 			}
+			e = elf_bounded(s, v, fd, e);
+			if (!e) {
+				close(fd);
+				return -1;
+			}
 			*elfp = e;
 			*file_name = strndup(name, plen);
 			return fd;
@@ -188,6 +227,8 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	if (fd < 0)
 		return -1;
 	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (*elfp)
+		*elfp = elf_bounded(s, v, fd, *elfp);
 	if (!*elfp) {
 		close(fd);
 		return -1;
@@ -202,9 +243,12 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
 {
 	struct sym_session *s = arg;
 	struct sym_module *m = &s->modules[s->nmodules++];
+	const struct sym_vma *v = vma_at(s, start);
 
-	(void)start;
-	*m = (struct sym_module){ .mod = mod, .s = s, .path = name };
+	/* find_elf counted the module if it hid its DWARF */
+	*m = (struct sym_module){
+		.mod = mod, .s = s, .path = name, .over_bound = v && v->over_bound
+	};
 	*userdata = m;
 	return DWARF_CB_OK;
 }

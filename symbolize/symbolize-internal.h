@@ -115,6 +115,27 @@ bool sym_cache_table_room(struct sym_cache *c);
 const struct sym_table *sym_cache_table_add(struct sym_cache *c, uint64_t modkey,
 	struct sym_table *t);
 
+/* The ceiling on what a target's files may cost (debuginfo.c): libelf
+ * and libdw inflate a compressed section whole, to the size its header
+ * claims.  A file may claim SYM_INFLATE_RATIO times its size in all, at
+ * most SYM_INFLATE_MAX: the debuginfo of Debian's -dbg packages claims at
+ * most 13 times its size; deflate reaches 1,032 times on zeros. */
+#define SYM_INFLATE_RATIO 64
+#define SYM_INFLATE_MAX (256ull << 20)
+enum sym_inflate {
+	SYM_INFLATE_OK,	      /* within the bound: read it all */
+	SYM_INFLATE_NO_DWARF, /* its debug sections are over it: read it without them */
+	SYM_INFLATE_REFUSED,  /* its symbol or string tables are: do not read it */
+};
+/* The bound for a file of file_size bytes. */
+uint64_t sym_inflate_bound(uint64_t file_size);
+/* What elf (file_size bytes) would inflate to, against the bound: read
+ * from the section and compression headers before anything inflates. */
+enum sym_inflate sym_inflate_check(Elf *elf, uint64_t file_size);
+/* Hide elf's debug sections from libdw (elf opened ELF_C_READ_MMAP_PRIVATE,
+ * after sym_inflate_check said SYM_INFLATE_NO_DWARF): 0 or -TD_E_CORRUPT. */
+int sym_inflate_hide_dwarf(Elf *elf);
+
 /* The debuginfo cache (debugcache.c).  The separate debuginfo of build-id
  * bid (len bytes): the valid entry of dir if there is one, else the
  * original found by build-id under the absolute directories of
@@ -132,6 +153,13 @@ int sym_debugcache_find(const char *dir, const char *debuginfo_path, const unsig
  * Nothing to do if it has no compressed section. */
 void sym_debugcache_store(const char *dir, const unsigned char *bid, size_t len, int src_fd,
 	struct sym_debug_stats *st);
+/* The separate debuginfo of build-id bid as libdwfl's build-id search
+ * finds it, DIR/.build-id/xx/yyyy.debug for each absolute DIR of
+ * debuginfo_path, without libdwfl's own Elf of it (which it would then
+ * use whatever the find_debuginfo callback answers): an fd and
+ * *ret_name (malloc'ed, may be NULL), or -ENOENT, -ENOMEM. */
+int sym_build_id_search(const char *debuginfo_path, const unsigned char *bid, size_t len,
+	char **ret_name);
 /* An fd of the ELF file at path if its build-id is bid (len bytes), else
  * -errno (absent, unreadable) or -TD_E_CORRUPT (another build's). */
 int sym_open_by_build_id(const char *path, const unsigned char *bid, size_t len);
@@ -155,6 +183,7 @@ void sym_debugcache_table_store(const char *dir, const unsigned char *bid, size_
 struct sym_vma {
 	uint64_t start, end;
 	const char *path; /* interned in names */
+	bool over_bound;  /* find_elf hid its file's DWARF (sym_inflate_check) */
 };
 
 /* A range of a CU's addresses (ELF addresses), and the CU's DIE offset. */
@@ -193,6 +222,7 @@ struct sym_module {
 	bool code_tried;
 	bool debug_found; /* sym_find_debuginfo gave its debuginfo: a later
 			   * call looks for a dwz alternate file */
+	bool over_bound;  /* read without its DWARF (sym_inflate_check) */
 };
 
 /* owns: dwfl, modules, vmas, names, debuginfo path, rules; borrows:

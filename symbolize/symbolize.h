@@ -36,8 +36,11 @@ enum sym_end {
 	SYM_END_NO_REGS,     /* the sample holds no usable registers */
 	SYM_END_OTHER_STACK, /* past a signal frame: the interrupted code's
 				stack is another one, not in the window */
+	SYM_END_KERNEL_LIMIT, /* WINDOW, the window at the most the kernel
+				 copies (perf: PT_PERF_MAX_STACK); set by
+				 the caller, who knows the window */
 };
-#define SYM_END_COUNT (SYM_END_OTHER_STACK + 1)
+#define SYM_END_COUNT (SYM_END_KERNEL_LIMIT + 1)
 const char *sym_end_name(enum sym_end end);
 
 /* Physical frames of one stack, innermost first. */
@@ -47,6 +50,7 @@ struct sym_unwound {
 	unsigned n;
 	enum sym_end end;
 	unsigned live_reads; /* reads served by read_live */
+	uint32_t window_used; /* bytes of the window the unwind read, from its start */
 	uint64_t fault_addr; /* WINDOW, READ_FAILED: the address */
 	bool fast;	     /* unwound from the session's cached CFI rules alone */
 	char detail[96];     /* libdwfl's words, when it gave any */
@@ -94,6 +98,11 @@ struct sym_debug_stats {
 	unsigned created; /* entries made (a file inflated into the cache) */
 	unsigned failed;  /* lookups that went without the cache */
 	unsigned tables_reused, tables_made; /* symbol tables read back, written */
+	/* modules read without their DWARF (or not at all, when their
+	 * symbol tables are the compressed ones), with or without a cache:
+	 * their compressed sections claim more than the bound, 64 times the
+	 * file's size, at most 256 MiB (tracerd(8), SECURITY) */
+	unsigned over_bound;
 	int err;	  /* why the last one failed: -errno, -TD_E_* */
 };
 
@@ -162,5 +171,20 @@ char *sym_demangle(const char *name);
  * " [clone .constprop.0]" on a demangled C++ one; in a Go binary (go), only
  * .abi0.  Returns the new length. */
 size_t sym_fold_clone(char *name, bool go);
+
+/* Kernel symbols (kallsyms.c): /proc/kallsyms read once (path NULL),
+ * text symbols sorted by address.  0, -errno, or -EPERM where it hides
+ * the addresses (not root: kptr_restrict). */
+struct sym_kallsyms;
+int sym_kallsyms_load(const char *path, struct sym_kallsyms **ret);
+void sym_kallsyms_free(struct sym_kallsyms *k); /* NULL-safe */
+/* A kernel frame: its function, module ("kernel", or a module's name)
+ * and the address's offset in the function; pointers into the table. */
+struct sym_kframe {
+	const char *name, *module;
+	uint64_t offset;
+};
+/* The function at live kernel address addr; false if none is near. */
+bool sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr, struct sym_kframe *ret);
 
 #endif

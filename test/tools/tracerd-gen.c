@@ -14,16 +14,24 @@
  *   follows its chunk without a gap; needs --threads >= 2)
  *   --death oom|segv|kill (instead of the above: synth_death's two
  *   processes and the death of one; -o FILE is its emergency dump, -r
- *   REPO keeps the repository with the dump in it; kill writes TCF 1.2) */
+ *   REPO keeps the repository with the dump in it; kill writes TCF 1.2)
+ *   tracerd-gen bomb SRC MIB DST [pad]    a decompression bomb: a copy of
+ *   the ELF file SRC (64-bit) whose .debug_info is SHF_COMPRESSED and
+ *   inflates to MIB MiB of zeros; with pad, the same compressed bytes are
+ *   only appended, no section pointing at them (a file of the same size
+ *   with SRC's own DWARF, for comparison) */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../../chunkfmt/chunkfmt.h"
 #include "../../cli/cli.h"
@@ -276,11 +284,108 @@ static long long gen_repo(struct gen_args *a)
 	return total;
 }
 
+/* A zlib stream of mib MiB of zeros, after a 64-bit compression header:
+ * *ret_len bytes, malloc'ed.  Each MiB after a full flush compresses to
+ * the same bytes, so the first is made and repeated; the checksum of n
+ * zeros is (n mod 65521) << 16 | 1. */
+static unsigned char *bomb_payload(unsigned mib, size_t *ret_len)
+{
+	static unsigned char zeros[1 << 20];
+	unsigned char *head = malloc(1 << 16), *out = NULL;
+	size_t head_len, rep_len, len;
+	uint64_t n = (uint64_t)mib << 20;
+	Elf64_Chdr ch = { .ch_type = ELFCOMPRESS_ZLIB, .ch_size = n, .ch_addralign = 1 };
+	z_stream z = { 0 };
+	uint32_t adler = (uint32_t)(n % 65521) << 16 | 1;
+
+	if (!head || mib < 2 || deflateInit(&z, 9) != Z_OK)
+		goto out;
+	/* the zlib header and the first MiB, then the second: the unit */
+	z.next_in = zeros, z.avail_in = sizeof(zeros);
+	z.next_out = head, z.avail_out = 1 << 16;
+	deflate(&z, Z_FULL_FLUSH);
+	head_len = (1 << 16) - z.avail_out;
+	z.next_in = zeros, z.avail_in = sizeof(zeros);
+	deflate(&z, Z_FULL_FLUSH);
+	rep_len = (1 << 16) - z.avail_out - head_len;
+	deflateEnd(&z);
+	len = sizeof(ch) + head_len + rep_len * (mib - 1) + 2 + 4;
+	out = malloc(len);
+	if (!out)
+		goto out;
+	memcpy(out, &ch, sizeof(ch));
+	memcpy(out + sizeof(ch), head, head_len);
+	for (unsigned i = 0; i < mib - 1; i++)
+		memcpy(out + sizeof(ch) + head_len + i * rep_len, head + head_len, rep_len);
+	/* an empty final stored block, then the checksum (big-endian) */
+	len = sizeof(ch) + head_len + rep_len * (mib - 1);
+	out[len++] = 0x03, out[len++] = 0x00;
+	for (int i = 3; i >= 0; i--)
+		out[len++] = (unsigned char)(adler >> (8 * i));
+	*ret_len = len;
+out:
+	free(head);
+	return out;
+}
+
+static int gen_bomb(const char *src, unsigned mib, const char *dst, bool pad)
+{
+	FILE *f = fopen(src, "rb");
+	unsigned char *elf = NULL, *payload = NULL;
+	long size = -1;
+	size_t plen = 0, off;
+	int r = 1;
+
+	if (f && fseek(f, 0, SEEK_END) == 0)
+		size = ftell(f);
+	if (size > 0 && (elf = malloc((size_t)size)) && fseek(f, 0, SEEK_SET) == 0 &&
+		fread(elf, 1, (size_t)size, f) == (size_t)size)
+		payload = bomb_payload(mib, &plen);
+	if (f)
+		fclose(f);
+	if (!payload) {
+		fprintf(stderr, "tracerd-gen: bomb: cannot read %s or make %u MiB\n", src, mib);
+		goto out;
+	}
+	off = ((size_t)size + 7) & ~(size_t)7;
+	if (!pad) {
+		Elf64_Ehdr *eh = (Elf64_Ehdr *)elf;
+		Elf64_Shdr *sh = (Elf64_Shdr *)(elf + eh->e_shoff), *str = sh + eh->e_shstrndx;
+		unsigned i;
+
+		for (i = 0; i < eh->e_shnum; i++)
+			if (!strcmp((char *)elf + str->sh_offset + sh[i].sh_name, ".debug_info"))
+				break;
+		if (memcmp(elf, ELFMAG, SELFMAG) || elf[EI_CLASS] != ELFCLASS64 || i == eh->e_shnum) {
+			fprintf(stderr, "tracerd-gen: bomb: %s has no .debug_info\n", src);
+			goto out;
+		}
+		sh[i].sh_offset = off;
+		sh[i].sh_size = plen;
+		sh[i].sh_flags |= SHF_COMPRESSED;
+		sh[i].sh_addralign = 8;
+	}
+	f = fopen(dst, "wb");
+	if (!f || fwrite(elf, 1, (size_t)size, f) != (size_t)size ||
+		fwrite("\0\0\0\0\0\0\0", 1, off - (size_t)size, f) != off - (size_t)size ||
+		fwrite(payload, 1, plen, f) != plen || fclose(f) != 0 || chmod(dst, 0755) < 0)
+		fprintf(stderr, "tracerd-gen: bomb: cannot write %s\n", dst);
+	else
+		r = 0;
+out:
+	free(elf);
+	free(payload);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct gen_args a;
 	long long total;
 
+	if (argc >= 5 && !strcmp(argv[1], "bomb"))
+		return gen_bomb(argv[2], (unsigned)strtoul(argv[3], NULL, 10), argv[4],
+			argc > 5 && !strcmp(argv[5], "pad"));
 	if (parse(argc, argv, &a))
 		return 1;
 	if (a.death >= 0)

@@ -18,7 +18,7 @@ struct collect {
 	struct sym_session *ss;
 	union {
 		struct td_sample s;
-		uint8_t bytes[16384 + 512];
+		uint8_t bytes[sizeof(struct td_sample) + 16384]; /* td_sample_size(16384) */
 	} slot;
 	unsigned n, spin, syscall, other, with_stack;
 	pid_t tid;
@@ -180,7 +180,7 @@ Test(perf, samples_at_the_rate_asked, .timeout = 120)
 struct per_tid {
 	union {
 		struct td_sample s;
-		uint8_t bytes[4096 + 512];
+		uint8_t bytes[sizeof(struct td_sample) + 4096]; /* td_sample_size(4096) */
 	} slot;
 	pid_t tids[64];
 	unsigned n[64], ntids;
@@ -364,7 +364,7 @@ Test(blocked, parked_threads_copied_without_a_stop, .timeout = 60)
 	pid_t pid = fx_start(TD_FIXTURE_DIR "/fx_eintr", NULL);
 	union {
 		struct td_sample s;
-		uint8_t bytes[16384 + 512];
+		uint8_t bytes[sizeof(struct td_sample) + 16384]; /* td_sample_size(16384) */
 	} *slot = malloc(sizeof(*slot));
 	struct sym_cache *cache = NULL;
 	struct sym_session *ss = NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of ptrace/: attach, sample rounds, job control, vanishing
  * threads, signal re-injection, detach, attaching a PID again once the
- * process it named is gone, and the signal mask the tracer leaves. */
+ * process it named is gone, the signal mask the tracer leaves, and
+ * children followed or let go (trace_fork). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -596,6 +597,88 @@ Test(ptrace, exit_held_let_go_by_free, .timeout = 30)
 		cr_expect_eq(waitpid(a, &status, 0), a);
 		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
 			"detach_by_exit %d: status %#x", by_exit, status);
+		slots_free(s);
+	}
+}
+
+/* Poll t until cond holds of s's events, or TEST_PATIENCE_MS pass. */
+static bool events_until(struct pt_tracer *t, struct slots *s, bool (*cond)(const struct slots *))
+{
+	for (int waited = 0; waited < TEST_PATIENCE_MS; waited += 5) {
+		pt_tracer_poll(t, &ops, s);
+		if (cond(s))
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+static unsigned count_kind(const struct slots *s, enum pt_event_kind kind)
+{
+	unsigned n = 0;
+
+	for (unsigned k = 0; k < s->nevents; k++)
+		n += s->events[k].kind == kind;
+	return n;
+}
+
+/* Both children (fork, vfork) told, and the exits of the followed ones. */
+static bool children_told(const struct slots *s)
+{
+	unsigned news = count_kind(s, PT_EVENT_PROCESS_NEW), exits = 0;
+
+	for (unsigned k = 0; k < s->nevents; k++)
+		for (unsigned j = 0; j < s->nevents; j++)
+			exits += s->events[k].kind == PT_EVENT_PROCESS_NEW &&
+				 s->events[j].kind == PT_EVENT_PROCESS_EXIT &&
+				 s->events[j].pid == s->events[k].pid;
+	return news + count_kind(s, PT_EVENT_CHILD_LEFT) == 2 && exits == news;
+}
+
+static bool parent_exit_told(const struct slots *s)
+{
+	return count_kind(s, PT_EVENT_PROCESS_EXIT) == count_kind(s, PT_EVENT_PROCESS_NEW) + 1;
+}
+
+/* trace_fork: a child made by fork and one made by vfork are each told
+ * once, followed (a process of its own, its exit told) or, without
+ * follow_forks, let go; either way every process runs to its end (the
+ * vfork's parent is not left waiting) and the children exit 0 (the
+ * parent checks). */
+Test(ptrace, children_followed_or_let_go, .timeout = 60)
+{
+	for (int follow = 0; follow < 2; follow++) {
+		struct pt_config cfg = { .max_threads = 16, .trace_clone = true, .trace_exec = true,
+			.trace_fork = true, .follow_forks = follow };
+		struct slots *s = slots_new(4);
+		struct pt_tracer *t;
+		int in, status = -1;
+		pid_t fx = fx_start_piped(FX("fx_forks"), "onread", &in);
+
+		cr_assert_gt(fx, 0);
+		cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
+		cr_assert_eq(pt_tracer_attach(t, fx), 1);
+		cr_assert_eq(write(in, "fv", 2), 2);
+		cr_expect(events_until(t, s, children_told), "follow %d: %u new, %u left", follow,
+			count_kind(s, PT_EVENT_PROCESS_NEW), count_kind(s, PT_EVENT_CHILD_LEFT));
+		cr_expect_eq(count_kind(s, PT_EVENT_PROCESS_NEW), follow ? 2u : 0u);
+		for (unsigned k = 0; k < s->nevents; k++)
+			if (s->events[k].kind == PT_EVENT_PROCESS_NEW ||
+				s->events[k].kind == PT_EVENT_CHILD_LEFT) {
+				cr_expect_neq(s->events[k].pid, fx);
+				cr_expect(s->events[k].old_tid == fx || s->events[k].old_tid == 0);
+				cr_expect_eq(s->events[k].status, 0);
+			}
+		close(in);
+		cr_expect(events_until(t, s, parent_exit_told), "follow %d: the parent's exit",
+			follow);
+		for (unsigned k = 0; k < s->nevents; k++)
+			if (s->events[k].kind == PT_EVENT_PROCESS_EXIT && s->events[k].pid == fx)
+				status = s->events[k].status;
+		cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			"follow %d: the parent's status %#x", follow, status);
+		pt_tracer_free(t);
+		waitpid(fx, NULL, WNOHANG);
 		slots_free(s);
 	}
 }

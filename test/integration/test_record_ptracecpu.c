@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* cpu mode with ptrace capture (--capture ptrace, what runs where
+ * perf_event_open is refused) against truths it does not compute: a
+ * server's worker in bursts of work between blocking reads (fx_bursts)
+ * keeps its own CPU clock (CLOCK_THREAD_CPUTIME_ID), and the kernel's
+ * schedstat counts it too; its samples must add up to that CPU time and
+ * sit in its handler, idle and with the machine loaded.  Where the
+ * capture cannot catch threads running (threads that live less than a
+ * period, fx_churn), the recording must say what share it sampled, at
+ * its end and in the report's header.  Tolerances are those of a busy
+ * two-core VM; the figures against perf are in `make bench`
+ * (test/bench/bench_ptracecpu.sh). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/td.h"
+#include "record.h"
+
+#define HZ 99
+#define SECONDS 5
+#define MIN_PERIODS 60
+
+static void fini(void)
+{
+	load_stop(); /* should an assertion end a loaded test early */
+	record_teardown();
+}
+
+TestSuite(record_ptracecpu, .init = record_setup, .fini = fini, .timeout = 300);
+
+/* fx_bursts' worker's own CPU clock, as of its last burst */
+static uint64_t own_cpu(pid_t fx, int out)
+{
+	char text[4096], *p;
+	unsigned long long ns = 0;
+
+	kill(fx, SIGUSR2);
+	cr_assert(fx_read_report(out, text, sizeof(text)));
+	p = strstr(text, "C fx-burst cpu_ns ");
+	cr_assert(p && sscanf(p, "C fx-burst cpu_ns %llu", &ns) == 1, "%s", text);
+	return ns;
+}
+
+static uint64_t schedstat_run(pid_t pid, pid_t tid)
+{
+	char path[80];
+	uint64_t run = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fscanf(f, "%" SCNu64, &run), 1);
+	fclose(f);
+	return run;
+}
+
+/* The samples of thread name in a threads report of this test's repository. */
+static unsigned long samples_of(const char *name)
+{
+	const char *argv[] = {"tracerd", "report", repo, "-f", "threads", NULL};
+	struct run_result r;
+	unsigned long n = 0;
+	double pct;
+
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	if (!thread_share(r.out, name, &n, &pct))
+		n = 0;
+	run_result_free(&r);
+	return n;
+}
+
+struct reading {
+	double own, sched, sampled; /* periods: its clock, schedstat, its samples */
+	double handler;		    /* % of its samples in burst_work */
+};
+
+/* Record fx with ptrace capture for SECONDS; the worker's truths are read
+ * inside the recording, which ends a tick or so after. */
+static void record_worker(pid_t fx, int out, pid_t worker, struct reading *ret)
+{
+	double period = 1e9 / HZ;
+	uint64_t c0, c1, s0, s1;
+	char cmd[128];
+	pid_t t;
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	cr_assert_eq(system(cmd), 0);
+	t = tracerd_start(fx, "--capture=ptrace", "-F", "99");
+	c0 = own_cpu(fx, out);
+	s0 = schedstat_run(fx, worker);
+	/* at least SECONDS, and until it used MIN_PERIODS of CPU time (a
+	 * loaded machine gives it a few a second): a share of the samples
+	 * needs enough of them */
+	for (uint64_t end = td_now_ns() + SECONDS * 1000000000ULL, cap = end + 60000000000ULL;
+		td_now_ns() < end ||
+		(schedstat_run(fx, worker) - s0 < MIN_PERIODS * period && td_now_ns() < cap);)
+		usleep(100000);
+	c1 = own_cpu(fx, out);
+	s1 = schedstat_run(fx, worker);
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	ret->own = (double)(c1 - c0) / period;
+	ret->sched = (double)(s1 - s0) / period;
+	ret->sampled = (double)samples_of("fx-burst");
+	ret->handler = total_share(worker, "burst_work", NULL);
+	cr_log_info("%.1f periods by its clock, %.1f by schedstat, %.0f samples, %.1f%% in "
+		    "burst_work; %s",
+		ret->own, ret->sched, ret->sampled, ret->handler, slurp(errfile));
+	cr_expect(!strstr(slurp(errfile), "warning"), "%s", slurp(errfile));
+}
+
+static void expect_counted(const char *what, const struct reading *r)
+{
+	/* the recording is a little longer than the window: up to a few
+	 * periods more on a loaded machine's late stop */
+	cr_expect(r->sampled > 0.8 * r->own && r->sampled < 1.2 * r->own + 3,
+		"%s: %.0f samples, %.1f periods of the worker's own CPU clock", what, r->sampled,
+		r->own);
+	cr_expect(r->sampled > 0.8 * r->sched && r->sampled < 1.2 * r->sched + 3,
+		"%s: %.0f samples, %.1f periods of its schedstat run time", what, r->sampled,
+		r->sched);
+	cr_expect_geq(
+		r->handler, 90.0, "%s: %.1f%% of its samples in burst_work", what, r->handler);
+}
+
+/* A worker in bursts of 50 us of its CPU time between blocking reads of
+ * a pipe fed 4000 times a second (a server's worker): rarely running at any tick of our own
+ * clock, yet its samples are its CPU time and sit in its handler. */
+Test(record_ptracecpu, bursts_counted_in_their_handler_idle_and_loaded, .timeout = 240)
+{
+	struct reading idle, loaded;
+	int in, out;
+	pid_t fx, worker;
+
+	fx = spawn(FX("fx_bursts"), "250", &in, &out);
+	worker = task_by_name(fx, "fx-burst");
+	cr_assert_gt(worker, 0);
+	record_worker(fx, out, worker, &idle);
+	load_start();
+	record_worker(fx, out, worker, &loaded);
+	load_stop();
+	close(in);
+	close(out);
+	fx_stop(fx);
+	expect_counted("idle", &idle);
+	expect_counted("loaded", &loaded);
+}
+
+/* Threads that each live a few ms of CPU time, less than a period: the
+ * capture stops none of them in time, and the recording says what share
+ * of the CPU time it sampled, at its end and in the report's header. */
+Test(record_ptracecpu, what_it_cannot_catch_is_told_with_its_coverage, .timeout = 120)
+{
+	const char *argv[] = {"tracerd", "report", repo, NULL};
+	struct run_result r;
+	unsigned long long taken = 0, missed = 0;
+	double said = -1, header = -1;
+	const char *p;
+	int in, out;
+	pid_t fx = spawn(FX("fx_churn"), "3000000", &in, &out), t;
+
+	t = tracerd_start(fx, "--capture=ptrace", "-F", "99");
+	sleep(3);
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	close(in);
+	close(out);
+	fx_stop(fx);
+	p = strstr(slurp(errfile), "  samples ");
+	cr_assert(p && sscanf(p, "  samples %llu", &taken) == 1, "%s", slurp(errfile));
+	p = strstr(slurp(errfile), "  coverage ");
+	cr_assert(p, "no coverage line: %s", slurp(errfile));
+	cr_assert_eq(sscanf(p, "  coverage %lf%% of the CPU time used was sampled (%llu", &said,
+			     &missed),
+		2, "%s", p);
+	cr_expect_gt(missed, 10, "%s", slurp(errfile));
+	cr_expect(said > 100.0 * taken / (taken + missed) - 0.1 &&
+			  said < 100.0 * taken / (taken + missed) + 0.1,
+		"%.1f%% said, %llu taken, %llu missed", said, taken, missed);
+	cr_expect_lt(said, 80.0);
+	cr_expect(strstr(slurp(errfile), "warning: the samples carry"), "%s", slurp(errfile));
+	run_tracerd(&r, argv);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	p = strstr(r.out, "\ncoverage: ");
+	cr_expect(p && sscanf(p, "\ncoverage: %lf%%", &header) == 1, "%s", r.out);
+	cr_expect_lt(header, 80.0, "%s", r.out);
+	run_result_free(&r);
+}
