@@ -75,6 +75,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
 FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong $(FX)/fx_pipe
+FIXTURES += $(FX)/fx_jit
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -119,6 +120,11 @@ $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
 $(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom \
 $(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners $(FX)/fx_forks $(FX)/fx_bigframe \
 $(FX)/fx_pingpong $(FX)/fx_pipe: $(FX)/%: test/fixtures/%.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+# A JIT of one function, announced in a perf map or a jitdump.
+$(FX)/fx_jit: test/fixtures/fx_jit.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<

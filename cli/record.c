@@ -647,6 +647,22 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			coverage(s));
 }
 
+/* Why a JIT's file was refused, in words about that file. */
+static const char *jit_refusal(int err)
+{
+	switch (-err) {
+	case TD_E_NOTOWNER:
+		return "another user than the process's owns it";
+	case TD_E_UNSAFE:
+		return "others may write it";
+	case TD_E_SYMLINK:
+		return "a symbolic link is on its path";
+	case TD_E_NOTREG:
+		return "not a regular file";
+	}
+	return td_strerror(err);
+}
+
 static void notice(const struct rec_notice *n, void *arg)
 {
 	struct status *st = arg;
@@ -678,6 +694,16 @@ static void notice(const struct rec_notice *n, void *arg)
 		       "unfinished as %s; %llu sample%s in it lost; recording goes on in a new "
 		       "chunk",
 			found, n->path, (unsigned long long)n->samples, td_plural(n->samples));
+		return;
+	}
+	if (n->kind == REC_NOTICE_JIT) {
+		char path[1024];
+
+		td_text_escape(path, sizeof(path), n->path);
+		td_msg("warning: pid %d: %s was not read (%s): its JIT code is left unnamed; a "
+		       "perf map or jitdump is read only when the process's user owns it and no "
+		       "one else may write it",
+			(int)n->id.pid, path, jit_refusal(n->err));
 		return;
 	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)

@@ -166,16 +166,18 @@ struct rec_notice {
 		REC_NOTICE_CHANGED,   /* another process changed the chunk being
 				       * written: it is left unfinished, recording
 				       * goes on in a new one */
+		REC_NOTICE_JIT,	       /* a JIT's perf map or jitdump (path) not
+					* read (err): once a process */
 	} kind;
 	int err;	      /* 0, or why it failed */
-	char path[4200];      /* SNAPSHOT, EMERGENCY, CHANGED: the file */
+	char path[4200];      /* SNAPSHOT, EMERGENCY, CHANGED, JIT: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
 	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY; CHANGED: what we wrote */
 	uint64_t samples;     /* CHANGED: the samples it held, lost */
 	int64_t size;	      /* CHANGED: its size found, -1: its name is gone */
 	bool replaced;	      /* CHANGED: its name is another file's now, or none */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
-			       * only): the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE and JIT
+			       * (its pid only): the process */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */

@@ -40,6 +40,8 @@ struct session {
 	/* no renewal at once for this build: renew_due read the maps for
 	 * it, or it is a renewal that left the pc outside every module */
 	bool renew_later;
+	uint64_t jit_gen; /* the JIT names the locations kept were made with */
+	bool jit_told;	  /* a JIT file refused was said (once per process) */
 };
 
 /* A wait episode in progress: from the first tick that found the thread

@@ -121,6 +121,8 @@ struct session *session_for(struct writer *w, pid_t pid, bool create)
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
 	free_slot->renew_later = false;
+	free_slot->jit_gen = sym_session_jit_generation(free_slot->s);
+	free_slot->jit_told = false;
 	return free_slot;
 }
 
@@ -187,6 +189,7 @@ static bool session_renew(struct writer *w, struct session *se)
 	debug_stats_add(&w->stacks.debug_gone, se->s);
 	sym_session_free(se->s);
 	se->s = fresh;
+	se->jit_gen = sym_session_jit_generation(fresh);
 	td_map_clear(&w->ids.locs); /* the cached locations were of the old session */
 	return true;
 }
@@ -346,6 +349,25 @@ static uint32_t kernel_location(struct writer *w, uint64_t ip)
 	if (id)
 		map_put(&w->ids.klocs, ip, id);
 	return id;
+}
+
+/* The JIT's files (a perf map, a jitdump) named more since the locations
+ * kept were made: a pc kept unnamed, or named by code since freed, may be
+ * named otherwise now.  A file refused is told once (REC_NOTICE_JIT). */
+static void jit_check(struct writer *w, struct session *se)
+{
+	uint64_t gen = sym_session_jit_generation(se->s);
+	struct rec_notice n = { .kind = REC_NOTICE_JIT, .id = { se->pid, 0 } };
+
+	if (gen != se->jit_gen) {
+		se->jit_gen = gen;
+		td_map_clear(&w->ids.locs);
+	}
+	n.err = sym_session_jit_refused(se->s, n.path, sizeof(n.path));
+	if (n.err && !se->jit_told) {
+		se->jit_told = true;
+		writer_notify(w, &n);
+	}
 }
 
 /* The chunk's stack for the unwound frames in w->stacks.u, below the
@@ -522,6 +544,7 @@ static bool fit_window(struct writer *w, const struct td_sample *s)
 uint32_t stack_of(struct writer *w, const struct td_sample *s)
 {
 	struct session *se = session_for(w, s->pid, true);
+	uint32_t id;
 
 	if (!se)
 		return denied_of(w, s->pid) ? denied_stack(w) : nomaps_stack(w);
@@ -567,5 +590,7 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL) &&
 		!(s->flags & TD_SAMPLE_OWNER))
 		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
-	return stack_of_unwound(w, se->s, s->pid);
+	id = stack_of_unwound(w, se->s, s->pid);
+	jit_check(w, se);
+	return id;
 }

@@ -367,6 +367,15 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 			"new chunk",
 			sv->w[i].name, n->path, (unsigned long long)n->samples);
 		break;
+	case REC_NOTICE_JIT: {
+		char path[1024];
+
+		td_text_escape(path, sizeof(path), n->path);
+		say(sv, LOG_WARNING, "rule %s: %d (%s): %s was not read (%s): its JIT code is "
+				     "left unnamed", sv->w[i].name, (int)n->id.pid,
+			comm_of(sv, n->id.pid), path, td_strerror(n->err));
+		break;
+	}
 	case REC_NOTICE_SNAPSHOT:
 		break;
 	}

@@ -472,6 +472,11 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
 
 	if (cap == 0)
 		return 0;
+	/* Code a JIT made, in anonymous memory, named by its perf map or
+	 * jitdump.  libdwfl's module of a file spans the gaps between its
+	 * mappings, where V8 puts its code: the maps say what is a file's. */
+	if (s->jit && !sym_file_at(s, addr) && sym_jit_frame(s, pc, addr, &frames[0]))
+		return 1;
 	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !*ud) {
 		frames[0] = (struct sym_frame){ .pc = pc };
 		return 1;

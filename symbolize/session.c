@@ -19,7 +19,7 @@
  * the facts about a module looked up once (its .eh_frame, a Go binary).
  *
  * Left to others: unwinding (unwind.c), naming a pc (names.c), finding
- * separate debuginfo (debuginfo.c); when the maps change (dlopen, exec)
+ * separate debuginfo (debuginfo.c), the JIT's files (jitmap.c); when the maps change (dlopen, exec)
  * the caller frees the session and makes a new one. */
 #define _GNU_SOURCE
 #include "symbolize-internal.h"
@@ -366,6 +366,8 @@ int sym_session_new(pid_t pid, const struct sym_options *opt, struct sym_cache *
 		goto out_tls;
 	}
 	tls_session = NULL;
+	/* the JIT's files too, while the process is there to find them in */
+	sym_jit_open(s);
 	*ret_session = s;
 	return 0;
 out_tls:
@@ -388,6 +390,7 @@ void sym_session_free(struct sym_session *s)
 	free(s->names);
 	free(s->debuginfo_path);
 	free(s->rules);
+	sym_jit_free(s->jit);
 	free(s);
 }
 
@@ -434,6 +437,22 @@ struct sym_module *sym_module_at(struct sym_session *s, uint64_t addr)
 	if (!mod || !dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL))
 		return NULL;
 	return *ud;
+}
+
+/* Does a file's mapping hold addr?  The maps list them by address. */
+bool sym_file_at(const struct sym_session *s, uint64_t addr)
+{
+	unsigned lo = 0, hi = s->nvmas;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (s->vmas[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && addr < s->vmas[lo - 1].end;
 }
 
 /* Whether m's .eh_frame can be read by cfi.c (looked at once). */

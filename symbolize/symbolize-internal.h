@@ -259,6 +259,7 @@ struct sym_session {
 	bool sig_frame;
 	uint64_t sig_sp;
 	bool no_debuginfod; /* DEBUGINFOD_URLS names no server */
+	struct sym_jit *jit; /* jitmap.c's: code named by perf maps, jitdump */
 };
 
 /* The module holding addr, or NULL.  dwfl_addrmodule() also answers for
@@ -266,6 +267,8 @@ struct sym_session {
 Dwfl_Module *sym_addr_module(struct sym_session *s, uint64_t addr);
 /* The facts of the module holding addr, or NULL. */
 struct sym_module *sym_module_at(struct sym_session *s, uint64_t addr);
+/* Does a file's mapping (s->vmas) hold addr? */
+bool sym_file_at(const struct sym_session *s, uint64_t addr);
 /* Whether m's .eh_frame can be read by cfi.c (m->eh set; looked at once). */
 bool sym_module_eh_ready(struct sym_module *m);
 /* Is m a Go binary (its runtime's tables are there)?  Looked at once. */
@@ -281,5 +284,17 @@ extern const Dwfl_Thread_Callbacks sym_thread_callbacks;
 /* The raw name (with any @VERSION) of the ELF symbol holding addr, as
  * dwfl_module_addrinfo() gives it, or NULL (names.c). */
 const char *sym_symbol_at(struct sym_session *s, struct sym_module *m, uint64_t addr);
+
+/* Code a JIT announced (jitmap.c): the session's perf map and jitdump,
+ * read when it is made (s->jit; NULL when the target's status could not
+ * be read), freed with it. */
+struct sym_jit;
+void sym_jit_open(struct sym_session *s);
+void sym_jit_free(struct sym_jit *j);
+/* The frame of addr (pc, less one for a return address) in JIT code:
+ * true with *f set (strings the cache's), false when no file names it. */
+bool sym_jit_frame(struct sym_session *s, uint64_t pc, uint64_t addr, struct sym_frame *f);
+/* Does a JIT file name addr (as last read)? */
+bool sym_jit_holds(struct sym_session *s, uint64_t addr);
 
 #endif

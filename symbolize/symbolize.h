@@ -143,6 +143,17 @@ void sym_session_modules(const struct sym_session *s, unsigned *ret_modules,
 /* What the debuginfo cache did for this session so far. */
 void sym_session_debug_stats(const struct sym_session *s, struct sym_debug_stats *ret);
 
+/* Code a JIT compiler made (jitmap.c): named from the target's
+ * /tmp/perf-PID.map and jit-PID.dump, read again as they grow.  The
+ * generation changes when they named more: a pc named before may be named
+ * otherwise now (drop what was kept of it). */
+uint64_t sym_session_jit_generation(const struct sym_session *s);
+/* A JIT file the session refused to read (not the target's user's, a
+ * symbolic link, not a regular file, writable by others): once, its -errno
+ * / -TD_E_* with its path (in the target's mount namespace) in path;
+ * else 0. */
+int sym_session_jit_refused(struct sym_session *s, char *path, size_t len);
+
 /* Unwind one sample (pid must be the session's). */
 int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 	struct sym_unwound *ret);

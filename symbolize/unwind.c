@@ -530,7 +530,10 @@ static void unwind_regs(struct sym_session *s, const struct td_sample *sample,
 
 		if (ret->n && !ret->activation[ret->n - 1])
 			last--;
-		if (!dwfl_addrmodule(s->dwfl, last))
+		/* JIT code a perf map or jitdump names is followed by its
+		 * frame pointer (libdw's fallback where there is no CFI): a
+		 * read that failed there is the cause */
+		if (!dwfl_addrmodule(s->dwfl, last) && !sym_jit_holds(s, last))
 			ret->end = SYM_END_NO_MODULE;
 		else if (s->window_exhausted)
 			ret->end = SYM_END_WINDOW;
