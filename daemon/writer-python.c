@@ -75,41 +75,17 @@ static struct sym_py *py_of(struct session *se, struct sym_py_reader *r)
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)
 {
 	struct sym_py_reader r = {read_live, NULL, s->tid};
-	const struct sym_unwound *u = &w->stacks.u;
 	struct sym_py *py = py_of(se, &r);
-	unsigned k = 0, evals = 0;
 	int n;
 
 	w->py.n = 0;
 	if (!py)
 		return;
-	for (unsigned i = 0; i < u->n; i++)
-		evals += sym_py_is_eval(py, u->pc[i], u->activation[i]);
-	if (!evals)
-		return;
-	n = sym_py_stack(py, &r, s, w->py.f, WRITER_PY_FRAMES);
-	if (n <= 0)
-		return;
-	/* frame k goes in place of the native frame of its group's
-	 * activation */
-	for (unsigned i = 0; i < u->n && k < (unsigned)n; i++) {
-		if (!sym_py_is_eval(py, u->pc[i], u->activation[i]))
-			continue;
-		do {
-			w->py.native[k] = (uint16_t)i;
-			w->py.ids[k] = 0;
-		} while (!w->py.f[k++].entry && k < (unsigned)n);
-		evals--;
-	}
-	/* every activation got its group, and every group its activation
-	 * (but those past a cut) */
-	if (evals || (k < (unsigned)n && u->end == SYM_END_OUTERMOST) ||
-		u->n + k > SYM_MAX_FRAMES || !w->py.f[k - 1].entry)
-		return;
-	for (unsigned j = 0; j < k; j++) {
+	n = sym_py_merge(py, &r, s, &w->stacks.u, w->py.f, w->py.native, WRITER_PY_FRAMES);
+	for (int j = 0; j < n; j++) {
 		w->py.ids[j] = py_location(w, py, &r, s->pid, &w->py.f[j]);
 		if (!w->py.ids[j])
 			return;
 	}
-	w->py.n = k;
+	w->py.n = n > 0 ? (unsigned)n : 0;
 }

@@ -429,3 +429,34 @@ int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_
 	ret->firstline = f->firstline > 0 ? f->firstline : 0;
 	return 0;
 }
+
+int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
+	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap)
+{
+	unsigned k = 0, evals = 0;
+	int n;
+
+	for (unsigned i = 0; i < u->n; i++)
+		evals += sym_py_is_eval(py, u->pc[i], u->activation[i]);
+	if (!evals)
+		return 0;
+	n = sym_py_stack(py, r, sample, frames, cap);
+	if (n <= 0)
+		return n;
+	/* 3.11 runs a Python call from Python in the same activation: one
+	 * activation runs the frames down to the first entry frame */
+	for (unsigned i = 0; i < u->n && k < (unsigned)n; i++) {
+		if (!sym_py_is_eval(py, u->pc[i], u->activation[i]))
+			continue;
+		do
+			native[k] = (uint16_t)i;
+		while (!frames[k++].entry && k < (unsigned)n);
+		evals--;
+	}
+	/* every activation got its group, and every group its activation
+	 * (but those past a cut), and the last group ended at its entry */
+	if (evals || (k < (unsigned)n && u->end == SYM_END_OUTERMOST) ||
+		u->n + k > SYM_MAX_FRAMES || !frames[k - 1].entry)
+		return -EIO;
+	return (int)k;
+}

@@ -189,6 +189,13 @@ bool sym_py_is_eval(const struct sym_py *py, uint64_t pc, bool activation);
  * read failed or a check did not hold (torn: keep the stack native). */
 int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
 	struct sym_py_frame *frames, unsigned cap);
+/* The frames of sym_py_stack() that go in place of the native frames of
+ * u that run them: frame k replaces u's frame native[k] (the
+ * _PyEval_EvalFrameDefault activation that runs it, innermost first).
+ * The count, 0 (none: not a Python thread), or -errno: the groups do not
+ * match the activations (torn: keep the stack native), -ENOTSUP. */
+int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
+	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap);
 /* Function, file and line of f: 0, or -EIO (not what it claimed to be). */
 int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_frame *f,
 	struct sym_py_name *ret);
