@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* CPython frames read from outside (symbolize/python.c): Debian's
+ * /usr/bin/python3 (3.11) running test/fixtures/fx_python.py, whose call
+ * chains are known.  The truth is the script itself: its functions, and
+ * the lines its markers name.  Skipped where /usr/bin/python3 is missing
+ * or is not 3.11 (the only version with a layout). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/td.h"
+#include "record.h"
+
+TestSuite(record_python, .init = record_setup, .fini = record_teardown, .timeout = 300);
+
+#define PYTHON "/usr/bin/python3"
+#define SCRIPT TD_SOURCE_DIR "/test/fixtures/fx_python.py"
+
+static void need_python311(void)
+{
+	char *out;
+	int status;
+
+	if (access(PYTHON, X_OK))
+		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
+	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
+	if (status || !out || strcmp(out, "(3, 11)\n")) {
+		free(out);
+		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
+	}
+	free(out);
+}
+
+static bool samples_300(const struct found *f)
+{
+	return f->samples >= 300;
+}
+
+/* Samples of folded stacks (text) holding chain, and in all. */
+static unsigned long folded_count(const char *text, const char *chain, unsigned long *ret_all)
+{
+	unsigned long with = 0;
+
+	*ret_all = 0;
+	for (const char *line = text; *line;) {
+		const char *nl = strchrnul(line, '\n'),
+			   *sp = memrchr(line, ' ', (size_t)(nl - line));
+		unsigned long n = sp ? strtoul(sp + 1, NULL, 10) : 0;
+
+		*ret_all += n;
+		if (sp && memmem(line, (size_t)(sp - line), chain, strlen(chain)))
+			with += n;
+		line = *nl ? nl + 1 : nl;
+	}
+	return with;
+}
+
+/* The hot Python function, under its Python caller, in >= 80% of a
+ * CPU-bound program's samples (before: 97% _PyEval_EvalFrameDefault and no
+ * Python name), and `report --by line` names the script's hot line. */
+Test(record_python, hot_python_function_under_its_caller)
+{
+	const char *folded[] = {"tracerd", "report", repo, "-f", "folded", NULL};
+	const char *by_line[] = {"tracerd", "report", repo, "--by", "line", NULL};
+	char want[512];
+	struct run_result r;
+	unsigned long all, with;
+	pid_t fx, t;
+
+	need_python311();
+	setenv("FX_PYTHON", "hot", 1);
+	fx = fx_start(PYTHON, SCRIPT);
+	cr_assert_gt(fx, 0, "fx_python.py did not start");
+	t = tracerd_start(fx, "-F", "499", NULL);
+	cr_expect(repo_until(samples_300));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, folded);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	with = folded_count(r.out, "<module>;serve_ledger;settle_accounts", &all);
+	cr_expect_geq(all, 300);
+	cr_expect_geq(with * 100, all * 80,
+		"%lu of %lu samples in settle_accounts under serve_ledger:\n%.3000s", with, all,
+		r.out);
+	run_result_free(&r);
+	run_tracerd(&r, by_line);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "settle_accounts at %s:%d ([python])", SCRIPT,
+		source_line("test/fixtures/fx_python.py", "# settle-line"));
+	cr_expect(strstr(r.out, want), "no row \"%s\":\n%.3000s", want, r.out);
+	run_result_free(&r);
+}
+
+/* A thread waiting in time.sleep shows its Python stack in wall mode
+ * (and in dump), at the script's line of the call. */
+Test(record_python, sleeping_thread_shows_its_python_stack)
+{
+	const char *folded[] = {"tracerd", "report", repo, "-f", "folded", NULL};
+	char want[512];
+	struct run_result r;
+	unsigned long all, with;
+	pid_t fx, t;
+
+	need_python311();
+	setenv("FX_PYTHON", "sleep", 1);
+	fx = fx_start(PYTHON, SCRIPT);
+	cr_assert_gt(fx, 0, "fx_python.py did not start");
+	dump_text(fx, &r, NULL, NULL);
+	snprintf(want, sizeof(want), "nap_in_ledger at %s:%d in [python]", SCRIPT,
+		source_line("test/fixtures/fx_python.py", "# nap-line"));
+	cr_expect(strstr(r.out, want), "dump: no frame \"%s\":\n%s", want, r.out);
+	run_result_free(&r);
+	t = tracerd_start(fx, "--mode=wall", "-F", "199");
+	cr_expect(repo_until(samples_300));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, folded);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	/* two threads, each always waiting: the dozer's half of the samples */
+	with = folded_count(
+		r.out, ";Thread.run;_PyFunction_Vectorcall;doze_thread;nap_in_ledger;", &all);
+	cr_expect_geq(with * 100, all * 40, "%lu of %lu samples in nap_in_ledger:\n%.3000s", with,
+		all, r.out);
+	run_result_free(&r);
+}
