@@ -92,6 +92,16 @@ Test(record_python, hot_python_function_under_its_caller)
 		source_line("test/fixtures/fx_python.py", "# settle-line"));
 	cr_expect(strstr(r.out, want), "no row \"%s\":\n%.3000s", want, r.out);
 	run_result_free(&r);
+	if (have_command("go")) {
+		/* pprof: the function with its file and line */
+		char *raw = pprof_raw();
+
+		snprintf(want, sizeof(want), " settle_accounts %s:%d ", SCRIPT,
+			source_line("test/fixtures/fx_python.py", "# settle-line"));
+		cr_expect(raw && strstr(raw, want), "pprof: no \"%s\":\n%.3000s", want,
+			raw ? raw : "");
+		free(raw);
+	}
 }
 
 /* A thread waiting in time.sleep shows its Python stack in wall mode
