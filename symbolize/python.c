@@ -236,10 +236,53 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r)
 	return 0;
 }
 
-/* The innermost _PyCFrame that lives in the sample's stack copy, and its
- * current_frame as it was at the sample.  The live tstate->cframe may be
- * deeper now (the thread called into Python again since): its previous
- * links lead back into the copy. */
+/* Does the frame chain from fr reach outer (the next activation's
+ * current frame) right after its first entry frame?  Then fr is the
+ * current frame of the activation just inside outer's. */
+static bool chain_reaches(struct sym_py *py, struct sym_py_reader *r, uint64_t fr, uint64_t outer)
+{
+	const struct py_layout *l = py->l;
+
+	for (unsigned n = 0; fr && n < 64; n++) {
+		uint8_t b[128];
+
+		if (l->fr_size > sizeof(b) || !rd(r, fr, b, l->fr_size))
+			return false;
+		if (b[l->fr_is_entry])
+			return u64_at(b, l->fr_previous) == outer;
+		fr = u64_at(b, l->fr_previous);
+	}
+	return false;
+}
+
+/* The _PyCFrame of the activation inside the one whose _PyCFrame is at cf
+ * (both in the copy [lo, hi) of the sample), or 0: its previous field
+ * holds cf.  A word equal to cf may also be a spilled register: the
+ * candidate whose current frame chains to cf's is the one. */
+static uint64_t cframe_inside(
+	struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample, uint64_t cf)
+{
+	const struct py_layout *l = py->l;
+	uint64_t lo = sample->stack_addr,
+		 outer = u64_at(sample->stack, (unsigned)(cf - lo) + l->cf_current);
+
+	for (uint64_t a = (cf - 8) & ~7ull; a >= lo + l->cf_previous && a >= 8; a -= 8) {
+		uint64_t cand = a - l->cf_previous;
+
+		if (u64_at(sample->stack, (unsigned)(a - lo)) != cf)
+			continue;
+		if (chain_reaches(py, r,
+			    u64_at(sample->stack, (unsigned)(cand - lo) + l->cf_current), outer))
+			return cand;
+	}
+	return 0;
+}
+
+/* The innermost _PyCFrame at the sample, in the sample's stack copy, and
+ * its current_frame as it was then.  The live tstate->cframe may be
+ * deeper now (the thread called into Python again since: its previous
+ * links lead back into the copy), or shallower (it returned: the
+ * activations inside it are found in the copy by their previous links). */
 static uint64_t sample_frame(
 	struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample, uint64_t ts)
 {
@@ -258,8 +301,15 @@ static uint64_t sample_frame(
 	for (unsigned n = 0; cf && cf < lo && n < 64; n++)
 		if (!rd(r, cf + l->cf_previous, &cf, sizeof(cf)))
 			return 0;
-	if (cf < lo || cf + l->cf_current + 8 > hi)
+	if (cf < lo || cf + l->cf_previous + 8 > hi)
 		return 0; /* not in the copy: what it was then is not known */
+	for (unsigned n = 0; n < 64; n++) {
+		uint64_t inner = cframe_inside(py, r, sample, cf);
+
+		if (!inner)
+			break;
+		cf = inner;
+	}
 	return u64_at(sample->stack, (unsigned)(cf - lo) + l->cf_current);
 }
 
