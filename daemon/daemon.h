@@ -144,13 +144,17 @@ struct rec_notice {
 		REC_NOTICE_EMERGENCY, /* follow: an emergency dump (or why not) */
 		REC_NOTICE_UNREADABLE, /* a process's mappings may not be read (err):
 					* its samples have no stack; once each */
+		REC_NOTICE_PYTHON,     /* a CPython whose frames tracerd cannot
+					* read (python_version): left native;
+					* once per process image */
 	} kind;
 	int err;	      /* 0, or why it failed */
 	char path[4200];      /* SNAPSHOT, EMERGENCY: the file */
 	unsigned chunks;      /* SNAPSHOT, EMERGENCY */
 	uint64_t bytes;	      /* SNAPSHOT, EMERGENCY */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE (its pid
-			       * only): the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE, PYTHON (its
+			       * pid only): the process */
+	uint32_t python_version; /* PYTHON: its Py_Version (0x030c00f0: 3.12.0) */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */

@@ -12,8 +12,8 @@
  * the evaluator's activations (or, for a stack cut short, at least as
  * many: the outer ones are dropped with the native frames beyond the
  * cut); any failed read or check leaves the whole stack native.  A
- * version without a layout is left native (rec_stats' python counters
- * say so).  Leaves to writer-stacks.c the stack itself. */
+ * version without a layout is said once (REC_NOTICE_PYTHON) and left
+ * native.  Leaves to writer-stacks.c the stack itself. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
 
@@ -64,18 +64,36 @@ static uint32_t py_location(struct writer *w, struct sym_py *py, struct sym_py_r
 	return id;
 }
 
-/* The interpreter of se's process, looked for once per session. */
-static struct sym_py *py_of(struct session *se, struct sym_py_reader *r)
+/* The interpreter of se's process, looked for once per session; a
+ * version without a layout is said once (per session: a renewal after a
+ * dlopen says it again) and left native. */
+static struct sym_py *py_of(struct writer *w, struct session *se, struct sym_py_reader *r)
 {
-	if (!se->py_state)
-		se->py_state = sym_py_open(se->s, r, &se->py) == 0 ? 1 : -1;
+	uint32_t version;
+	bool known;
+
+	if (se->py_state)
+		return se->py_state > 0 ? se->py : NULL;
+	se->py_state = sym_py_open(se->s, r, &se->py) == 0 ? 1 : -1;
+	if (se->py_state < 0)
+		return NULL;
+	version = sym_py_version(se->py, &known);
+	if (!known) {
+		writer_notify(w, &(struct rec_notice){
+					 .kind = REC_NOTICE_PYTHON,
+					 .python_version = version,
+					 .id = {se->pid, 0},
+				 });
+		py_forget(se);
+		se->py_state = -1;
+	}
 	return se->py_state > 0 ? se->py : NULL;
 }
 
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)
 {
 	struct sym_py_reader r = {read_live, NULL, s->tid};
-	struct sym_py *py = py_of(se, &r);
+	struct sym_py *py = py_of(w, se, &r);
 	int n;
 
 	w->py.n = 0;
