@@ -277,6 +277,7 @@ bench:
 	$(Q)sh test/bench/bench_bomb.sh $(TRACERD) $(FX) $(GEN)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_export.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_python.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);
 # FUZZ_SECONDS bounds each run.

@@ -706,6 +706,12 @@ static void notice(const struct rec_notice *n, void *arg)
 			(int)n->id.pid, path, jit_refusal(n->err));
 		return;
 	}
+	if (n->kind == REC_NOTICE_PYTHON) {
+		td_msg("note: pid %d: Python %u.%u: its Python frames are not read (tracerd reads "
+		       "3.11's); its stacks show the interpreter's native frames",
+			(int)n->id.pid, n->python_version >> 24, n->python_version >> 16 & 0xff);
+		return;
+	}
 	if (n->kind != REC_NOTICE_SNAPSHOT)
 		return;
 	if (n->err)

@@ -168,6 +168,9 @@ struct rec_notice {
 				       * goes on in a new one */
 		REC_NOTICE_JIT,	       /* a JIT's perf map or jitdump (path) not
 					* read (err): once a process */
+		REC_NOTICE_PYTHON,     /* a CPython whose frames tracerd cannot
+					* read (python_version): left native;
+					* once per process image */
 	} kind;
 	int err;	      /* 0, or why it failed */
 	char path[4200];      /* SNAPSHOT, EMERGENCY, CHANGED, JIT: the file */
@@ -176,8 +179,9 @@ struct rec_notice {
 	uint64_t samples;     /* CHANGED: the samples it held, lost */
 	int64_t size;	      /* CHANGED: its size found, -1: its name is gone */
 	bool replaced;	      /* CHANGED: its name is another file's now, or none */
-	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE and JIT
-			       * (its pid only): the process */
+	struct td_proc_id id; /* ATTACH, EXIT, EMERGENCY, UNREADABLE, JIT and
+			       * PYTHON (its pid only): the process */
+	uint32_t python_version; /* PYTHON: its Py_Version (0x030c00f0: 3.12.0) */
 	unsigned threads;     /* ATTACH: its threads attached */
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */

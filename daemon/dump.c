@@ -226,17 +226,47 @@ static void find_deadlocks(struct dump_result *r)
 	free(seen);
 }
 
+/* A thread's Python frames (symbolize/python.c), each named as a frame
+ * of module "[python]", in place of the evaluator frames that run them.
+ * Owns py and the names. */
+#define DUMP_PY_FRAMES 256
+struct dump_py {
+	struct sym_py *py; /* NULL: not CPython, or a version without layout */
+	struct sym_py_frame f[DUMP_PY_FRAMES];
+	uint16_t native[DUMP_PY_FRAMES];
+	struct sym_frame frame[DUMP_PY_FRAMES];
+	struct sym_py_name name[DUMP_PY_FRAMES];
+	unsigned n;
+};
+
+static bool py_names(struct dump_py *pf, struct sym_py_reader *rd)
+{
+	for (unsigned k = 0; k < pf->n; k++) {
+		struct sym_py_name *nm = &pf->name[k];
+
+		if (sym_py_name(pf->py, rd, &pf->f[k], nm) < 0)
+			return false;
+		pf->frame[k] = (struct sym_frame){ .function = nm->function, .file = nm->file,
+			.line = nm->line, .start_line = nm->firstline, .module = "[python]" };
+	}
+	return true;
+}
+
 /* Unwind and symbolize every captured copy (the threads run again). */
 static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 {
 	struct sym_unwound *u = malloc(sizeof(*u));
 	struct sym_frame *frames = calloc(SYM_MAX_FRAMES, sizeof(*frames));
+	struct dump_py *pf = calloc(1, sizeof(*pf));
+	struct sym_py_reader prd = { read_live, NULL, d->pid };
 	int r = 0;
 
-	if (!u || !frames) {
+	if (!u || !frames || !pf) {
 		r = -ENOMEM;
 		goto out;
 	}
+	if (sym_py_open(ss, &prd, &pf->py) < 0)
+		pf->py = NULL;
 	for (unsigned i = 0; i < d->nthreads && r == 0; i++) {
 		const struct dthread *th = &d->threads[i];
 		struct dump_thread *out = &d->res->threads[i];
@@ -252,10 +282,26 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		out->fault_addr = u->fault_addr;
 		out->live_reads = u->live_reads;
 		memcpy(out->detail, u->detail, sizeof(out->detail));
-		for (unsigned k = 0; k < u->n && r == 0; k++) {
-			int n = sym_session_symbolize(ss, u->pc[k], u->activation[k], inlines, frames,
-				SYM_MAX_FRAMES);
+		pf->n = 0;
+		if (pf->py) {
+			struct sym_py_reader rd = { read_live, NULL, th->sample->tid };
+			int n = sym_py_merge(pf->py, &rd, th->sample, u, pf->f, pf->native,
+				DUMP_PY_FRAMES);
 
+			pf->n = n > 0 ? (unsigned)n : 0;
+			if (pf->n && !py_names(pf, &rd))
+				pf->n = 0; /* torn: native, never a wrong name */
+		}
+		for (unsigned k = 0, p = 0; k < u->n && r == 0; k++) {
+			int n;
+
+			if (p < pf->n && pf->native[p] == k) {
+				while (p < pf->n && pf->native[p] == k && r == 0)
+					r = add_frame(d, &pf->frame[p++]);
+				continue;
+			}
+			n = sym_session_symbolize(ss, u->pc[k], u->activation[k], inlines, frames,
+				SYM_MAX_FRAMES);
 			for (int j = 0; j < n && r == 0; j++)
 				r = add_frame(d, &frames[j]);
 		}
@@ -263,6 +309,9 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		classify(d, th, out);
 	}
 out:
+	if (pf)
+		sym_py_free(pf->py);
+	free(pf);
 	free(u);
 	free(frames);
 	return r;

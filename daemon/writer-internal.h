@@ -11,6 +11,9 @@
  *   writer-waits.c   wall mode's wait episodes (WAITS records)
  *   writer-deaths.c  follow mode: deaths, the OOM killer, emergency
  *                    dumps; and a crash's records
+ *   writer-python.c  CPython frames: a Python thread's interpreter
+ *                    frames, put in its stack in place of the
+ *                    _PyEval_EvalFrameDefault frames that run them
  *
  * Each part owns the sub-struct of struct writer named after it; the
  * others read it, and only through that part's functions change it.
@@ -29,6 +32,11 @@
 /* An OOM kill counted at most this long before a SIGKILL death is its
  * cause: the kernel counts the kill first, and the victim may take
  * seconds to die (the OOM reaper steps in after 2 s) */
+/* Python frames of one stack that the writer reads: deeper than that,
+ * the stack stays native (Python's own default recursion limit is 1000,
+ * but a sampled stack that deep is rare and costly to read) */
+#define WRITER_PY_FRAMES 256
+
 #define WRITER_OOM_SPAN_NS 5000000000ull
 #define WRITER_OOM_READS 8 /* a second apart: more than the span */
 
@@ -42,6 +50,10 @@ struct session {
 	bool renew_later;
 	uint64_t jit_gen; /* the JIT names the locations kept were made with */
 	bool jit_told;	  /* a JIT file refused was said (once per process) */
+	/* its CPython interpreter (writer-python.c): py_state 0 not looked
+	 * for yet, 1 found (py), -1 none or unreadable */
+	struct sym_py *py;
+	int8_t py_state;
 };
 
 /* A wait episode in progress: from the first tick that found the thread
@@ -186,6 +198,16 @@ struct writer {
 		size_t nsaved, capsaved;
 	} stacks;
 
+	/* CPython frames of the sample being stored (writer-python.c):
+	 * ids[k] replaces the native frame native[k] of stacks.u, innermost
+	 * first; n 0 when there are none (or on any doubt) */
+	struct writer_py {
+		struct sym_py_frame f[WRITER_PY_FRAMES];
+		uint32_t ids[WRITER_PY_FRAMES];
+		uint16_t native[WRITER_PY_FRAMES];
+		unsigned n;
+	} py;
+
 	/* wall mode: each thread's wait episode (writer-waits.c) */
 	struct writer_waits {
 		struct td_map idx;	  /* tid -> index + 1 in eps */
@@ -259,6 +281,13 @@ uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid);
 /* tid's saved unwind (a new one if create), or NULL. */
 struct saved *saved_of(struct writer *w, pid_t tid, bool create);
 void saved_drop(struct writer *w, pid_t tid);
+
+/* ---- writer-python.c */
+/* Read s->tid's Python frames into w->py (n 0: none, or doubt) to go in
+ * place of the _PyEval_EvalFrameDefault frames of w->stacks.u. */
+void py_read(struct writer *w, struct session *se, const struct td_sample *s);
+/* Free what session se keeps of its interpreter. */
+void py_forget(struct session *se);
 
 /* ---- writer-waits.c */
 /* A blocked sample of s->tid, whose stack in this chunk is stack (its

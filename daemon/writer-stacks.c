@@ -168,6 +168,7 @@ void session_drop(struct writer *w, pid_t pid)
 
 	if (s) {
 		debug_stats_add(&w->stacks.debug_gone, s->s);
+		py_forget(s);
 		sym_session_free(s->s);
 		s->s = NULL;
 		s->pid = 0;
@@ -187,6 +188,7 @@ static bool session_renew(struct writer *w, struct session *se)
 	if (session_build(w, se->pid, &fresh) < 0)
 		return false;
 	debug_stats_add(&w->stacks.debug_gone, se->s);
+	py_forget(se); /* it borrowed the old session's modules */
 	sym_session_free(se->s);
 	se->s = fresh;
 	se->jit_gen = sym_session_jit_generation(fresh);
@@ -371,16 +373,24 @@ static void jit_check(struct writer *w, struct session *se)
 }
 
 /* The chunk's stack for the unwound frames in w->stacks.u, below the
- * kernel frames in w->stacks.kips (none: nkips 0). */
+ * kernel frames in w->stacks.kips (none: nkips 0), with the Python frames
+ * of w->py in place of the native frames that run them. */
 uint32_t stack_of_unwound(struct writer *w, struct sym_session *ss, pid_t pid)
 {
-	unsigned n = 0;
+	unsigned n = 0, k = 0;
 
 	for (unsigned i = 0; i < w->stacks.nkips && i < TD_KERNEL_FRAMES; i++)
 		w->stacks.loc_ids[n++] = kernel_location(w, w->stacks.kips[i]);
 	w->stacks.nkips = 0;
-	for (unsigned i = 0; i < w->stacks.u.n; i++)
+	for (unsigned i = 0; i < w->stacks.u.n; i++) {
+		if (k < w->py.n && w->py.native[k] == i) {
+			/* py_read bounded them: u.n + py.n <= SYM_MAX_FRAMES */
+			while (k < w->py.n && w->py.native[k] == i)
+				w->stacks.loc_ids[n++] = w->py.ids[k++];
+			continue;
+		}
 		w->stacks.loc_ids[n++] = location(w, ss, pid, w->stacks.u.pc[i], w->stacks.u.activation[i]);
+	}
 	if (w->stacks.u.end != SYM_END_OUTERMOST) {
 		atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
 		w->stacks.loc_ids[n++] = end_location(w, w->stacks.u.end);
@@ -546,6 +556,7 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	struct session *se = session_for(w, s->pid, true);
 	uint32_t id;
 
+	w->py.n = 0;
 	if (!se)
 		return denied_of(w, s->pid) ? denied_stack(w) : nomaps_stack(w);
 	if (s->flags & TD_SAMPLE_REPEAT) {
@@ -561,6 +572,7 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			w->stacks.u.end = sv->end;
 			w->stacks.kips = sv->kip;
 			w->stacks.nkips = sv->nk;
+			py_read(w, se, s);
 			return stack_of_unwound(w, se->s, s->pid);
 		}
 		if (s->flags & TD_SAMPLE_RUNNABLE)
@@ -590,6 +602,7 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL) &&
 		!(s->flags & TD_SAMPLE_OWNER))
 		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
+	py_read(w, se, s);
 	id = stack_of_unwound(w, se->s, s->pid);
 	jit_check(w, se);
 	return id;

@@ -376,6 +376,12 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 			comm_of(sv, n->id.pid), path, td_strerror(n->err));
 		break;
 	}
+	case REC_NOTICE_PYTHON:
+		say(sv, LOG_NOTICE, "rule %s: %d (%s): Python %u.%u: its Python frames are not "
+				    "read (tracerd reads 3.11's); its stacks stay native",
+			sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid),
+			n->python_version >> 24, n->python_version >> 16 & 0xff);
+		break;
 	case REC_NOTICE_SNAPSHOT:
 		break;
 	}

@@ -163,6 +163,61 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, bool inlines,
 	struct sym_frame *frames, unsigned cap);
 
+/* CPython frames read from outside (python.c).  A sym_py is one
+ * process's interpreter, found in the session's modules by its symbols;
+ * the reads go through read (process_vm_readv: ptrace/'s), of tid's
+ * process. */
+struct sym_py;
+struct sym_py_reader {
+	sym_read_fn read;
+	void *arg;
+	pid_t tid;
+};
+/* One interpreter frame as read: the code object's fields, the last
+ * instruction (code units, -1 before the first), and whether it is the
+ * first frame of its _PyEval_EvalFrameDefault activation (is_entry).
+ * key: a hash of all of them, for a cache of names. */
+struct sym_py_frame {
+	uint64_t code;
+	uint64_t name, file; /* co_qualname, co_filename (adjacent: hashed) */
+	uint64_t linetable;
+	uint64_t key;
+	int32_t lasti;
+	int32_t firstline;
+	bool entry;
+};
+struct sym_py_name {
+	char function[256];
+	char file[1024];
+	int line, firstline; /* 0: unknown */
+};
+/* Find the interpreter in s: 0, -ENOENT (not CPython), -errno. */
+int sym_py_open(struct sym_session *s, struct sym_py_reader *r, struct sym_py **ret_py);
+void sym_py_free(struct sym_py *py);
+/* Py_Version, and whether tracerd has a layout for it. */
+uint32_t sym_py_version(const struct sym_py *py, bool *ret_known);
+/* Is the unwound pc in _PyEval_EvalFrameDefault? */
+bool sym_py_is_eval(const struct sym_py *py, uint64_t pc, bool activation);
+/* The frame chain of r->tid, innermost first, as at the sample (its
+ * innermost _PyCFrame read from the sample's stack copy): the count (0:
+ * no Python frame), -ENOTSUP for a version without layout, -EIO when a
+ * read failed or a check did not hold (torn: keep the stack native). */
+int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
+	struct sym_py_frame *frames, unsigned cap);
+/* The frames of sym_py_stack() that go in place of the native frames of
+ * u that run them: frame k replaces u's frame native[k] (the
+ * _PyEval_EvalFrameDefault activation that runs it, innermost first).
+ * The count, 0 (none: not a Python thread), or -errno: the groups do not
+ * match the activations (torn: keep the stack native), -ENOTSUP. */
+int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
+	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap);
+/* Function, file and line of f: 0, or -EIO (not what it claimed to be). */
+int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_frame *f,
+	struct sym_py_name *ret);
+/* The line of code unit lasti in a 3.11 location table (t, n bytes) of a
+ * function starting at firstline: 0 if it has none. */
+int sym_py_line(const uint8_t *t, size_t n, int firstline, int lasti);
+
 /* Demangle C++/Rust; returns a malloc'ed string or NULL if not mangled. */
 char *sym_demangle(const char *name);
 /* Fold, in place, the marks of a compiler's clone of a function into the
