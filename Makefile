@@ -41,8 +41,8 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf 2>/dev/null)
-PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf 2>/dev/null)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags libdw libelf libcurl 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs libdw libelf libcurl 2>/dev/null)
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 TD_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -MMD -MP $(PKG_CFLAGS)
 TD_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS) -pthread
@@ -74,7 +74,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 	$(FX)/fx_many $(FX)/fx_oom $(FX)/fx_svc $(FX)/fx_chain_linked $(FX)/fx_hot $(FX)/fx_lto \
 	$(FX)/fx_handler $(FX)/fx_owners $(FX)/fx_jobstop
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
-FIXTURES += $(FX)/fx_evil $(FX)/fx_forks
+FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong
 FIXTURES += $(FX)/fx_sleepers
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
@@ -118,7 +118,8 @@ $(FX)/fx_chain: test/fixtures/fx_chain.c
 $(FX)/fx_threads $(FX)/fx_split $(FX)/fx_churn $(FX)/fx_signals $(FX)/fx_exec \
 $(FX)/fx_crash $(FX)/fx_work $(FX)/fx_deep $(FX)/fx_rename $(FX)/fx_spin \
 $(FX)/fx_zleader $(FX)/fx_locks $(FX)/fx_crowd $(FX)/fx_many $(FX)/fx_oom \
-$(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners $(FX)/fx_forks: $(FX)/%: test/fixtures/%.c
+$(FX)/fx_svc $(FX)/fx_handler $(FX)/fx_die $(FX)/fx_owners $(FX)/fx_forks $(FX)/fx_bigframe \
+$(FX)/fx_pingpong: $(FX)/%: test/fixtures/%.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -260,12 +261,14 @@ bench:
 	$(Q)sh test/bench/bench_signals.sh $(TRACERD) $(FX)/fx_signals
 	$(Q)sh test/bench/bench_modes.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_ptracecpu.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_stacks.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kill9.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_bomb.sh $(TRACERD) $(FX) $(GEN)
 	$(Q)sh test/bench/bench_service.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_export.sh $(TRACERD) $(FX)
 
 # The reader, and the report path on top of it, under libFuzzer (clang);
 # FUZZ_SECONDS bounds each run.
@@ -350,6 +353,8 @@ install: $(TRACERD)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/tracerd.service.in > $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/tracerd.service.tmp
 	mv -f $(DESTDIR)$(UNITDIR)/tracerd.service.tmp $(DESTDIR)$(UNITDIR)/tracerd.service
+	install -d $(DESTDIR)$(PREFIX)/share/tracerd
+	install -m 0644 systemd/tracerd-export.conf $(DESTDIR)$(PREFIX)/share/tracerd/tracerd-export.conf
 	@if [ -z "$(DESTDIR)" ] && [ -e $(SYSCONFDIR)/tracerd/tracerd.conf ]; then \
 		echo "install: kept $(SYSCONFDIR)/tracerd/tracerd.conf (the example is systemd/tracerd.conf)"; \
 	else \

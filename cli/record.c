@@ -57,7 +57,8 @@ static void usage(FILE *f)
 	      "      --max-chunk-age DUR  rotate chunks at DUR (default 10m)\n"
 	      "      --max-size SIZE      keep at most SIZE of chunks (default 1G)\n"
 	      "      --max-age DUR        delete chunks older than DUR (default 24h)\n"
-	      "      --stack-bytes N      largest stack copy per sample (default 64K)\n"
+	      "      --stack-bytes N      largest stack copy per sample (default 64K; perf\n"
+	      "                           capture copies at most 65528, the kernel's limit)\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "      --cache-dir DIR      keep debuginfo decompressed in DIR, for the next\n"
 	      "                           runs (default $TRACERD_CACHE_DIR, else\n"
@@ -567,6 +568,12 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			"  coverage     %.1f%% of the CPU time used was sampled (%llu period%s "
 			"missed)\n",
 			coverage(s), (unsigned long long)s->cpu_missed, td_plural(s->cpu_missed));
+	if (s->cut_by_kernel)
+		fprintf(f,
+			"  stacks       %llu cut at the kernel's limit of 65528 bytes of stack per "
+			"sample (perf capture): their outer frames are missing; --capture "
+			"ptrace copies up to --stack-bytes\n",
+			(unsigned long long)s->cut_by_kernel);
 	fprintf(f, "  threads      %llu seen\n", (unsigned long long)s->threads_seen);
 	children_line(s, cfg, f);
 	fprintf(f, "  stopped      p50 %.1f us, p99 %.1f us, max %.1f us per sample\n",

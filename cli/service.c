@@ -206,6 +206,12 @@ static int check(const char *path)
 	walked = svc_config_each_match(c, "/proc", check_each, &cm);
 	printf("%s: %u rule%s, repositories under %s\n", path, c->nrules, c->nrules == 1 ? "" : "s",
 		c->directory);
+	if (c->export.url)
+		printf("  [Export] %s to %s every %.0f s%s%s%s\n",
+			c->export.protocol == SVC_EXPORT_OTLP ? "otlp" : "pyroscope", c->export.url,
+			(double)c->export.interval_ns / 1e9, c->export.labels ? ", Labels=" : "",
+			c->export.labels ? c->export.labels : "",
+			c->export.token_file ? ", with a bearer token" : "");
 	for (unsigned i = 0; i < c->nrules; i++)
 		check_rule(c, i, &cm, walked);
 	if (walked < 0)

@@ -100,6 +100,11 @@ struct td_sample {
 	uint8_t stack[];
 };
 
+/* Why a stack ends where the kernel's copy of it did, at the most the
+ * kernel copies per perf sample (ptrace.h: PT_PERF_MAX_STACK): the
+ * unwinder's end name, which the report counts in its header. */
+#define TD_CUT_KERNEL_LIMIT "deeper than the kernel's 64 KiB copy"
+
 /* Bytes a sample with a window of 'window' stack bytes occupies. */
 static inline size_t td_sample_size(uint32_t window)
 {

@@ -83,6 +83,7 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.unwind_partial = atomic_load(&sh->unwind_partial),
 		.maps_denied = atomic_load(&sh->maps_denied),
 		.maps_denied_err = atomic_load(&sh->maps_denied_err),
+		.cut_by_kernel = atomic_load(&sh->cut_by_kernel),
 		.threads_seen = atomic_load(&sh->threads_seen),
 		.threads_live = atomic_load(&sh->threads_live),
 		.bytes_written = atomic_load(&sh->bytes_written),
@@ -110,10 +111,12 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 	};
 }
 
-/* Bytes of the sample ring: each sample takes its window's bytes, not the
+/* Bytes of the sample ring: each sample takes its copy's bytes, not the
  * largest window's.  Wall mode: a copy of every blocked thread can come in
  * one tick; 64 MiB, faulted in as used.  cpu mode: half a second of the
- * CPUs' samples at the first window (the writer's longest pauses, while it
+ * CPUs' samples at the first window (perf's copies start whole, up to
+ * the kernel's limit, and shrink to fit: sampler.c's add_thread; by
+ * ptrace, 8 KiB) (the writer's longest pauses, while it
  * loads a large binary's symbols, are a fraction of that), at least 4 MiB,
  * faulted in at once (ring_prefault) up to 16 MiB rather than a fault per
  * page on the first pass (a fifth of the daemon's CPU at 99 Hz, measured
@@ -122,8 +125,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 static size_t sample_bytes(const struct rec_config *cfg)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t want = (size_t)cfg->hz * (size_t)(cpus > 0 ? cpus : 1) *
-		td_sample_size(cfg->first_window) / 2;
+	uint32_t first = cfg->capture == REC_CAPTURE_PTRACE ?
+		cfg->first_window : TD_MIN(cfg->max_window, (uint32_t)PT_PERF_MAX_STACK);
+	size_t want = (size_t)cfg->hz * (size_t)(cpus > 0 ? cpus : 1) * td_sample_size(first) / 2;
 
 	if (cfg->mode == REC_MODE_WALL)
 		return 64u << 20;

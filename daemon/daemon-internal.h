@@ -20,7 +20,7 @@
  * sampler, in follow mode), a wake per thread (wake.h) and atomics.  Each
  * atomic is written by the one thread named with it, but for requests:
  * one thread sets them and the other takes them with an exchange
- * (rotate_req, snapshot_req, grow[]).  The sampler never waits for the
+ * (rotate_req, snapshot_req, fit[]).  The sampler never waits for the
  * writer but in a crash (bounded), and never on anything while a target
  * thread is stopped. */
 #ifndef TD_DAEMON_INTERNAL_H
@@ -77,7 +77,7 @@ struct rec_event {
 };
 
 #define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */
-#define REC_GROW_SLOTS 1024  /* window-grow requests: tid % REC_GROW_SLOTS */
+#define REC_FIT_SLOTS 1024   /* window requests: tid % REC_FIT_SLOTS */
 #define REC_MAX_THREADS 16384 /* threads sampled, all targets together */
 
 /* Processes recorded at once: the size of every table that holds them. */
@@ -89,7 +89,7 @@ static inline unsigned rec_max_procs(const struct rec_config *cfg)
 
 /* Everything the threads share.  rec_open fills the first group before
  * any thread starts; after that, each field below has one writing thread,
- * named with it, but for the requests (rotate_req, snapshot_req, grow[]),
+ * named with it, but for the requests (rotate_req, snapshot_req, fit[]),
  * set by one thread and taken by the other.  Plain fields are written
  * before a store to an atomic that the reader loads first, as said per
  * field. */
@@ -158,14 +158,16 @@ struct rec_shared {
 	 * process is gone).  Written by the writer, read by the sampler. */
 	_Atomic uint64_t maps_read[REC_READ_SLOTS];
 
-	/* Window growth, a request of the writer to the sampler, with two
-	 * writers: the writer stores the tid whose stack ended at the
-	 * window's edge in grow[tid % REC_GROW_SLOTS]; the sampler doubles
-	 * that thread's window (up to max_window) and takes the request by
-	 * compare-exchange of that tid with 0, so that a request stored
-	 * meanwhile for another tid of the slot stays.  Two tids sharing a
-	 * slot only delay one of them. */
-	_Atomic uint32_t grow[REC_GROW_SLOTS];
+	/* Stack copies that fit, a request of the writer to the sampler,
+	 * with two writers: the writer stores (tid << 32 | bytes) in
+	 * fit[tid % REC_FIT_SLOTS], the window that thread's stacks need
+	 * (all there is after a stack ended at the window's edge, less after
+	 * its unwinds used much less for a while: writer-stacks.c); the
+	 * sampler sets the thread's window to it, within the thread's
+	 * bounds, and takes the request by compare-exchange of that value
+	 * with 0, so that a request stored meanwhile stays.  Two tids sharing
+	 * a slot only delay one of them. */
+	_Atomic uint64_t fit[REC_FIT_SLOTS];
 
 	/* Written by the sampler; read by rec_stats on the control loop's
 	 * thread, samples_taken also by the writer (startup_samples),
@@ -196,6 +198,7 @@ struct rec_shared {
 	/* writer: processes whose maps it may not read, and why (-errno) */
 	_Atomic uint64_t maps_denied;
 	_Atomic int maps_denied_err;
+	_Atomic uint64_t cut_by_kernel; /* perf: stacks longer than the kernel copies */
 	_Atomic uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache, summed over sessions (struct sym_debug_stats) */
 	_Atomic unsigned debug_reused, debug_created, debug_failed;

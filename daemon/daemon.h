@@ -88,6 +88,9 @@ struct rec_config {
 struct rec_stats {
 	uint64_t samples_taken, samples_written, ticks;
 	uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
+	/* perf: stacks deeper than the most the kernel copies per sample
+	 * (65528 bytes), cut there */
+	uint64_t cut_by_kernel;
 	uint64_t lost_torn;   /* a blocked thread ran while its stack was copied */
 	uint64_t lost_kernel; /* the kernel's perf ring was full */
 	uint64_t skipped;     /* ticks a thread was left out after missed stops */

@@ -24,6 +24,7 @@
 #include "../common/map.h"
 
 #define S_MAX_THREADS REC_MAX_THREADS
+#define S_MIN_WINDOW 2048 /* the smallest stack copy a thread's unwinds can ask */
 
 enum { ST_NEW, ST_SETTLE };
 
@@ -105,7 +106,10 @@ struct sampler {
 	bool offcpu;	      /* and samples each interval off a CPU (pt_perf_offcpu) */
 	bool switches_lost;   /* since the last tick: its ring lost records */
 	bool wake_writer;     /* something for the writer at once (an attach, a death) */
-	pid_t resize[16];     /* perf threads whose window grew, to reopen */
+	struct {
+		pid_t tid;
+		uint32_t window;
+	} resize[64]; /* perf threads whose window changes, to reopen */
 	unsigned nresize;
 	pid_t *chosen;
 	pid_t *group;  /* round_by_cpu: the chosen threads on one CPU */
@@ -165,8 +169,8 @@ bool probe_fds(struct sthread *st);
 bool in_disk_wait(struct sthread *st, char ret_name[16]);
 /* The CPU a thread last ran on (field 39 of its stat), -1 if unknown. */
 int last_cpu(struct sthread *st);
-/* Apply a pending window-growth request of the writer (grow[]). */
-void maybe_grow(struct sampler *s, struct sthread *st);
+/* Apply a pending window request of the writer (fit[]). */
+void maybe_fit(struct sampler *s, struct sthread *st);
 /* A sample of pid's current image is on its way to the writer. */
 void mark_sampled(struct sampler *s, pid_t pid);
 

@@ -400,7 +400,7 @@ unsigned wall_tick(struct sampler *s)
 
 		if (st->leaving)
 			continue; /* held at its exit: its time is over */
-		maybe_grow(s, st);
+		maybe_fit(s, st);
 		if (pt_tracer_group_stopped(s->t, st->tid)) {
 			k += stopped_tick(s, st, dt, period, &s->chosen[k]);
 			continue;

@@ -40,9 +40,9 @@
  * rings (producer), the asks ring's head (consumer), attach_*, targets,
  * capture, perf_err, heartbeat_ns, the sampler's counters (children_*
  * too), targets_live,
- * sampler_done, and the grow[] requests it takes (back to 0 by
+ * sampler_done, and the fit[] requests it takes (back to 0 by
  * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
- * maps_read[], writer_done, grow[].
+ * maps_read[], writer_done, fit[].
  *
  * Choice in cpu mode with ptrace capture: a sample stands for a period
  * (1/HZ) of CPU time, as perf's do.  Each tick adds to every thread's
@@ -161,6 +161,14 @@ bool in_disk_wait(struct sthread *st, char ret_name[16])
 	return p && p[1] == ' ' && p[2] == 'D';
 }
 
+/* The largest window of a thread: perf's copies end at the kernel's limit
+ * (PT_PERF_MAX_STACK), a copy by ptrace at --stack-bytes. */
+static uint32_t window_max(const struct sampler *s, const struct sthread *st)
+{
+	return st->perf ? TD_MIN(s->cfg->max_window, (uint32_t)PT_PERF_MAX_STACK) :
+			  s->cfg->max_window;
+}
+
 static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 {
 	if (lookup(s, tid) || s->n == S_MAX_THREADS)
@@ -170,9 +178,19 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .sys_fd = -1,
 		.stat_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
 	/* -ESRCH: gone already, its exit follows; another error (out of fds
-	 * or the perf limit): the kernel does not sample it */
-	if (s->perf && pid)
+	 * or the perf limit): the kernel does not sample it.  The kernel's
+	 * copies start whole (all a sample may hold) and shrink to what the
+	 * thread's unwinds use (maybe_fit): a stack cut in the first samples,
+	 * before a request to grow comes back, could not be mended (the
+	 * thread has moved on); a copy by ptrace starts small and grows at
+	 * its first cut. */
+	if (s->perf && pid) {
+		s->th[s->n].perf = true;
+		s->th[s->n].window = window_max(s, &s->th[s->n]);
 		s->th[s->n].perf = pt_perf_add(s->perf, pid, tid, s->th[s->n].window) == 0;
+		if (!s->th[s->n].perf)
+			s->th[s->n].window = s->cfg->first_window;
+	}
 	if (!s->th[s->n].perf)
 		s->nonperf++;
 	s->n++;
@@ -202,37 +220,53 @@ static void remove_thread(struct sampler *s, pid_t tid)
 	atomic_store(&s->sh->threads_live, s->n);
 }
 
-/* Apply a pending window-growth request of the writer: the thread's stacks
- * keep ending at the window's edge. */
-void maybe_grow(struct sampler *s, struct sthread *st)
+/* Apply a pending window request of the writer (fit[]): all there is
+ * after a cut stack, less after a while of unwinds that used less.  A
+ * perf thread's events are reopened for it after the drain (the kernel
+ * copies what they were opened with): a larger window takes effect at
+ * once (the slots are larger than the copies until then), a smaller one
+ * only with the new events, so that no copy in between is cut. */
+void maybe_fit(struct sampler *s, struct sthread *st)
 {
-	_Atomic uint32_t *g = &s->sh->grow[st->tid % REC_GROW_SLOTS];
-	uint32_t tid = (uint32_t)st->tid;
+	_Atomic uint64_t *f = &s->sh->fit[st->tid % REC_FIT_SLOTS];
+	uint64_t v = atomic_load_explicit(f, memory_order_relaxed);
+	uint32_t want = (uint32_t)v;
 
-	/* taken only if it is this thread's: the writer may have stored
-	 * another tid of the slot since the load (lock-free: a target
-	 * thread may be stopped now) */
-	if (atomic_load_explicit(g, memory_order_relaxed) != tid ||
-		!atomic_compare_exchange_strong_explicit(g, &tid, 0, memory_order_relaxed,
-			memory_order_relaxed))
+	if ((uint32_t)(v >> 32) != (uint32_t)st->tid)
 		return;
-	st->window = st->window * 2 > s->cfg->max_window ? s->cfg->max_window : st->window * 2;
-	/* the kernel copies the window at each sample: reopen its events
-	 * (after the drain, not inside it) */
-	if (st->perf && s->nresize < TD_ARRAY_SIZE(s->resize))
-		s->resize[s->nresize++] = st->tid;
+	if (st->perf && s->nresize == TD_ARRAY_SIZE(s->resize))
+		return; /* left in fit[] for a later drain */
+	/* taken only if it is still this request: the writer may have
+	 * stored another since the load (lock-free: a target thread may be
+	 * stopped now) */
+	if (!atomic_compare_exchange_strong_explicit(f, &v, 0, memory_order_relaxed,
+		    memory_order_relaxed))
+		return;
+	want = TD_MIN(TD_MAX(want, (uint32_t)S_MIN_WINDOW), window_max(s, st)) & ~7u;
+	if (!st->perf) {
+		st->window = want; /* the next copy by ptrace copies it */
+		return;
+	}
+	if (want > st->window)
+		st->window = want;
+	s->resize[s->nresize].tid = st->tid;
+	s->resize[s->nresize++].window = want;
 }
 
-/* The perf threads whose window grew: their events copy the new one. */
+/* The perf threads whose window changed: their events copy the new one. */
 static void apply_resizes(struct sampler *s)
 {
 	for (unsigned i = 0; i < s->nresize; i++) {
-		struct sthread *st = lookup(s, s->resize[i]);
+		struct sthread *st = lookup(s, s->resize[i].tid);
 
-		if (st && st->perf && pt_perf_resize(s->perf, st->tid, st->window) < 0) {
+		if (!st || !st->perf)
+			continue;
+		if (pt_perf_resize(s->perf, st->tid, s->resize[i].window) < 0) {
 			st->perf = false; /* no longer sampled by the kernel */
 			s->nonperf++;
+			continue;
 		}
+		st->window = s->resize[i].window;
 	}
 	s->nresize = 0;
 }
@@ -245,10 +279,15 @@ static struct td_sample *slot_get(void *arg, pid_t pid, pid_t tid, uint32_t *ret
 	struct sthread *st = lookup(s, tid);
 	struct td_sample *smp;
 
+	uint32_t need = *ret_window;
+
 	(void)pid;
 	if (st && s->perf)
-		maybe_grow(s, st); /* no tick visits the threads in perf capture */
+		maybe_fit(s, st); /* no tick visits the threads in perf capture */
 	*ret_window = st ? st->window : s->cfg->first_window;
+	/* the kernel's copy is there already: its size, not the window's */
+	if (need && need < *ret_window)
+		*ret_window = need;
 	smp = ring_reserve_bytes(&s->sh->samples, td_sample_size(*ret_window));
 	if (!smp)
 		return NULL; /* ring full: dropped and counted, never waited for */
@@ -556,7 +595,7 @@ static unsigned choose(struct sampler *s)
 			continue; /* the kernel samples it, or it is held at its exit */
 		r = probe_fds(st) ? pt_blocked_probe(st->sys_fd, st->fd, &b) : -ENOENT;
 
-		maybe_grow(s, st);
+		maybe_fit(s, st);
 		if (r < 0)
 			continue; /* gone, or no pid yet: its exit or pid follows */
 		if (st->state == ST_NEW) {

@@ -149,6 +149,18 @@ struct writer {
 		 * re-resolved in whichever chunk is current).  Freed when the
 		 * thread exits. */
 		struct td_map last;
+		/* Each thread's stack copies sized to its stacks (fit_window,
+		 * rec_shared.fit): at tid % REC_FIT_SLOTS, begun anew when
+		 * another tid takes the slot (it learns again). */
+		struct fit {
+			pid_t tid;
+			uint32_t deepest; /* most bytes an unwind read (or a cut copy held), ever */
+			uint32_t copied; /* most bytes a copy held, this span */
+			uint32_t n;	 /* samples in this span */
+			bool shrunk;	 /* asked for less since its last cut */
+			uint64_t since;	 /* the span's first sample's time */
+			uint64_t hold;	 /* a span's least length, ns */
+		} fit[REC_FIT_SLOTS];
 		struct saved {
 			pid_t tid; /* 0: free */
 			unsigned n;

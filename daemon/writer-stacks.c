@@ -11,7 +11,7 @@
  * why there is no other (its process's maps never read, time runnable
  * where no sample saw it, a stack cut short and why).  Tells the sampler,
  * through rec_shared, which images have a session (maps_read: their exits
- * need no hold) and which threads' windows are too small (grow[]).
+ * need no hold) and the window each thread's stacks need (fit[]).
  * Leaves to writer.c the chunk itself and the thread ids. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
@@ -407,6 +407,79 @@ static uint32_t denied_stack(struct writer *w)
 		"[not unwound: its maps may not be read (permission)]");
 }
 
+/* Stack copies that fit (rec_shared.fit): a thread's copies cost its
+ * CPU (perf: the kernel copies at every sample, and in wall mode at every
+ * switch off a CPU) and the rings' room, in proportion to their size, so
+ * each is sized to the thread's stacks.  A stack cut at the window's edge
+ * asks for all there is at once (the sampler bounds it: the kernel's
+ * limit, --stack-bytes): doubling would cut the next few too.  A span of
+ * at least FIT_SPAN_SAMPLES samples and hold ns after which the deepest
+ * the thread's unwinds ever read (a cut copy counts whole) is less than
+ * three quarters of what was copied asks for that and half as much
+ * again, plus FIT_SLACK bytes, in KiB: never less than a stack the
+ * thread had, so that a program whose phases go deeper (a compiler's
+ * parser, then its optimizer) is cut once per new depth at most, each
+ * cut costing the samples of a round trip to the sampler (100 ms: a
+ * hundred at 999 Hz).  The first span
+ * is short (FIT_HOLD_FIRST_NS: perf's copies start whole, the dearest;
+ * a thread that switches 20,000 times a second pays for each); a cut
+ * after a shrink makes the next span at least FIT_HOLD_NS and doubles it
+ * from there (up to FIT_HOLD_MAX_NS), so a thread whose deep stacks are
+ * rare settles at its whole window rather than flapping.
+ * A stack longer than the kernel copies at its limit is counted
+ * (cut_by_kernel), asks nothing (more cannot be had) and returns true:
+ * its end says so (SYM_END_KERNEL_LIMIT). */
+#define FIT_SPAN_SAMPLES 32
+#define FIT_SLACK 1024u
+#define FIT_HOLD_FIRST_NS 250000000ull
+#define FIT_HOLD_NS 2000000000ull
+#define FIT_HOLD_MAX_NS 64000000000ull
+#define FIT_KERNEL_EDGE 1024u /* a perf copy this near PT_PERF_MAX_STACK was whole */
+
+static void fit_ask(struct writer *w, pid_t tid, uint32_t bytes)
+{
+	atomic_store_explicit(&w->sh->fit[tid % REC_FIT_SLOTS],
+		(uint64_t)(uint32_t)tid << 32 | bytes, memory_order_relaxed);
+}
+
+static bool fit_window(struct writer *w, const struct td_sample *s)
+{
+	struct fit *f = &w->stacks.fit[s->tid % REC_FIT_SLOTS];
+	const struct sym_unwound *u = &w->stacks.u;
+
+	if (!s->stack_len)
+		return false; /* no copy: nothing learned */
+	if (f->tid != s->tid)
+		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = FIT_HOLD_FIRST_NS };
+	if (u->end == SYM_END_WINDOW) {
+		if ((s->flags & TD_SAMPLE_PERF) && s->stack_len + FIT_KERNEL_EDGE >= PT_PERF_MAX_STACK) {
+			atomic_fetch_add_explicit(&w->sh->cut_by_kernel, 1, memory_order_relaxed);
+			return true;
+		}
+		fit_ask(w, s->tid, UINT32_MAX);
+		if (f->shrunk)
+			f->hold = TD_MIN(TD_MAX(f->hold * 2, FIT_HOLD_NS), FIT_HOLD_MAX_NS);
+		*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+			.deepest = TD_MAX(f->deepest, s->stack_len) };
+		return false;
+	}
+	f->deepest = TD_MAX(f->deepest, u->window_used);
+	f->copied = TD_MAX(f->copied, s->stack_len);
+	if (++f->n < FIT_SPAN_SAMPLES || s->time_ns < f->since + f->hold)
+		return false;
+	if ((uint64_t)f->deepest * 4 < (uint64_t)f->copied * 3) {
+		uint32_t want = (f->deepest + f->deepest / 2 + FIT_SLACK + 1023) & ~1023u;
+
+		if (want < f->copied) {
+			fit_ask(w, s->tid, want);
+			f->shrunk = true;
+		}
+	}
+	*f = (struct fit){ .tid = s->tid, .since = s->time_ns, .hold = f->hold,
+		.shrunk = f->shrunk, .deepest = f->deepest };
+	return false;
+}
+
 uint32_t stack_of(struct writer *w, const struct td_sample *s)
 {
 	struct session *se = session_for(w, s->pid, true);
@@ -442,9 +515,8 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		 * at every sample; once a second will do */
 		se->renew_later = innermost_unmapped(se->s, &w->stacks.u);
 	}
-	if (w->stacks.u.end == SYM_END_WINDOW)
-		atomic_store_explicit(&w->sh->grow[s->tid % REC_GROW_SLOTS], (uint32_t)s->tid,
-			memory_order_relaxed);
+	if (fit_window(w, s))
+		w->stacks.u.end = SYM_END_KERNEL_LIMIT;
 	/* the stack a repeat uses: a blocked thread's, and in wall mode a
 	 * running one's (its time waiting for a CPU repeats it); not a lock
 	 * owner's taken for the waits alone, which no sample of the profile

@@ -28,7 +28,7 @@
  * parts' sub-structs).
  * Writes in struct rec_shared: the notices ring (producer), the samples
  * and events rings' heads (consumer), the writer's counters, io_err
- * (writer_fail), crash_acked, exit_acked, maps_read[], grow[] requests,
+ * (writer_fail), crash_acked, exit_acked, maps_read[], fit[] requests,
  * writer_done.  Reads: sampler_done, stop, rotate_req and snapshot_req
  * (taken), targets, capture, perf_err, targets_live, samples_taken and
  * the sampler's loss counters. */

@@ -39,33 +39,17 @@
  *
  * Off-CPU intervals (cfg.offcpu, wall mode): a second event per (thread,
  * CPU), PERF_COUNT_SW_CONTEXT_SWITCHES at period 1, copies the user
- * registers and stack each time the thread leaves a CPU, and its
- * PERF_RECORD_SWITCH records say when (and, going out, whether it was
- * preempted) and when it came back.  Each interval off a CPU becomes one
- * sample at the stack where it left, weighted by its duration in periods:
- * preempted, it waited for a CPU there; blocked, it waited in that call
- * (and, once woken, for a CPU: the caller splits that off).  The records
- * of one thread land in the rings of the CPUs it ran on, so a drain
- * first collects every switch record of every ring (sorted by thread and
- * time) and then pairs each switch-out sample with the thread's next
- * switch in.  An interval still open at the drain is weighed up to then
- * and continued (continue_open) at each later drain until its switch in
- * (a sample without stack bytes, TD_SAMPLE_REPEAT: the thread's last
- * stack, its interval's): a long sleep shows while it lasts.  A drain
- * can read a ring while the kernel writes a record whose time it took
- * already (a switch-out sample's record, a switch in): the first records
- * of the thread at the next drain settle it, and time weighed twice is
- * owed back (owed_ns).  Nothing is stopped or interrupted: the kernel
- * writes all of it at the switch.
+ * registers and stack each time the thread leaves a CPU; its switch
+ * records are paired in perf-switch.c.
  *
  * Weights add up: a thread's time in each state (on a CPU; off one,
  * preempted or blocked) is a line cut into periods with a sampling point
- * at a random place in each (periods_of); a sample weighs the points that
+ * at a random place in each (perf_periods_of); a sample weighs the points that
  * fall in its stretch, so each state's weights add up to its time within
  * a period, and each is fair.  With offcpu the switch records cut that
  * time into stretches on a CPU and intervals off one, without overlap: a
  * task-clock sample weighs its thread's time on CPUs since its previous
- * one by the records (weigh_on), not its event's count, which overlaps
+ * one by the records (perf_weigh_on), not its event's count, which overlaps
  * the intervals at each switch.
  *
  * Early samples (pt_perf_early: a lock's running owner, for the waits): the
@@ -74,20 +58,21 @@
  * kernel (6.18, checked) restarts the period from nothing at the ioctl, on
  * a CPU or off (then from its next switch in), and samples every short
  * period until the next ioctl; the sample's PERIOD field keeps the period
- * of the event's opening.  The weights stay the CPU time's (periods_of),
+ * of the event's opening.  The weights stay the CPU time's (perf_periods_of),
  * whatever the period: the first sample after the ask, of weight 0, goes
  * out as TD_SAMPLE_OWNER (a stack for the waits, no period of the
  * profile) rather than thinned; the later ones of the short period are
  * thinned as any.
  *
  * Bounds: max_threads threads, one fd per thread and CPU (two with
- * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (a sample must
- * fit a u16 record size); at most PERF_MAX_SWITCHES switch records a
+ * offcpu); stack copies of at most PT_PERF_MAX_STACK bytes (the kernel's
+ * limit; it copies less where the whole record would not fit its u16
+ * size: about 240 bytes less with our registers); at most PERF_MAX_SWITCHES switch records a
  * drain (more: the intervals left unpaired are dropped and counted).
  * Everything is allocated by pt_perf_new; add/remove/drain never allocate.
  */
 #define _GNU_SOURCE
-#include "ptrace.h"
+#include "perf-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,85 +88,6 @@
 
 #include <asm/perf_regs.h>
 
-/* The registers the unwinder needs, in perf's order (bit = index). */
-#define PERF_REGS_MASK                                                                        \
-	((1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_BX) | (1ull << PERF_REG_X86_CX) |  \
-		(1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) |                       \
-		(1ull << PERF_REG_X86_DI) | (1ull << PERF_REG_X86_BP) |                       \
-		(1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP) |                       \
-		(1ull << PERF_REG_X86_FLAGS) | (1ull << PERF_REG_X86_CS) |                    \
-		(1ull << PERF_REG_X86_SS) | (1ull << PERF_REG_X86_R8) |                       \
-		(1ull << PERF_REG_X86_R9) | (1ull << PERF_REG_X86_R10) |                      \
-		(1ull << PERF_REG_X86_R11) | (1ull << PERF_REG_X86_R12) |                     \
-		(1ull << PERF_REG_X86_R13) | (1ull << PERF_REG_X86_R14) |                     \
-		(1ull << PERF_REG_X86_R15))
-#define PERF_NREGS 20
-#define PERF_MAX_SWITCHES (1u << 17) /* switch records paired per drain */
-
-/* A thread's time in one state (periods_of): ns until its next sampling
- * point, and where that point falls in its period-long slot. */
-struct perf_line {
-	uint64_t left, at;
-};
-
-/* The states whose time is sampled on lines of their own. */
-enum { LINE_ON, LINE_PREEMPTED, LINE_BLOCKED, NLINES };
-
-struct perf_thread {
-	pid_t tid; /* 0: free */
-	pid_t pid;
-	uint32_t stack_bytes;
-	struct perf_line line[NLINES];
-	/* offcpu: its time on CPUs by its switch records, up to the last
-	 * drain's last one; on a CPU since on_since (0: not), which is its
-	 * add's time until a record says (on_guess) */
-	uint64_t on_ns, on_since;
-	uint64_t on_weighed; /* of its time on CPUs (on_at), what its samples weighed */
-	/* offcpu: time on a CPU that an interval off one weighed already
-	 * (it began at its switch-out sample, its record came later; a
-	 * switch in that came after the drain that took it as still off):
-	 * taken off its next on-CPU stretches (weigh_on) */
-	uint64_t owed_ns;
-	bool on_guess;
-	uint64_t open_since; /* offcpu: off a CPU, weighed up to then; 0: not */
-	uint64_t open_at;    /* the open interval's switch-out sample's time */
-	bool open_preempted; /* the open interval began with a preemption */
-	uint64_t early_ns;   /* pt_perf_early asked then; 0: its sample came */
-	bool open_unsure;    /* its switch-out record was not in the ring yet */
-};
-
-/* A PERF_RECORD_SWITCH of a drain. */
-struct perf_switch {
-	uint32_t tid;
-	uint32_t misc; /* PERF_RECORD_MISC_SWITCH_OUT[_PREEMPT] */
-	uint64_t time;
-	uint64_t on; /* its thread's time on CPUs in this drain's records, up to it */
-};
-
-/* owns: every event fd, the rings' mappings, the epoll fd, the tables */
-struct pt_perf {
-	struct pt_perf_config cfg;
-	unsigned ncpus;
-	long page;
-	size_t ring_bytes; /* data part, a power of two */
-	int epfd;
-	int *owner;	    /* per CPU: the ring's dummy event, -1 if offline */
-	uint8_t **ring;	    /* per CPU: the mapping (header page + data) */
-	struct perf_thread *th; /* open addressing by tid, cap slots */
-	int *fds;		/* cap x ncpus event fds, -1 if none */
-	int *cs;		/* offcpu: cap x ncpus switch event fds, -1 if none */
-	struct perf_switch *sw; /* offcpu: this drain's switch records */
-	unsigned nsw;
-	bool sw_full;		/* more than PERF_MAX_SWITCHES this drain */
-	uint64_t *head;		/* per CPU: the data_head this drain reads to */
-	uint64_t *last;		/* per event: its count at its previous sample */
-	uint64_t *fired; /* per event, a bit: it fired since pt_perf_rearm */
-	uint64_t rng;
-	unsigned cap, count;
-	uint8_t *scratch; /* a record that wraps around the ring's end */
-	bool user_only; /* no permission for kernel-mode samples */
-	bool offcpu;	/* switch-out samples (cfg.offcpu, and permitted) */
-};
 
 static void close_thread(struct pt_perf *p, unsigned i);
 
@@ -195,7 +101,7 @@ static unsigned slot_of(const struct pt_perf *p, pid_t tid)
 	return ((uint32_t)tid * 2654435761u) & (p->cap - 1);
 }
 
-static struct perf_thread *thread_find(const struct pt_perf *p, pid_t tid, unsigned *ret_i)
+struct perf_thread *perf_thread_find(const struct pt_perf *p, pid_t tid, unsigned *ret_i)
 {
 	for (unsigned i = slot_of(p, tid), k = 0; k < p->cap; i = (i + 1) & (p->cap - 1), k++) {
 		if (p->th[i].tid == tid) {
@@ -283,9 +189,11 @@ int pt_perf_new(const struct pt_perf_config *cfg, struct pt_perf **ret_perf)
 	p->ncpus = n > 0 ? (unsigned)n : 1;
 	for (p->cap = 16; p->cap < 2 * cfg->max_threads; p->cap <<= 1)
 		;
-	/* room for 32 samples of the largest size per CPU, at least 256 KiB */
+	/* room for 16 samples of the largest size per CPU, at least 256 KiB
+	 * (the copies start whole and shrink to what each thread's stacks
+	 * use: the daemon's maybe_fit) */
 	sample_max = 512 + 8 * PERF_NREGS + p->cfg.stack_bytes;
-	for (p->ring_bytes = 256 * 1024; p->ring_bytes < 32 * sample_max; p->ring_bytes <<= 1)
+	for (p->ring_bytes = 256 * 1024; p->ring_bytes < 16 * sample_max; p->ring_bytes <<= 1)
 		;
 	p->owner = malloc(p->ncpus * sizeof(*p->owner));
 	p->ring = calloc(p->ncpus, sizeof(*p->ring));
@@ -480,7 +388,7 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes)
 	unsigned i;
 	int r;
 
-	if (thread_find(p, tid, &i))
+	if (perf_thread_find(p, tid, &i))
 		return 0;
 	if (p->count + 1 > p->cap / 2)
 		return -TD_E_LIMIT;
@@ -502,7 +410,7 @@ int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes)
 	unsigned i;
 	int r;
 
-	if (!thread_find(p, tid, &i))
+	if (!perf_thread_find(p, tid, &i))
 		return -ENOENT;
 	stack_bytes = stack_size(p, stack_bytes);
 	if (stack_bytes == p->th[i].stack_bytes)
@@ -521,7 +429,7 @@ void pt_perf_remove(struct pt_perf *p, pid_t tid)
 {
 	unsigned i, j, k;
 
-	if (!thread_find(p, tid, &i))
+	if (!perf_thread_find(p, tid, &i))
 		return;
 	close_thread(p, i);
 	p->th[i].tid = 0;
@@ -604,7 +512,7 @@ void pt_perf_rearm(struct pt_perf *p)
  * in 10 s at 99 Hz; rounding each stretch on its own at random strays by
  * the square root of their number; carrying a remainder from stretch to
  * stretch tilts short ones against long ones.) */
-static uint32_t periods_of(struct pt_perf *p, struct perf_thread *th, unsigned line,
+uint32_t perf_periods_of(struct pt_perf *p, struct perf_thread *th, unsigned line,
 	uint64_t ns)
 {
 	struct perf_line *l = &th->line[line];
@@ -635,15 +543,8 @@ static uint32_t weigh(struct pt_perf *p, struct perf_thread *th, uint32_t j, uin
 	uint64_t gap = count > p->last[j] ? count - p->last[j] : 0;
 
 	p->last[j] = count;
-	return periods_of(p, th, LINE_ON, gap);
+	return perf_periods_of(p, th, LINE_ON, gap);
 }
-
-/* A sample record, as both events write it. */
-struct perf_sample {
-	uint64_t ip, time, period, count, abi, regs[PERF_NREGS], size, dyn;
-	uint32_t pid, tid;
-	const uint8_t *stack;
-};
 
 /* ip, pid, tid, time, period, count (READ), abi, regs[PERF_NREGS] (when
  * abi is not NONE), size, data[size], dyn_size (when size is not 0).
@@ -684,11 +585,12 @@ static bool parse_sample(const uint8_t *rec, size_t len, struct perf_sample *ps)
 
 /* Hand a parsed sample to the caller: flags (TD_SAMPLE_*), weight in
  * periods, at time. */
-static void put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t weight,
+void perf_put_sample(const struct perf_sample *ps, uint32_t flags, uint32_t weight,
 	uint64_t time, const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
 {
 	struct td_sample *s;
-	uint32_t window = 0;
+	/* in: what the kernel copied (the slot needs no more); out: what it holds */
+	uint32_t window = (uint32_t)TD_MIN(ps->dyn, ps->size);
 	uint64_t dyn = ps->dyn;
 	const uint64_t *regs = ps->regs;
 
@@ -759,7 +661,7 @@ int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns)
 	unsigned i;
 	int r = -ENOENT;
 
-	if (!thread_find(p, tid, &i))
+	if (!perf_thread_find(p, tid, &i))
 		return -ENOENT;
 	ns = TD_MAX(ns, PT_PERF_EARLY_MIN_NS);
 	for (unsigned c = 0; c < p->ncpus; c++) {
@@ -779,133 +681,6 @@ int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns)
 	return r;
 }
 
-static int switch_cmp(const void *a, const void *b)
-{
-	const struct perf_switch *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-/* Where a switch record of tid at time would go among this drain's. */
-static size_t switch_index(const struct pt_perf *p, uint32_t tid, uint64_t time)
-{
-	size_t lo = 0, hi = p->nsw;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct perf_switch *m = &p->sw[mid];
-
-		if (m->tid < tid || (m->tid == tid && m->time < time))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The first switch record of tid at or after time, or NULL. */
-static const struct perf_switch *switch_after(const struct pt_perf *p, uint32_t tid,
-	uint64_t time)
-{
-	size_t i = switch_index(p, tid, time);
-
-	return i < p->nsw && p->sw[i].tid == tid ? &p->sw[i] : NULL;
-}
-
-/* Thread th's time on CPUs at time (of this drain) by its switch records:
- * on a CPU from a switch in to the next switch out. */
-static uint64_t on_at(const struct pt_perf *p, const struct perf_thread *th, uint64_t time)
-{
-	size_t i = switch_index(p, (uint32_t)th->tid, time);
-	const struct perf_switch *e =
-		i && p->sw[i - 1].tid == (uint32_t)th->tid ? &p->sw[i - 1] : NULL;
-
-	if (!e)
-		return th->on_ns + (th->on_since && time > th->on_since ? time - th->on_since : 0);
-	if (e->misc & PERF_RECORD_MISC_SWITCH_OUT)
-		return th->on_ns + e->on;
-	return th->on_ns + e->on + (time - e->time);
-}
-
-/* After the sort: each record's on.  A switch out without a switch in
- * before it (records lost, or a thread on a CPU since its add), the time
- * since the last one it knows of; two switches in, the first stretch is
- * lost with the record between. */
-static void sum_on(struct pt_perf *p)
-{
-	for (size_t a = 0, b; a < p->nsw; a = b) {
-		struct perf_thread *th;
-		uint64_t acc = 0, since = 0;
-		unsigned k;
-
-		for (b = a + 1; b < p->nsw && p->sw[b].tid == p->sw[a].tid; b++)
-			;
-		if ((th = thread_find(p, (pid_t)p->sw[a].tid, &k)) &&
-			(!th->on_guess || (p->sw[a].misc & PERF_RECORD_MISC_SWITCH_OUT)))
-			since = th->on_since;
-		for (size_t i = a; i < b; i++) {
-			struct perf_switch *e = &p->sw[i];
-
-			if (!(e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
-				since = e->time;
-			} else {
-				if (since && e->time > since)
-					acc += e->time - since;
-				since = 0;
-			}
-			e->on = acc;
-		}
-	}
-}
-
-/* After the drain's samples: each thread's on_ns and on_since up to its
- * last record.  When records were not kept (sw_full), where a thread is
- * is unknown: taken as on a CPU from now if its next record is a switch
- * out, and what its records said of its time until now forgotten. */
-static void carry_on(struct pt_perf *p, uint64_t now)
-{
-	for (size_t a = 0, b; a < p->nsw; a = b) {
-		const struct perf_switch *e;
-		struct perf_thread *th;
-		unsigned k;
-
-		for (b = a + 1; b < p->nsw && p->sw[b].tid == p->sw[a].tid; b++)
-			;
-		e = &p->sw[b - 1];
-		if (!(th = thread_find(p, (pid_t)e->tid, &k)))
-			continue;
-		th->on_ns += e->on;
-		th->on_since = e->misc & PERF_RECORD_MISC_SWITCH_OUT ? 0 : e->time;
-		th->on_guess = false;
-		if (p->sw_full) {
-			th->on_since = now;
-			th->on_guess = true;
-			th->on_weighed = th->on_ns;
-		}
-	}
-}
-
-/* The weight of a task-clock sample of thread th at time, with offcpu:
- * its time on CPUs since its previous one by its switch records, which
- * cut its time into stretches on a CPU and intervals off one without
- * overlap, less what intervals weighed of it already.  (The event's own
- * count runs past the records at each switch, 5 us a switch on the VM
- * where it was measured, time the intervals weigh too: a web server's
- * worker's weights added up to 3% more than its life; see
- * docs/notes/offcpu.md.)  A sample that another CPU's ring had from
- * earlier weighs nothing. */
-static uint32_t weigh_on(struct pt_perf *p, struct perf_thread *th, uint64_t time)
-{
-	uint64_t on = on_at(p, th, time), gap = on > th->on_weighed ? on - th->on_weighed : 0;
-	uint64_t owed = TD_MIN(gap, th->owed_ns);
-
-	th->on_weighed = TD_MAX(th->on_weighed, on);
-	th->owed_ns -= owed;
-	return periods_of(p, th, LINE_ON, gap - owed);
-}
-
 /* A task-clock sample: on a CPU, weighed by the CPU time since the
  * event's previous sample (with offcpu: the thread's previous sample, by
  * its switch records). */
@@ -916,14 +691,14 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sampl
 	uint32_t weight = 1, flags = 0;
 	unsigned k;
 
-	if ((th = thread_find(p, (pid_t)ps->tid, &k)) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
+	if ((th = perf_thread_find(p, (pid_t)ps->tid, &k)) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
 		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
 		bool early = early_taken(th, ps);
 
 		rearm_later(p, j);
 		if (p->offcpu) {
 			p->last[j] = ps->count;
-			weight = weigh_on(p, th, ps->time);
+			weight = perf_weigh_on(p, th, ps->time);
 		} else {
 			weight = weigh(p, th, j, ps->count);
 		}
@@ -938,151 +713,12 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sampl
 		st->no_user_regs++; /* a kernel thread, or in the kernel past exit */
 		return;
 	}
-	put_sample(ps, flags | (kernel ? TD_SAMPLE_IN_KERNEL : 0), weight, ps->time, ops, arg, st);
-}
-
-/* The flags of an interval off a CPU: preempted, it waited for one;
- * else it was blocked in the kernel (a system call, a fault). */
-static uint32_t offcpu_flags(bool preempted)
-{
-	return TD_SAMPLE_OFFCPU | (preempted ? TD_SAMPLE_RUNNABLE : TD_SAMPLE_IN_SYSCALL);
-}
-
-/* The record after e if it is the same thread's, else NULL. */
-static const struct perf_switch *switch_next(const struct pt_perf *p, const struct perf_switch *e)
-{
-	return e + 1 < p->sw + p->nsw && e[1].tid == e->tid ? e + 1 : NULL;
-}
-
-/* An interval that began at its switch-out sample's time, its record not
- * in the ring yet: from the sample (its time is taken before the stack is
- * copied) to the record, the thread's records have it on the CPU too.
- * At most a period: a stray record is no reason to drop CPU time. */
-static void owe_copy(const struct pt_perf *p, struct perf_thread *th, uint64_t sample,
-	uint64_t record)
-{
-	if (record > sample)
-		th->owed_ns += TD_MIN(record - sample, p->cfg.period_ns);
-}
-
-/* A switch-out sample: the stack where the thread left the CPU, its
- * interval from its switch-out record (preempted or blocked, it says) to
- * its next switch in.  Without the switch in, open up to now, continued
- * at later drains; with a switch out instead, the switch in was lost
- * (PERF_RECORD_LOST): where it ended is unknown, and the interval is
- * dropped rather than weighed over time the thread spent on a CPU. */
-static void take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_t now,
-	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
-{
-	const struct perf_switch *e = switch_after(p, ps->tid, ps->time);
-	struct perf_thread *th;
-	uint64_t out = ps->time, in = now;
-	bool preempted = false, open = true, unsure = true;
-	uint32_t weight;
-	unsigned k;
-
-	if (!(th = thread_find(p, (pid_t)ps->tid, &k)))
-		return; /* removed since */
-	if (ps->abi == PERF_SAMPLE_REGS_ABI_NONE) {
-		st->no_user_regs++; /* its last switch, past its exit */
-		return;
-	}
-	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
-		preempted = e->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-		out = e->time;
-		unsure = false;
-		e = switch_next(p, e);
-	}
-	if (e && !(e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
-		in = e->time;
-		open = false;
-	} else if (e || p->sw_full) {
-		/* its switch in lost, or among the records not kept */
-		st->unpaired++;
-		return;
-	}
-	weight = periods_of(p, th, preempted ? LINE_PREEMPTED : LINE_BLOCKED,
-		in > out ? in - out : 0);
-	if (open) {
-		/* a drain can read the ring between the sample and its
-		 * switch-out record: unsure, the record is taken at the
-		 * next drain */
-		th->open_since = now;
-		th->open_at = ps->time;
-		th->open_preempted = preempted;
-		th->open_unsure = unsure;
-	} else if (!weight) {
-		st->thinned++; /* less than a period: its fraction is carried */
-		return;
-	}
-	/* an open interval's stack goes now, even of weight 0: its
-	 * continuations repeat it */
-	put_sample(ps, offcpu_flags(preempted), weight, out, ops, arg, st);
-	st->offcpu++;
-}
-
-/* Thread th's open interval: weighed from open_since to its switch in,
- * else to now and kept open.  Every record of the thread in this drain
- * came after its switch-out sample, so its first one ends the interval
- * (after the interval's own switch-out record, when that came late): a
- * switch in whatever its time (a record the kernel was still writing
- * when the last drain read the ring can be older than open_since: that
- * much was weighed twice, and is owed), a switch out if the switch in
- * was lost (the interval ends where it was weighed to). */
-static void continue_open(struct pt_perf *p, struct perf_thread *th, uint64_t now,
-	const struct pt_round_ops *ops, void *arg, struct pt_perf_stats *st)
-{
-	struct td_sample *s;
-	uint32_t window = 0;
-	const struct perf_switch *e = switch_after(p, (uint32_t)th->tid, 0);
-	uint64_t from = th->open_since, to = now;
-	uint32_t weight;
-
-	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT) && th->open_unsure) {
-		th->open_preempted = e->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-		owe_copy(p, th, th->open_at, e->time);
-		e = switch_next(p, e);
-	}
-	if (e)
-		th->open_unsure = false;
-	if (e && (e->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
-		th->open_since = 0;
-		return;
-	}
-	if (e) {
-		to = e->time;
-		if (to < from) {
-			th->owed_ns += from - to;
-			to = from;
-		}
-	} else if (p->sw_full) {
-		return; /* cannot tell: weighed at the next drain */
-	}
-	th->open_since = e ? 0 : now;
-	weight = periods_of(p, th, th->open_preempted ? LINE_PREEMPTED : LINE_BLOCKED, to - from);
-	if (!weight)
-		return;
-	/* no stack: a repeat of the thread's last, its interval's sample */
-	s = ops->slot_get ? ops->slot_get(arg, th->pid, th->tid, &window) : NULL;
-	if (!s) {
-		st->dropped++;
-		return;
-	}
-	memset(s, 0, sizeof(*s));
-	s->pid = th->pid;
-	s->tid = th->tid;
-	s->time_ns = from;
-	s->flags = TD_SAMPLE_PERF | TD_SAMPLE_REPEAT | offcpu_flags(th->open_preempted) |
-		(weight != 1 ? TD_SAMPLE_WEIGHTED : 0);
-	s->weight = weight;
-	if (ops->slot_put)
-		ops->slot_put(arg, s);
-	st->samples++;
+	perf_put_sample(ps, flags | (kernel ? TD_SAMPLE_IN_KERNEL : 0), weight, ps->time, ops, arg, st);
 }
 
 /* The record at tail of ring c, in scratch when it wraps; NULL at the end
  * or for a record that cannot be read (the rest is dropped). */
-static const uint8_t *record_at(struct pt_perf *p, unsigned c, uint64_t *tail,
+const uint8_t *perf_record_at(struct pt_perf *p, unsigned c, uint64_t *tail,
 	struct perf_event_header *eh, struct pt_perf_stats *st)
 {
 	const uint8_t *data = p->ring[c] + p->page;
@@ -1105,46 +741,6 @@ static const uint8_t *record_at(struct pt_perf *p, unsigned c, uint64_t *tail,
 	return p->scratch;
 }
 
-/* Pass one of a drain: every switch record up to each ring's head, for
- * the caller (who ran) and, with offcpu, sorted for pairing. */
-static void collect_switches(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
-	struct pt_perf_stats *st)
-{
-	p->nsw = 0;
-	p->sw_full = false;
-	for (unsigned c = 0; c < p->ncpus; c++) {
-		struct perf_event_header eh;
-		const uint8_t *rec;
-		uint64_t tail;
-
-		if (!p->ring[c])
-			continue;
-		tail = ((struct perf_event_mmap_page *)p->ring[c])->data_tail;
-		for (; (rec = record_at(p, c, &tail, &eh, st)); tail += eh.size) {
-			/* sample_id: pid, tid (u32 each), time */
-			struct perf_switch sw;
-
-			if (eh.type != PERF_RECORD_SWITCH || eh.size < sizeof(eh) + 16)
-				continue;
-			memcpy(&sw.tid, rec + sizeof(eh) + 4, sizeof(sw.tid));
-			memcpy(&sw.time, rec + sizeof(eh) + 8, sizeof(sw.time));
-			sw.misc = eh.misc;
-			if (ops->switched)
-				ops->switched(arg, (pid_t)sw.tid, !(eh.misc & PERF_RECORD_MISC_SWITCH_OUT));
-			if (!p->offcpu)
-				continue;
-			if (p->nsw == PERF_MAX_SWITCHES)
-				p->sw_full = true;
-			else
-				p->sw[p->nsw++] = sw;
-		}
-	}
-	if (p->offcpu) {
-		qsort(p->sw, p->nsw, sizeof(*p->sw), switch_cmp);
-		sum_on(p);
-	}
-}
-
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 	struct pt_perf_stats *ret_stats)
 {
@@ -1157,12 +753,12 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 				&((struct perf_event_mmap_page *)p->ring[c])->data_head, __ATOMIC_ACQUIRE);
 	/* after the heads: every record read has a time before it */
 	now = (uint64_t)td_now_ns();
-	collect_switches(p, ops, arg, &st);
+	perf_collect_switches(p, ops, arg, &st);
 	/* intervals open at the last drain, before this drain's samples of
 	 * their threads (a continuation repeats the thread's last stack) */
 	for (unsigned i = 0; p->offcpu && i < p->cap; i++)
 		if (p->th[i].tid && p->th[i].open_since)
-			continue_open(p, &p->th[i], now, ops, arg, &st);
+			perf_continue_open(p, &p->th[i], now, ops, arg, &st);
 	for (unsigned c = 0; c < p->ncpus; c++) {
 		struct perf_event_mmap_page *h = (void *)p->ring[c];
 		struct perf_event_header eh;
@@ -1172,7 +768,7 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		if (!h)
 			continue;
 		tail = h->data_tail;
-		for (; (rec = record_at(p, c, &tail, &eh, &st)); tail += eh.size) {
+		for (; (rec = perf_record_at(p, c, &tail, &eh, &st)); tail += eh.size) {
 			if (eh.type == PERF_RECORD_SAMPLE) {
 				bool kernel = (eh.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
 					PERF_RECORD_MISC_KERNEL;
@@ -1181,7 +777,7 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 				if (!parse_sample(rec, eh.size, &ps))
 					st.malformed++;
 				else if (ps.period == 1 && p->offcpu)
-					take_switch(p, &ps, now, ops, arg, &st);
+					perf_take_switch(p, &ps, now, ops, arg, &st);
 				else
 					take_sample(p, c, &ps, kernel, ops, arg, &st);
 			} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
@@ -1197,7 +793,7 @@ int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
 	if (p->offcpu)
-		carry_on(p, now);
+		perf_carry_on(p, now);
 	if (ret_stats)
 		*ret_stats = st;
 	return (int)st.samples;

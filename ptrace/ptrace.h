@@ -72,7 +72,8 @@ struct pt_event {
  * None may allocate, lock, log or block. */
 struct pt_round_ops {
 	/* A buffer for tid's sample and its stack capacity, or NULL to skip
-	 * it (ring full: count the drop). */
+	 * it (ring full: count the drop).  *ret_window on entry: the bytes
+	 * the caller has to copy when it knows them already (0: unknown). */
 	struct td_sample *(*slot_get)(void *arg, pid_t pid, pid_t tid, uint32_t *ret_window);
 	/* The sample is complete (thread already resumed). */
 	void (*slot_put)(void *arg, struct td_sample *s);
@@ -239,7 +240,9 @@ ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
  * the periods of CPU time it stands for (perf.c).  Needs
  * perf_event_open on the targets (root, CAP_PERFMON, or ptrace access with
  * perf_event_paranoid <= 2 for user-mode samples only). */
-#define PT_PERF_MAX_STACK 61440 /* a sample must fit a 64 KiB record */
+/* The kernel's limit on sample_stack_user (below USHRT_MAX, 8-aligned);
+ * it copies a little less where the record would pass 64 KiB. */
+#define PT_PERF_MAX_STACK 65528
 
 struct pt_perf_config {
 	uint64_t period_ns;   /* mean CPU time between two samples of a thread */

@@ -59,6 +59,16 @@ int rp_folded(FILE *out, const struct rp_profile *p, bool per_thread);
 int rp_threads(FILE *out, const struct rp_profile *p);
 /* gzip-compressed profile.proto, readable by go tool pprof. */
 int rp_pprof(FILE *out, const struct rp_profile *p);
+/* Who an OTLP profile is of: its resource's attributes (NULL or "": left
+ * out); labels "k=v,..." as tracerd.conf's Labels= checks them. */
+struct rp_otlp_resource {
+	const char *service, *host, *exe, *unit, *labels;
+	uint32_t pid;
+	uint64_t from_ns, until_ns; /* the window (real time); 0: the samples' span */
+};
+/* An OTLP ExportProfilesServiceRequest (protobuf, uncompressed) holding
+ * the profile as one Profile of res. */
+int rp_otlp(FILE *out, const struct rp_profile *p, const struct rp_otlp_resource *res);
 /* speedscope JSON: one sampled profile per thread. */
 int rp_speedscope(FILE *out, const struct rp_profile *p);
 /* One self-contained HTML file with an interactive flame graph. */
@@ -68,5 +78,11 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json);
 int rp_info(FILE *out, const struct rp_profile *p, const struct rp_load_report *rep);
 
 uint64_t rp_samples(const struct rp_profile *p);
+
+/* A view of p holding only pid's samples and wait episodes (view.c): what
+ * rp_load with --pid pid would give to rp_pprof and rp_otlp (not to the
+ * formats that read the stack tree's counts), without loading again.  p must outlive it; free it with rp_view_free (NULL-safe). */
+int rp_view_pid(const struct rp_profile *p, uint32_t pid, struct rp_profile **ret);
+void rp_view_free(struct rp_profile *v);
 
 #endif

@@ -5,6 +5,7 @@
  * name) so that golden files can hold it. */
 #define _GNU_SOURCE
 #include "report-internal.h"
+#include "../common/sample.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -579,12 +580,39 @@ static void coverage_line(FILE *out, const struct rp_profile *p)
 		td_plural(missed));
 }
 
+/* Samples whose stack the recorder cut at the most the kernel copies per
+ * perf sample (its placeholder frame, the stack's outermost: writer-stacks.c
+ * fit_window). */
+static uint64_t cut_by_kernel(const struct rp_profile *p)
+{
+	static const char name[] = "[stack cut: " TD_CUT_KERNEL_LIMIT "]";
+	uint64_t n = 0;
+
+	for (size_t i = 1; i < p->nnodes; i++) {
+		size_t k = i;
+
+		if (!p->nodes[i].count)
+			continue;
+		while (p->nodes[k].parent)
+			k = p->nodes[k].parent;
+		if (!strcmp(name_or(p, p->frames[p->nodes[k].frame].func, ""), name))
+			n += p->nodes[i].count;
+	}
+	return n;
+}
+
 void rp_mode_header(FILE *out, const struct rp_profile *p)
 {
 	bool first = true;
+	uint64_t cut = cut_by_kernel(p);
 
 	fprintf(out, "mode: %s (%s)\n", rp_mode_name(p), rp_mode_meaning(p));
 	coverage_line(out, p);
+	if (cut)
+		fprintf(out,
+			"stacks: %llu samples (%.1f%%) deeper than the kernel copies (64 KiB per "
+			"perf sample): their outer frames are missing\n",
+			(unsigned long long)cut, pct(cut, p->samples));
 	if (!(p->modes & RP_MODE_WALL) || !p->samples)
 		return;
 	fputs("time:", out);

@@ -33,7 +33,7 @@
 
 #define NS_PER_SEC 1000000000ull
 
-enum svc_section { SEC_NONE, SEC_SERVICE, SEC_TARGET };
+enum svc_section { SEC_NONE, SEC_SERVICE, SEC_TARGET, SEC_EXPORT };
 
 struct parser;
 
@@ -51,9 +51,11 @@ struct parser {
 	unsigned line;
 	char text[128];	  /* the current line as an error shows it */
 	enum svc_section sec;
-	unsigned key_line[16]; /* per key of svc_keys: the line it was given on in
+	unsigned key_line[24]; /* per key of svc_keys: the line it was given on in
 				* this section, 0 if not */
 	unsigned service_line; /* the [Service] header, 0 if none yet */
+	unsigned export_line;  /* the [Export] header, 0 if none yet */
+	unsigned key_line_token; /* TokenFile='s line, for end_export's message */
 	char header[128];      /* the current [Target]'s header, for its late error */
 };
 
@@ -416,6 +418,128 @@ static int set_max_processes(struct parser *p, const char *key, char *v)
 	return 0;
 }
 
+/* ---- [Export] keys */
+
+static int set_export_url(struct parser *p, const char *key, char *v)
+{
+	size_t n = strlen(v), scheme;
+
+	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+		return fail(p, "%s= must start with http:// or https://, e.g. "
+			       "http://pyroscope.example:4040",
+			key);
+	for (const char *s = v; *s; s++)
+		if ((unsigned char)*s <= 0x20 || *s == 0x7f || *s == '?' || *s == '#')
+			return fail(p, "%s= holds a space, a control character, '?' or '#': give "
+				       "the server's base URL alone; tracerd adds the path and query",
+				key);
+	scheme = v[4] == 's' ? 8 : 7;
+	while (n > scheme && v[n - 1] == '/')
+		v[--n] = '\0';
+	if (n > SVC_EXPORT_URL_MAX)
+		return fail(p, "%s= is longer than %u bytes", key, SVC_EXPORT_URL_MAX);
+	if (n <= scheme)
+		return fail(p, "%s= has no host: give one such as http://pyroscope.example:4040",
+			key);
+	return set_string(p, &p->c->export.url, v);
+}
+
+static int set_export_protocol(struct parser *p, const char *key, char *v)
+{
+	if (!strcmp(v, "pyroscope"))
+		p->c->export.protocol = SVC_EXPORT_PYROSCOPE;
+	else if (!strcmp(v, "otlp"))
+		p->c->export.protocol = SVC_EXPORT_OTLP;
+	else
+		return fail(p, "%s= must be pyroscope (Grafana Pyroscope's /ingest, pprof) or "
+			       "otlp (OpenTelemetry's profiles signal over HTTP)",
+			key);
+	return 0;
+}
+
+static int set_export_interval(struct parser *p, const char *key, char *v)
+{
+	return set_duration(p, key, v, NS_PER_SEC, 3600 * NS_PER_SEC, "1s to 1h",
+		&p->c->export.interval_ns);
+}
+
+static bool label_key_ok(const char *k, size_t n)
+{
+	if (!n || n > 63 || is_digit(k[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alpha(k[i]) && !is_digit(k[i]) && k[i] != '_')
+			return false;
+	return true;
+}
+
+/* k=v,...: keys as Prometheus labels, values without the characters that
+ * delimit Pyroscope's name{k=v,...}, none of the labels tracerd sets */
+static int set_export_labels(struct parser *p, const char *key, char *v)
+{
+	static const char *const own[] = { "host", "rule", "pid", "exe", "unit", "service_name",
+		"__name__" };
+	unsigned count = 0;
+
+	for (char *item = v; item;) {
+		char *next = strchr(item, ','), *eq;
+		size_t kn;
+
+		if (next)
+			*next = '\0';
+		eq = strchr(item, '=');
+		kn = eq ? (size_t)(eq - item) : 0;
+		if (!eq || !label_key_ok(item, kn) || !eq[1] || strlen(eq + 1) > 127 ||
+			strpbrk(eq + 1, "{}=,\"\\ "))
+			return fail(p, "%s= must be key=value pairs joined by ',' (keys: letters, "
+				       "digits and '_', not first a digit; values: 1 to 127 "
+				       "characters, none of {}=,\"\\ or space), e.g. "
+				       "env=prod,region=eu",
+				key);
+		for (size_t i = 0; i < TD_ARRAY_SIZE(own); i++)
+			if (strlen(own[i]) == kn && !memcmp(own[i], item, kn))
+				return fail(p, "%s= may not set '%s': tracerd sets host, rule, pid, "
+					       "exe and unit itself",
+					key, own[i]);
+		if (++count > SVC_EXPORT_LABELS_MAX)
+			return fail(p, "%s= has more than %u labels", key, SVC_EXPORT_LABELS_MAX);
+		if (next)
+			*next = ',';
+		item = next ? next + 1 : NULL;
+	}
+	return set_string(p, &p->c->export.labels, v);
+}
+
+static int set_export_token_file(struct parser *p, const char *key, char *v)
+{
+	if (v[0] != '/')
+		return fail(p, "%s= must be an absolute path to a file holding the token, "
+			       "e.g. /etc/tracerd/export-token",
+			key);
+	return set_string(p, &p->c->export.token_file, v);
+}
+
+/* The [Export] section being left: it needs a URL, and its token file
+ * must be readable and private now, not at the first push. */
+static int end_export(struct parser *p)
+{
+	char token[SVC_TOKEN_MAX], why[160];
+	int e;
+
+	if (!p->c->export.url)
+		return svc_error(p->err, p->name, p->c->export.line, "[Export]", -EINVAL,
+			"[Export] has no URL=: give the server's, e.g. "
+			"URL=http://pyroscope.example:4040, or remove the section");
+	if (!p->c->export.token_file)
+		return 0;
+	e = svc_token_read(p->c->export.token_file, token, sizeof(token), why, sizeof(why));
+	memset(token, 0, sizeof(token));
+	if (e < 0)
+		return svc_error(p->err, p->name, p->key_line_token, p->c->export.token_file, e,
+			"TokenFile=: %s", why);
+	return 0;
+}
+
 static const struct svc_key svc_keys[] = {
 	{ "Directory", SEC_SERVICE, set_directory },
 	{ "MaxSize", SEC_SERVICE, set_max_size },
@@ -431,13 +555,18 @@ static const struct svc_key svc_keys[] = {
 	{ "Frequency", SEC_TARGET, set_frequency },
 	{ "Mode", SEC_TARGET, set_mode },
 	{ "MaxProcesses", SEC_TARGET, set_max_processes },
+	{ "URL", SEC_EXPORT, set_export_url },
+	{ "Protocol", SEC_EXPORT, set_export_protocol },
+	{ "Interval", SEC_EXPORT, set_export_interval },
+	{ "Labels", SEC_EXPORT, set_export_labels },
+	{ "TokenFile", SEC_EXPORT, set_export_token_file },
 };
 _Static_assert(TD_ARRAY_SIZE(svc_keys) <= TD_ARRAY_SIZE(((struct parser *)0)->key_line),
 	"key_line has a slot per key");
 
 static const char *section_name(enum svc_section sec)
 {
-	return sec == SEC_SERVICE ? "[Service]" : "[Target NAME]";
+	return sec == SEC_SERVICE ? "[Service]" : sec == SEC_EXPORT ? "[Export]" : "[Target NAME]";
 }
 
 /* "Directory, MaxSize, ..." for sec */
@@ -477,6 +606,8 @@ static int end_section(struct parser *p)
 {
 	struct svc_rule *r;
 
+	if (p->sec == SEC_EXPORT)
+		return end_export(p);
 	if (p->sec != SEC_TARGET)
 		return 0;
 	r = cur_rule(p);
@@ -512,9 +643,18 @@ static int parse_header(struct parser *p, char *s)
 		p->sec = SEC_SERVICE;
 		return 0;
 	}
+	if (!strcmp(inner, "Export")) {
+		if (p->export_line)
+			return fail(p, "a second [Export] section (the first is on line %u): "
+				       "tracerd pushes to one server",
+				p->export_line);
+		p->export_line = p->c->export.line = p->line;
+		p->sec = SEC_EXPORT;
+		return 0;
+	}
 	if (strncmp(inner, "Target", 6) || (inner[6] && !is_blank(inner[6])))
-		return fail(p, "unknown section [%.40s]: the sections are [Service] and "
-			       "[Target NAME] (names are case-sensitive)",
+		return fail(p, "unknown section [%.40s]: the sections are [Export], "
+			       "[Service] and [Target NAME] (names are case-sensitive)",
 			inner);
 	name = trim(inner + 6);
 	n = strlen(name);
@@ -522,6 +662,10 @@ static int parse_header(struct parser *p, char *s)
 		name[n - 1] = '\0';
 		name++;
 	}
+	if (!strcmp(name, SVC_EXPORT_SPOOL))
+		return fail(p, "the target name %s is the export spool's directory under "
+			       "Directory=: choose another",
+			name);
 	if (!name_ok(name))
 		return fail(p, "'%.64s' is not a target name: give 1 to 63 letters, digits, "
 			       "'_', '.' or '-' (not . or ..); it names the target's repository",
@@ -603,6 +747,8 @@ static int parse_setting(struct parser *p, char *s, char *eq)
 		return fail(p, "%s= is given twice in this section (first on line %u): keep one",
 			k->name, p->key_line[idx]);
 	p->key_line[idx] = p->line;
+	if (k->set == set_export_token_file)
+		p->key_line_token = p->line;
 	n = strlen(value);
 	if (value[0] == '"') {
 		if (n < 2 || value[n - 1] != '"')
@@ -660,6 +806,7 @@ int svc_config_parse(const char *name, const char *text, size_t len,
 	c->max_age_ns = 86400 * NS_PER_SEC;
 	c->scan_interval_ns = 2 * NS_PER_SEC;
 	c->emergency_window_ns = 1800 * NS_PER_SEC;
+	c->export.interval_ns = 15 * NS_PER_SEC;
 	c->max_emergency_dumps = 10;
 
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
@@ -810,6 +957,9 @@ void svc_config_free(struct svc_config *c)
 	free(c->path);
 	free(c->directory);
 	free(c->cache_directory);
+	free(c->export.url);
+	free(c->export.labels);
+	free(c->export.token_file);
 	free(c);
 }
 

@@ -19,7 +19,7 @@
  * again by the next scan.  Nothing here prints: messages and states go
  * through struct svc_hooks. */
 #define _GNU_SOURCE
-#include "service-internal.h"
+#include "export-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,6 +92,7 @@ struct service {
 	uint64_t status_ns; /* when last_status went out */
 	bool stopping;
 	bool cache_ok; /* cfg's cache directory can serve the workers */
+	struct svc_exporter exp; /* [Export]'s process (export-loop.c) */
 };
 
 static void say(struct service *sv, int prio, const char *fmt, ...)
@@ -166,7 +167,9 @@ static int worker_start(struct service *sv, unsigned i)
 			.max_procs = w->max_procs,
 			/* a chunk of at most a quarter of MaxSize: the repository
 			 * keeps at least two */
-			.ropts = { .max_size = sv->cfg->max_size, .max_age_ns = sv->cfg->max_age_ns,
+			.ropts = { .max_size = sv->cfg->max_size -
+					       (sv->cfg->export.url ? sv->cfg->max_size / EXP_SPOOL_SHARE : 0),
+				.max_age_ns = sv->cfg->max_age_ns,
 				.max_chunk_size = TD_MIN(16ull << 20, sv->cfg->max_size / 4),
 				.max_emergency = sv->cfg->max_emergency_dumps },
 			.emergency_window_ns = sv->cfg->emergency_window_ns,
@@ -180,6 +183,8 @@ static int worker_start(struct service *sv, unsigned i)
 		close(sv->sfd);
 		if (sv->cn >= 0)
 			close(sv->cn);
+		if (sv->exp.fd >= 0)
+			close(sv->exp.fd);
 		close(sp[0]);
 		snprintf(title, sizeof(title), "tracerd-%.7s", rule->name);
 		prctl(PR_SET_NAME, title);
@@ -216,6 +221,7 @@ static void workers_stop(struct service *sv, const bool *set)
 		pid_t p = waitpid(-1, &status, WNOHANG);
 
 		if (p > 0) {
+			exp_reaped(&sv->exp, p);
 			for (unsigned i = 0; i < sv->nw; i++) {
 				if (sv->w[i].pid != p)
 					continue;
@@ -301,6 +307,7 @@ static void on_attach(struct service *sv, unsigned i, const struct rec_notice *n
 	o = follow_answer(&sv->fol, &n->id, n->err, td_now_ns(), &e);
 	switch (o) {
 	case FOLLOW_NOW_FOLLOWED:
+		exp_tell(&sv->exp, EXP_MSG_FOLLOW, (int)i, &n->id);
 		say(sv, LOG_INFO, "rule %s: following %d (%s), %u thread%s", sv->w[i].name,
 			(int)n->id.pid, e->comm, n->threads, n->threads == 1 ? "" : "s");
 		break;
@@ -349,6 +356,7 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 				comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
 		}
 		follow_remove(&sv->fol, &n->id);
+		exp_tell(&sv->exp, EXP_MSG_GONE, (int)i, &n->id);
 		break;
 	case REC_NOTICE_EMERGENCY:
 		describe_status(n->status, how, sizeof(how));
@@ -456,7 +464,10 @@ static void reap(struct service *sv)
 	pid_t p;
 
 	while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-		for (unsigned i = 0; i < sv->nw; i++)
+		if (exp_reaped(&sv->exp, p) && !sv->stopping)
+			say(sv, LOG_ERR, "export: its process ended; starting it again in 5 s");
+		else
+			for (unsigned i = 0; i < sv->nw; i++)
 			if (sv->w[i].pid == p)
 				worker_ended(sv, i, status);
 }
@@ -465,7 +476,7 @@ static void reap(struct service *sv)
 
 static bool is_ours(const struct service *sv, pid_t pid)
 {
-	if (pid == getpid())
+	if (pid == getpid() || pid == sv->exp.pid)
 		return true;
 	for (unsigned i = 0; i < sv->nw; i++)
 		if (sv->w[i].pid == pid)
@@ -581,6 +592,37 @@ static void scan(struct service *sv)
 	closedir(d);
 	follow_sweep(&sv->fol);
 	limits_say(sv);
+}
+
+/* ---- the exporter */
+
+static void export_log(void *arg, int prio, const char *msg)
+{
+	say(arg, prio, "%s", msg);
+}
+
+/* (Re)start the exporter for the config in force and tell it what is
+ * followed now; nothing without [Export]. */
+static void export_restart(struct service *sv)
+{
+	int fds[SVC_MAX_RULES + 2], e;
+	unsigned n = 0;
+
+	exp_stop(&sv->exp);
+	fds[n++] = sv->sfd;
+	fds[n++] = sv->cn;
+	for (unsigned i = 0; i < sv->nw; i++)
+		fds[n++] = sv->w[i].fd;
+	e = exp_start(&sv->exp, sv->cfg, sv->proc_root, fds, n);
+	if (e < 0) {
+		say(sv, LOG_ERR, "export: cannot start its process: %s; trying again in 5 s",
+			strerror(-e));
+		sv->exp.retry_ns = td_now_ns() + 5000000000ull;
+		return;
+	}
+	for (unsigned k = 0; k < sv->fol.n; k++)
+		if (sv->fol.e[k].state == FOLLOW_FOLLOWED)
+			exp_tell(&sv->exp, EXP_MSG_FOLLOW, sv->fol.e[k].worker, &sv->fol.e[k].id);
 }
 
 /* The connector's news: each process that exec'ed or was forked is
@@ -733,7 +775,8 @@ static bool same_repo_settings(const struct svc_config *a, const struct svc_conf
 	return !strcmp(a->directory, b->directory) && a->max_size == b->max_size &&
 	       a->max_age_ns == b->max_age_ns && a->emergency_window_ns == b->emergency_window_ns &&
 	       a->max_emergency_dumps == b->max_emergency_dumps &&
-	       same_string(a->cache_directory, b->cache_directory);
+	       same_string(a->cache_directory, b->cache_directory) &&
+	       !a->export.url == !b->export.url; /* the spool's share of MaxSize */
 }
 
 static void reload(struct service *sv)
@@ -809,6 +852,7 @@ static void reload(struct service *sv)
 	say(sv, LOG_NOTICE, "reloaded %s: %u rule%s (%u kept recording, %u started)",
 		sv->o->config_path, sv->nw, sv->nw == 1 ? "" : "s", kept_n, started);
 	scan(sv);
+	export_restart(sv);
 	sv->next_scan = td_now_ns() + sv->cfg->scan_interval_ns;
 	notify(sv, "READY=1");
 	status(sv, true);
@@ -829,6 +873,8 @@ static void tick(struct service *sv)
 				await_open(sv);
 		}
 	}
+	if (!sv->exp.pid && sv->exp.retry_ns && now >= sv->exp.retry_ns)
+		export_restart(sv);
 	if (now >= sv->next_scan) {
 		scan(sv);
 		sv->next_scan = now + sv->cfg->scan_interval_ns;
@@ -862,6 +908,7 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 	for (unsigned i = 0; i < SVC_MAX_RULES; i++)
 		sv->w[i] = (struct worker){ .fd = -1 };
 	follow_init(&sv->fol);
+	exp_init(&sv->exp);
 	e = svc_config_load(o->config_path, &sv->cfg, ret_err);
 	if (e < 0)
 		goto out;
@@ -907,6 +954,7 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 				    "ScanInterval= may be missed",
 			strerror(-sv->cn));
 	scan(sv);
+	export_restart(sv);
 	say(sv, LOG_NOTICE, "started: %s, %u rule%s, %sscanning every %.1f s", o->config_path,
 		sv->nw, sv->nw == 1 ? "" : "s",
 		sv->cn >= 0 ? "following each exec and fork as it happens, " : "",
@@ -918,9 +966,9 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 
 	while (!sv->stopping) {
 		/* the signals, the connector (-1: poll passes it by), the
-		 * workers */
-		struct pollfd pfd[2 + SVC_MAX_RULES];
-		unsigned n = 0, map[SVC_MAX_RULES];
+		 * workers, the exporter */
+		struct pollfd pfd[3 + SVC_MAX_RULES];
+		unsigned n = 0, map[SVC_MAX_RULES + 1];
 		struct signalfd_siginfo si;
 		uint64_t now = td_now_ns(), wake = sv->next_scan;
 		int timeout;
@@ -933,6 +981,10 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 				map[n - 2] = i;
 				pfd[n++] = (struct pollfd){ sv->w[i].fd, POLLIN, 0 };
 			}
+		if (sv->exp.fd >= 0) {
+			map[n - 2] = SVC_MAX_RULES;
+			pfd[n++] = (struct pollfd){ sv->exp.fd, POLLIN, 0 };
+		}
 		if (o->watchdog_ns && sv->next_dog < wake)
 			wake = sv->next_dog;
 		if (sv->next_status < wake)
@@ -941,7 +993,9 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 		poll(pfd, n, timeout);
 		heard = false;
 		for (unsigned k = 2; k < n; k++)
-			if (pfd[k].revents) {
+			if (pfd[k].revents && map[k - 2] == SVC_MAX_RULES) {
+				exp_read(&sv->exp, export_log, sv);
+			} else if (pfd[k].revents) {
 				worker_read(sv, map[k - 2]);
 				heard = true;
 			}
@@ -968,6 +1022,7 @@ int svc_run(const struct svc_options *o, const struct svc_hooks *hooks, void *ar
 		follow_count(&sv->fol, -1, FOLLOW_FOLLOWED) == 1 ? "" : "es");
 out_stop:
 	sv->stopping = true;
+	exp_stop(&sv->exp);
 	for (unsigned i = 0; i < SVC_MAX_RULES; i++)
 		all[i] = true;
 	workers_stop(sv, all);

@@ -47,6 +47,26 @@ struct svc_rule {	   /* one [Target NAME] section */
 	unsigned line;	   /* line of the section header (for messages) */
 };
 
+/* [Export]: where each interval's profiles are pushed (export.c).
+ * url == NULL: no export. */
+enum svc_export_protocol { SVC_EXPORT_PYROSCOPE, SVC_EXPORT_OTLP };
+#define SVC_EXPORT_LABELS_MAX 16
+#define SVC_EXPORT_URL_MAX 1024
+#define SVC_TOKEN_MAX 4096
+/* the spool's directory under Directory= (no rule may take its name) */
+#define SVC_EXPORT_SPOOL ".export"
+
+struct svc_export {
+	char *url;		       /* URL=: http:// or https://, no trailing '/' */
+	enum svc_export_protocol protocol; /* Protocol=, default pyroscope */
+	uint64_t interval_ns;	       /* Interval=, default 15 s, 1 s..1 h */
+	char *labels;		       /* Labels=: "k=v,..." checked (keys
+					* [A-Za-z_][A-Za-z0-9_]*, none of the
+					* service's own); NULL: none */
+	char *token_file;	       /* TokenFile=: absolute; NULL: no token */
+	unsigned line;		       /* the [Export] header (for messages) */
+};
+
 /* owns: every string, the rules and their compiled regexes (rules is an
  * array of SVC_MAX_RULES that never moves: a regex_t is not moved) */
 struct svc_config {
@@ -65,6 +85,7 @@ struct svc_config {
 				       * 1 s..365 d */
 	unsigned max_emergency_dumps; /* MaxEmergencyDumps=, per rule, default 10,
 				       * 1..100000, the oldest deleted first */
+	struct svc_export export;     /* owns its strings */
 	struct svc_rule *rules;
 	unsigned nrules; /* a config with no rule is valid (the service follows nothing) */
 };
@@ -95,6 +116,14 @@ void svc_config_free(struct svc_config *c); /* NULL-safe */
  * max_procs: its recorder's tables are that size)?  Then
  * a reload keeps a's recording. */
 bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b);
+
+/* Read the bearer token of TokenFile= path into buf (its first line,
+ * without the newline).  The file must be a regular file of the
+ * effective user or root that neither its group nor others can read or
+ * write (-TD_E_NOTOWNER, -TD_E_UNSAFE, as ssh refuses a private key
+ * others can read), hold printable ASCII only and fit in len
+ * (-EINVAL, -EFBIG).  On failure why (why_len bytes) says what to do. */
+int svc_token_read(const char *path, char *buf, size_t len, char *why, size_t why_len);
 
 /* ---- matching a process (match.c)
  * Which rule, if any, a process falls under, from what /proc says of it:

@@ -36,8 +36,11 @@ enum sym_end {
 	SYM_END_NO_REGS,     /* the sample holds no usable registers */
 	SYM_END_OTHER_STACK, /* past a signal frame: the interrupted code's
 				stack is another one, not in the window */
+	SYM_END_KERNEL_LIMIT, /* WINDOW, the window at the most the kernel
+				 copies (perf: PT_PERF_MAX_STACK); set by
+				 the caller, who knows the window */
 };
-#define SYM_END_COUNT (SYM_END_OTHER_STACK + 1)
+#define SYM_END_COUNT (SYM_END_KERNEL_LIMIT + 1)
 const char *sym_end_name(enum sym_end end);
 
 /* Physical frames of one stack, innermost first. */
@@ -47,6 +50,7 @@ struct sym_unwound {
 	unsigned n;
 	enum sym_end end;
 	unsigned live_reads; /* reads served by read_live */
+	uint32_t window_used; /* bytes of the window the unwind read, from its start */
 	uint64_t fault_addr; /* WINDOW, READ_FAILED: the address */
 	bool fast;	     /* unwound from the session's cached CFI rules alone */
 	char detail[96];     /* libdwfl's words, when it gave any */

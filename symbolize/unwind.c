@@ -47,6 +47,8 @@ const char *sym_end_name(enum sym_end end)
 		return "no registers captured";
 	case SYM_END_OTHER_STACK:
 		return "interrupted stack not copied";
+	case SYM_END_KERNEL_LIMIT:
+		return TD_CUT_KERNEL_LIMIT;
 	}
 	return "unknown";
 }
@@ -73,13 +75,18 @@ static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
-/* The word at addr from the sample's window, or false. */
-static bool window_word(const struct td_sample *t, uint64_t addr, uint64_t *ret)
+/* The word at addr from the sample's window, or false.  u->window_used
+ * keeps how far into the window the unwind read: what a copy must hold
+ * for the same stack (the recorder sizes each thread's copies by it). */
+static bool window_word(const struct td_sample *t, uint64_t addr, uint64_t *ret,
+	struct sym_unwound *u)
 {
 	if (addr < t->stack_addr || addr - t->stack_addr > t->stack_len ||
 		t->stack_len - (addr - t->stack_addr) < sizeof(*ret))
 		return false;
 	memcpy(ret, t->stack + (addr - t->stack_addr), sizeof(*ret));
+	if (addr - t->stack_addr + sizeof(*ret) > u->window_used)
+		u->window_used = (uint32_t)(addr - t->stack_addr + sizeof(*ret));
 	return true;
 }
 
@@ -104,7 +111,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	uint64_t v;
 
 	(void)dwfl;
-	if (window_word(t, addr, &v)) {
+	if (window_word(t, addr, &v, s->out)) {
 		*result = v;
 		return true;
 	}
@@ -207,7 +214,7 @@ static bool sigreturn_in(struct sym_module *m, uint64_t rip, bool act)
  * from the window: false if it is not all there (*ret_addr: the first
  * word missing). */
 static bool ucontext_regs(const struct td_sample *t, uint64_t uc, struct user_regs_struct *r,
-	uint64_t *ret_addr)
+	uint64_t *ret_addr, struct sym_unwound *u)
 {
 	static const struct {
 		int greg;
@@ -237,7 +244,7 @@ static bool ucontext_regs(const struct td_sample *t, uint64_t uc, struct user_re
 		uint64_t a = uc + offsetof(ucontext_t, uc_mcontext.gregs) +
 			(uint64_t)map[i].greg * sizeof(greg_t), v;
 
-		if (!window_word(t, a, &v)) {
+		if (!window_word(t, a, &v, u)) {
 			*ret_addr = a;
 			return false;
 		}
@@ -450,7 +457,7 @@ static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct
 		for (unsigned i = 0; i < r->nslot; i++) {
 			uint64_t a = cfa + (uint64_t)(int64_t)r->slot[i];
 
-			if (!window_word(t, a, &v)) {
+			if (!window_word(t, a, &v, ret)) {
 				if (s->opt.read_live)
 					return false; /* libdw's reads go on live */
 				missed(t, a, ret, &window, &failed);
@@ -463,7 +470,7 @@ static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct
 			}
 		}
 		if (r->bp == SYM_BP_SAVED) {
-			bp_known = window_word(t, cfa + (uint64_t)(int64_t)r->bp_off, &bp);
+			bp_known = window_word(t, cfa + (uint64_t)(int64_t)r->bp_off, &bp, ret);
 		} else if (r->bp == SYM_BP_UNDEFINED) {
 			bp_known = false;
 		}
@@ -555,7 +562,7 @@ static bool through_signal_frame(struct sym_session *s, const struct td_sample *
 				   sample->stack_end - sample->stack_addr :
 				   sample->stack_len;
 
-	if (!ucontext_regs(sample, s->sig_sp, &regs, &a)) {
+	if (!ucontext_regs(sample, s->sig_sp, &regs, &a, ret)) {
 		bool window = false, failed = false;
 
 		missed(sample, a, ret, &window, &failed);
@@ -572,7 +579,9 @@ static bool through_signal_frame(struct sym_session *s, const struct td_sample *
 	s->cur_regs = &regs;
 	s->cur_partial = false;
 	s->max_frames = max - ret->n;
+	more->window_used = ret->window_used;
 	unwind_regs(s, sample, more);
+	ret->window_used = more->window_used;
 	s->max_frames = max;
 	memcpy(&ret->pc[ret->n], more->pc, more->n * sizeof(more->pc[0]));
 	memcpy(&ret->activation[ret->n], more->activation, more->n * sizeof(more->activation[0]));
@@ -594,6 +603,7 @@ int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 	sym_cache_begin(s->cache);
 	ret->n = 0;
 	ret->live_reads = 0;
+	ret->window_used = 0;
 	ret->fault_addr = 0;
 	ret->detail[0] = '\0';
 	ret->fast = false;
