@@ -564,7 +564,7 @@ static void consider(struct service *sv, pid_t pid, struct svc_proc *p, uint64_t
 		return; /* a reused PID the next scan sorts out */
 	if (svc_proc_read(sv->proc_root, pid, svc_config_needs(sv->cfg), p) == 0 &&
 		p->start_time == id.start_time && (r = svc_config_match(sv->cfg, p)) >= 0 &&
-		can_ask(sv, r) && !at_limit(sv, (unsigned)r, scanning) && follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
+		!at_limit(sv, (unsigned)r, scanning) && can_ask(sv, r) && follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
 		say(sv, LOG_DEBUG, "rule %s: %d (%s) matches%s", sv->w[r].name, (int)pid, p->comm,
 			scanning ? "" : " at its start");
 		ask(sv, e, (unsigned)r);
