@@ -76,6 +76,7 @@ FIXTURES := $(FX)/fx_chain $(FX)/fx_cxx $(FX)/fx_threads $(FX)/fx_eintr \
 FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
 FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong $(FX)/fx_pipe
 FIXTURES += $(FX)/fx_jit
+FIXTURES += $(FX)/fx_sleepers
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -125,6 +126,10 @@ $(FX)/fx_pingpong $(FX)/fx_pipe: $(FX)/%: test/fixtures/%.c
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 # A JIT of one function, announced in a perf map or a jitdump.
 $(FX)/fx_jit: test/fixtures/fx_jit.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+$(FX)/fx_sleepers: test/fixtures/fx_sleepers.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<

@@ -149,6 +149,10 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	int e;
 
 	*ret_fail = (struct rec_failure){ REC_FAIL_SETUP, 0 };
+	if (cfg->max_procs > REC_MAX_PROCS_MAX) {
+		free(r);
+		return -EINVAL;
+	}
 	if (!r)
 		return -ENOMEM;
 	sh = &r->sh;

@@ -79,6 +79,12 @@ struct rec_event {
 #define REC_STOP_RING 8192   /* recent stopped times kept for percentiles */
 #define REC_FIT_SLOTS 1024   /* window requests: tid % REC_FIT_SLOTS */
 #define REC_MAX_THREADS 16384 /* threads sampled, all targets together */
+
+/* Processes recorded at once: the size of every table that holds them. */
+static inline unsigned rec_max_procs(const struct rec_config *cfg)
+{
+	return cfg->max_procs ? cfg->max_procs : REC_MAX_PROCS;
+}
 #define REC_READ_SLOTS 256   /* maps_read: pid % REC_READ_SLOTS */
 
 /* Everything the threads share.  rec_open fills the first group before
@@ -256,12 +262,14 @@ struct target {
 };
 
 #define TARGETS_PENDING 8192
-#define TARGETS_MAX REC_MAX_PROCS /* processes at once: the tracer's bound (PT_MAX_PROCS) */
 
-/* owns: nothing allocated; borrows: the tracer */
+/* owns: procs; borrows: the tracer */
 struct targets {
 	struct pt_tracer *tracer;
-	struct target procs[TARGETS_MAX]; /* a slot not live is free */
+	/* cap slots (the tracer's max_procs), made at targets_init; a slot
+	 * not live is free */
+	struct target *procs;
+	unsigned cap;
 	unsigned nprocs, live;
 	/* thread changes seen during a round, applied after it */
 	struct targets_change {
@@ -283,7 +291,11 @@ struct targets_ops {
 	bool (*thread_known)(void *arg, pid_t tid);
 };
 
-void targets_init(struct targets *ts, struct pt_tracer *tracer);
+/* Room for max_procs processes, made now: targets_note never allocates.
+ * Returns 0 or -ENOMEM. */
+int targets_init(struct targets *ts, struct pt_tracer *tracer, unsigned max_procs);
+/* NULL-safe, and safe on a zeroed struct targets. */
+void targets_free(struct targets *ts);
 /* Attach to every pid in turn (at the start, or one more later; children
  * of targets come as PT_EVENT_PROCESS_NEW instead), record
  * its identity in ret_ids[i] and pass each of its threads to

@@ -20,7 +20,9 @@
 #include "../chunkfmt/chunkfmt.h"
 
 #define REC_MAX_PIDS 16
-#define REC_MAX_PROCS 64 /* processes recorded at once, children included */
+#define REC_MAX_PROCS 64 /* processes recorded at once, children included, unless
+			  * rec_config.max_procs says otherwise */
+#define REC_MAX_PROCS_MAX 65536 /* the most rec_config.max_procs may ask */
 
 /* What a sample means (tracerd(8), MODES).
  *   CPU   where threads are while they use CPU: a thread is sampled every
@@ -79,10 +81,15 @@ struct rec_config {
 	 * REPO/emergency-PID-TIME.tcf reaching emergency_window_ns back. */
 	bool follow;
 	uint64_t emergency_window_ns;
+	/* Processes recorded at once, children included (0: REC_MAX_PROCS;
+	 * at most REC_MAX_PROCS_MAX).  The tables that hold them are made
+	 * this size at rec_open, so that no attach allocates while a target
+	 * may be stopped; an attach past it fails with -TD_E_LIMIT. */
+	unsigned max_procs;
 	/* The children of the targets (a command's: record -- CMD), from
 	 * their first instruction.  NONE: never stopped, not seen (--pid, a
 	 * service).  FOLLOW: each a target of its own, with its own children
-	 * and execs, while the tracer has room (64 processes at once): perf
+	 * and execs, while the tracer has room (max_procs at once): perf
 	 * record's inherit.  COUNT (--no-inherit): each is let go at its
 	 * first stop and counted (rec_stats.children_left). */
 	enum rec_children { REC_CHILDREN_NONE, REC_CHILDREN_FOLLOW, REC_CHILDREN_COUNT } children;

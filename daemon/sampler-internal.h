@@ -33,8 +33,6 @@ enum { ST_NEW, ST_SETTLE };
 				* (and what kill -9 loses: writer.c) */
 #define S_WRITER_NS 50000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
-#define S_MAX_EXITS REC_MAX_PROCS /* leaders held at once: every process
-				   * recorded, a command's children too */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 #define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */
 #define S_MAX_TIMERS 64		   /* processes with a CPU-time timer at once */
@@ -130,8 +128,9 @@ struct sampler {
 		pid_t tid;
 		uint32_t id;	   /* of its REC_EV_EXITING; 0: not yet published */
 		uint64_t deadline; /* let go then, acknowledged or not */
-	} exits[S_MAX_EXITS];
-	unsigned nexits;
+	} *exits; /* max_procs slots: every process recorded, a command's
+		   * children too, made at sampler_start */
+	unsigned nexits, max_exits;
 	uint32_t exit_id; /* of the last REC_EV_EXITING */
 	/* wall mode with perf: the waiters whose lock's owner this tick's
 	 * round stops for its stack, and the words they read (wall_tick) */

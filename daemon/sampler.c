@@ -541,7 +541,7 @@ static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
 
 	/* with perf capture, what the kernel sampled is not drained yet:
 	 * exit_holds decides after the drain */
-	if (tid != pid || !tg || !(tg->sampled || s->perf) || s->nexits == S_MAX_EXITS ||
+	if (tid != pid || !tg || !(tg->sampled || s->perf) || s->nexits == s->max_exits ||
 		stopping(s->sh))
 		return false;
 	if (atomic_load_explicit(&s->sh->maps_read[(uint32_t)pid % REC_READ_SLOTS],
@@ -931,6 +931,8 @@ static void sampler_free(struct sampler *s)
 	free(s->chosen);
 	free(s->group);
 	free(s->cpu_of);
+	free(s->exits);
+	targets_free(&s->targets);
 	free(s);
 }
 
@@ -966,7 +968,9 @@ static int sampler_new(struct rec_shared *sh, struct sampler **ret_sampler)
 static int sampler_start(struct sampler *s)
 {
 	struct rec_shared *sh = s->sh;
-	struct pt_config pc = { .max_threads = S_MAX_THREADS, .trace_clone = true,
+	unsigned max_procs = rec_max_procs(s->cfg);
+	struct pt_config pc = { .max_threads = S_MAX_THREADS, .max_procs = max_procs,
+		.trace_clone = true,
 		.trace_exec = true, .detach_by_exit = true, .trace_exit = true,
 		.trace_fork = s->cfg->children != REC_CHILDREN_NONE,
 		.follow_forks = s->cfg->children == REC_CHILDREN_FOLLOW };
@@ -996,7 +1000,10 @@ static int sampler_start(struct sampler *s)
 		if (s->perf && !s->cfg->no_kernel)
 			sh->kernel = pt_perf_kernel(s->perf) ? REC_KERNEL_ON : REC_KERNEL_OFF_DENIED;
 	}
-	targets_init(&s->targets, s->t);
+	s->exits = calloc(max_procs, sizeof(*s->exits));
+	if (!s->exits || targets_init(&s->targets, s->t, max_procs) < 0)
+		return -ENOMEM;
+	s->max_exits = max_procs;
 	e = targets_attach(&s->targets, s->cfg->pids, s->cfg->npids, &thread_ops, s, sh->targets,
 		&sh->attach_pid);
 	if (e < 0)

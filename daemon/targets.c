@@ -32,13 +32,28 @@
 #define _GNU_SOURCE
 #include "daemon-internal.h"
 
+#include <errno.h>
+#include <stdlib.h>
 
-void targets_init(struct targets *ts, struct pt_tracer *tracer)
+
+int targets_init(struct targets *ts, struct pt_tracer *tracer, unsigned max_procs)
 {
 	ts->tracer = tracer;
 	ts->nprocs = ts->live = ts->npend = 0;
 	ts->images = 0;
 	ts->resync = false;
+	ts->procs = calloc(max_procs, sizeof(*ts->procs));
+	ts->cap = ts->procs ? max_procs : 0;
+	return ts->procs ? 0 : -ENOMEM;
+}
+
+void targets_free(struct targets *ts)
+{
+	if (!ts)
+		return;
+	free(ts->procs);
+	ts->procs = NULL;
+	ts->cap = ts->nprocs = 0;
 }
 
 /* A number for a new image of a target: its exec, its attach or its fork. */
@@ -60,7 +75,7 @@ int targets_attach(struct targets *ts, const pid_t *pids, unsigned n,
 		for (unsigned k = 0; k < ts->nprocs && !tg; k++)
 			if (!ts->procs[k].live)
 				tg = &ts->procs[k];
-		if (!tg && ts->nprocs == TD_ARRAY_SIZE(ts->procs)) {
+		if (!tg && ts->nprocs == ts->cap) {
 			*ret_pid = pids[i];
 			return -TD_E_LIMIT;
 		}
@@ -125,7 +140,7 @@ bool targets_note(struct targets *ts, const struct pt_event *ev)
 		for (unsigned k = 0; k < ts->nprocs && !tg; k++)
 			if (!ts->procs[k].live)
 				tg = &ts->procs[k];
-		if (!tg && ts->nprocs < TD_ARRAY_SIZE(ts->procs))
+		if (!tg && ts->nprocs < ts->cap)
 			tg = &ts->procs[ts->nprocs++];
 		if (!tg)
 			break; /* cannot be: the tracer holds as many processes */

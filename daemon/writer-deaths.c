@@ -95,7 +95,7 @@ static uint64_t oom_kills_of(const char *path)
 
 static struct wproc *wproc_of(struct writer *w, pid_t pid)
 {
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->deaths.procs); i++)
+	for (unsigned i = 0; i < w->deaths.nprocs; i++)
 		if (w->deaths.procs[i].pid == pid)
 			return &w->deaths.procs[i];
 	return NULL;
@@ -176,7 +176,7 @@ void wprocs_refresh(struct writer *w, uint64_t now)
 	if (now - w->deaths.oom_read_ns < 1000000000u)
 		return;
 	w->deaths.oom_read_ns = now;
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->deaths.procs); i++)
+	for (unsigned i = 0; i < w->deaths.nprocs; i++)
 		if (w->deaths.procs[i].pid)
 			oom_note(&w->deaths.procs[i], now);
 }

@@ -231,7 +231,8 @@ struct writer {
 			 * newest at [oom_n - 1 mod WRITER_OOM_READS], and when */
 			uint64_t oom_kills[WRITER_OOM_READS], oom_ns[WRITER_OOM_READS];
 			unsigned oom_n;
-		} procs[TARGETS_MAX];
+		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
+		unsigned nprocs;
 		uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 	} deaths;
 };

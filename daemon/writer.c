@@ -595,6 +595,13 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	}
 	w->sh = sh;
 	w->cfg = sh->cfg;
+	w->deaths.nprocs = rec_max_procs(sh->cfg);
+	w->deaths.procs = calloc(w->deaths.nprocs, sizeof(*w->deaths.procs));
+	if (!w->deaths.procs) {
+		sym_cache_free(w->stacks.cache);
+		free(w);
+		return -ENOMEM;
+	}
 	w->repo = repo;
 	w->startup = true;
 	/* the kernel's symbols, where perf may give kernel frames: read here,
@@ -763,5 +770,6 @@ void writer_free(struct writer *w)
 	}
 	free(w->stacks.saved);
 	free(w->names.t);
+	free(w->deaths.procs);
 	free(w);
 }

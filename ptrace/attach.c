@@ -127,7 +127,7 @@ static void proc_forget_threads(struct pt_tracer *t, struct pt_proc *p)
 }
 
 /* The slot for pid: its own if one exists, else a free one (no attached
- * thread), else a new one; NULL at PT_MAX_PROCS. */
+ * thread), else a new one; NULL at cfg.max_procs. */
 static struct pt_proc *proc_slot(struct pt_tracer *t, pid_t pid)
 {
 	struct pt_proc *p = proc_find(t, pid);
@@ -135,7 +135,7 @@ static struct pt_proc *proc_slot(struct pt_tracer *t, pid_t pid)
 	for (unsigned i = 0; !p && i < t->nprocs; i++)
 		if (t->procs[i].nthreads == 0)
 			p = &t->procs[i];
-	if (!p && t->nprocs < PT_MAX_PROCS) {
+	if (!p && t->nprocs < t->cfg.max_procs) {
 		p = &t->procs[t->nprocs++];
 		*p = (struct pt_proc){ .mem_fd = -1 };
 	}

@@ -12,7 +12,6 @@
 #include "ptrace.h"
 #include "../common/map.h"
 
-#define PT_MAX_PROCS 64
 #define PT_MAX_VMAS 65536
 #define PT_CHILDREN_SEEN 256 /* children decided, remembered (pt_tracer.children) */
 
@@ -59,7 +58,8 @@ struct pt_proc {
 	int mem_fd;
 };
 
-/* owns: threads, thread_index, free_slots, procs, sigfd; unblocks SIGCHLD
+/* owns: threads, thread_index, free_slots, procs (each proc's vmas,
+ * mem_fd), sigfd; unblocks SIGCHLD
  * on free if pt_tracer_new found it unblocked */
 struct pt_tracer {
 	struct pt_config cfg;
@@ -68,7 +68,8 @@ struct pt_tracer {
 	struct td_map thread_index; /* tid -> slot; fixed: lookups and changes never allocate */
 	unsigned *free_slots;	    /* a stack of the free slots */
 	unsigned nfree;
-	struct pt_proc procs[PT_MAX_PROCS];
+	struct pt_proc *procs; /* cfg.max_procs slots, made at pt_tracer_new:
+				* an attach never allocates one */
 	unsigned nprocs;
 	int sigfd;
 	unsigned pending; /* threads with want or detach_want set */

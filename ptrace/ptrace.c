@@ -127,12 +127,15 @@ int pt_tracer_new(const struct pt_config *cfg, struct pt_tracer **ret_tracer)
 	t->cfg = *cfg;
 	if (t->cfg.max_threads == 0)
 		t->cfg.max_threads = 8192;
+	if (t->cfg.max_procs == 0)
+		t->cfg.max_procs = 64;
 	if (t->cfg.max_inflight == 0)
 		t->cfg.max_inflight = 4;
 	t->cap = t->cfg.max_threads;
 	t->threads = calloc(t->cap, sizeof(*t->threads));
 	t->free_slots = calloc(t->cap, sizeof(*t->free_slots));
-	if (!t->threads || !t->free_slots ||
+	t->procs = calloc(t->cfg.max_procs, sizeof(*t->procs));
+	if (!t->threads || !t->free_slots || !t->procs ||
 		td_map_init_fixed(&t->thread_index, t->cfg.max_threads) < 0)
 		goto out_free;
 	for (unsigned k = 0; k < t->cap; k++)
@@ -154,6 +157,7 @@ out_unblock:
 out_free:
 	free(t->threads);
 	free(t->free_slots);
+	free(t->procs);
 	td_map_free(&t->thread_index);
 	free(t);
 	return -ENOMEM;
@@ -187,6 +191,7 @@ void pt_tracer_free(struct pt_tracer *t)
 	}
 	free(t->threads);
 	free(t->free_slots);
+	free(t->procs);
 	td_map_free(&t->thread_index);
 	free(t);
 }

@@ -95,6 +95,7 @@ struct pt_round_ops {
 
 struct pt_config {
 	unsigned max_threads;  /* bound on traced threads, all processes (0: 8192) */
+	unsigned max_procs;    /* bound on processes traced at once (0: 64) */
 	bool trace_clone;      /* follow new threads (PTRACE_O_TRACECLONE) */
 	bool trace_exec;       /* PTRACE_O_TRACEEXEC */
 	/* Interrupts in flight at once in a round (0: 4).  All at once makes
@@ -126,7 +127,7 @@ struct pt_config {
 	 * CLONE_THREAD) to this tracer, stopped before its first
 	 * instruction.  With follow_forks each becomes a process of its own
 	 * (PT_EVENT_PROCESS_NEW: its children and execs followed as its
-	 * parent's), while there is room (64 processes, max_threads);
+	 * parent's), while there is room (max_procs, max_threads);
 	 * otherwise it is let go at that first stop (PT_EVENT_CHILD_LEFT),
 	 * its run untouched: the cost is that stop and the parent's fork
 	 * event stop.  Without trace_fork children are never stopped. */
@@ -158,7 +159,7 @@ void pt_tracer_free(struct pt_tracer *t);
  * appears.  Returns the number of threads of pid attached, or -errno /
  * -TD_E_*: -ESRCH no such process, -EPERM not permitted, -TD_E_TRACED
  * another tracer, -TD_E_ZOMBIE, -TD_E_SELF, -TD_E_NOTHREADS, -TD_E_LIMIT
- * (max_threads, or 64 processes with attached threads), -TD_E_ATTACHED
+ * (max_threads, or max_procs processes with attached threads), -TD_E_ATTACHED
  * this tracer is attached to that very process already.
  * A process is its PID and its start time (struct td_proc_id): once the
  * process we attached is gone (its exit seen, or reaped by someone else)

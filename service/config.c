@@ -403,6 +403,21 @@ static int set_mode(struct parser *p, const char *key, char *v)
 	return 0;
 }
 
+static int set_max_processes(struct parser *p, const char *key, char *v)
+{
+	size_t n = strspn(v, "0123456789");
+	unsigned long max = 0;
+
+	if (n > 0 && n <= 6 && !v[n])
+		max = strtoul(v, NULL, 10);
+	if (max < 1 || max > REC_MAX_PROCS_MAX)
+		return fail(p, "%s= must be a whole number of processes from 1 to %u (default %u): "
+			       "the most this rule follows at once",
+			key, REC_MAX_PROCS_MAX, SVC_MAX_PROCS);
+	cur_rule(p)->max_procs = (unsigned)max;
+	return 0;
+}
+
 /* ---- [Export] keys */
 
 static int set_export_url(struct parser *p, const char *key, char *v)
@@ -539,6 +554,7 @@ static const struct svc_key svc_keys[] = {
 	{ "Unit", SEC_TARGET, set_unit },
 	{ "Frequency", SEC_TARGET, set_frequency },
 	{ "Mode", SEC_TARGET, set_mode },
+	{ "MaxProcesses", SEC_TARGET, set_max_processes },
 	{ "URL", SEC_EXPORT, set_export_url },
 	{ "Protocol", SEC_EXPORT, set_export_protocol },
 	{ "Interval", SEC_EXPORT, set_export_interval },
@@ -667,6 +683,7 @@ static int parse_header(struct parser *p, char *s)
 	strcpy(r->name, name); /* name_ok: at most 63 */
 	r->hz = 99;
 	r->mode = REC_MODE_CPU;
+	r->max_procs = SVC_MAX_PROCS;
 	r->line = p->line;
 	memcpy(p->header, p->text, sizeof(p->header));
 	p->sec = SEC_TARGET;
@@ -948,5 +965,6 @@ void svc_config_free(struct svc_config *c)
 
 bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b)
 {
-	return a && b && !strcmp(a->name, b->name) && a->hz == b->hz && a->mode == b->mode;
+	return a && b && !strcmp(a->name, b->name) && a->hz == b->hz && a->mode == b->mode &&
+	       a->max_procs == b->max_procs;
 }

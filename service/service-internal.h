@@ -128,6 +128,7 @@ struct worker_config {
 	struct repo_opts ropts;
 	uint64_t emergency_window_ns;
 	const char *cache_dir; /* rec_config.cache_dir */
+	unsigned max_procs;    /* rec_config.max_procs: the rule's MaxProcesses= */
 };
 
 /* In the forked child: record into wc->repo, taking orders from fd, until

@@ -62,6 +62,12 @@ struct worker {
 	uint64_t started_ns, beat_ns, idle_ns;
 	uint64_t samples, lost, cpu_ns;
 	unsigned threads, asked;
+	unsigned max_procs; /* the rule's MaxProcesses= */
+	/* matching processes a scan left unasked because the rule has
+	 * max_procs followed or asked: counted by each scan, said once
+	 * (limit_said) per worker, asked again by the scans as others exit */
+	unsigned over, over_scan;
+	bool limit_said;
 	uint64_t retry_ns, backoff_ns; /* W_OFF after a failure: when to start again */
 	int err;		       /* why it last failed */
 	bool stuck_said;
@@ -141,6 +147,9 @@ static int worker_start(struct service *sv, unsigned i)
 	snprintf(w->name, sizeof(w->name), "%s", rule->name);
 	w->hz = rule->hz;
 	w->mode = rule->mode;
+	w->max_procs = rule->max_procs;
+	w->over = w->over_scan = 0;
+	w->limit_said = false;
 	if ((size_t)snprintf(w->repo, sizeof(w->repo), "%s/%s", sv->cfg->directory, rule->name) >=
 		sizeof(w->repo))
 		return -ENAMETOOLONG;
@@ -155,6 +164,7 @@ static int worker_start(struct service *sv, unsigned i)
 	if (pid == 0) {
 		char title[16];
 		struct worker_config wc = { .repo = w->repo, .hz = w->hz, .mode = w->mode,
+			.max_procs = w->max_procs,
 			/* a chunk of at most a quarter of MaxSize: the repository
 			 * keeps at least two */
 			.ropts = { .max_size = sv->cfg->max_size -
@@ -287,6 +297,13 @@ static void on_attach(struct service *sv, unsigned i, const struct rec_notice *n
 
 	if (sv->w[i].asked)
 		sv->w[i].asked--;
+	if (n->err == -TD_E_LIMIT) {
+		/* the recorder is full (a slot of an exit not yet reaped):
+		 * forgotten, so that a later scan asks again, and counted
+		 * there with the others over the limit */
+		follow_remove(&sv->fol, &n->id);
+		return;
+	}
 	o = follow_answer(&sv->fol, &n->id, n->err, td_now_ns(), &e);
 	switch (o) {
 	case FOLLOW_NOW_FOLLOWED:
@@ -507,6 +524,42 @@ static bool can_ask(const struct service *sv, int i)
 	return i >= 0 && sv->w[i].state == W_RUNNING && sv->w[i].asked < REC_MAX_ASKED - 2;
 }
 
+/* Has rule i as many processes followed or asked as MaxProcesses= lets
+ * it?  Then one more is counted (over_scan), not asked. */
+static bool at_limit(struct service *sv, unsigned i, bool scanning)
+{
+	struct worker *w = &sv->w[i];
+
+	if (follow_count(&sv->fol, (int)i, FOLLOW_FOLLOWED) +
+		    follow_count(&sv->fol, (int)i, FOLLOW_ASKED) <
+		w->max_procs)
+		return false;
+	w->over_scan += scanning;
+	return true;
+}
+
+/* After a scan: say once per worker that a rule reached its limit, and
+ * how many it leaves; later counts only at debug level. */
+static void limits_say(struct service *sv)
+{
+	for (unsigned i = 0; i < sv->nw; i++) {
+		struct worker *w = &sv->w[i];
+
+		if (w->over_scan && !w->limit_said)
+			say(sv, LOG_WARNING, "rule %s: MaxProcesses=%u reached; %u more matching "
+				"process%s not followed (each is followed when a followed one "
+				"exits); raise MaxProcesses= in [Target %s] to follow them all",
+				w->name, w->max_procs, w->over_scan, w->over_scan == 1 ? " is" : "es are",
+				w->name);
+		else if (w->over_scan != w->over)
+			say(sv, LOG_DEBUG, "rule %s: %u matching process%s over MaxProcesses=%u",
+				w->name, w->over_scan, w->over_scan == 1 ? "" : "es", w->max_procs);
+		w->limit_said |= w->over_scan != 0;
+		w->over = w->over_scan;
+		w->over_scan = 0;
+	}
+}
+
 /* Process pid, met by a scan (scanning: the follower table marks what it
  * saw) or an event of the connector: ask again if its retry is due, or
  * match it and ask its rule's worker.  p: room for what the rules read. */
@@ -533,7 +586,7 @@ static void consider(struct service *sv, pid_t pid, struct svc_proc *p, uint64_t
 		return; /* a reused PID the next scan sorts out */
 	if (svc_proc_read(sv->proc_root, pid, svc_config_needs(sv->cfg), p) == 0 &&
 		p->start_time == id.start_time && (r = svc_config_match(sv->cfg, p)) >= 0 &&
-		can_ask(sv, r) && follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
+		!at_limit(sv, (unsigned)r, scanning) && can_ask(sv, r) && follow_add(&sv->fol, &id, r, p->comm, &e) == 0) {
 		say(sv, LOG_DEBUG, "rule %s: %d (%s) matches%s", sv->w[r].name, (int)pid, p->comm,
 			scanning ? "" : " at its start");
 		ask(sv, e, (unsigned)r);
@@ -560,6 +613,7 @@ static void scan(struct service *sv)
 	}
 	closedir(d);
 	follow_sweep(&sv->fol);
+	limits_say(sv);
 }
 
 /* ---- the exporter */

@@ -27,6 +27,7 @@
  * [Target NAME] sections.  The parser validates everything up front (a
  * reload is all or nothing). */
 #define SVC_MAX_RULES 64
+#define SVC_MAX_PROCS 1024 /* MaxProcesses='s default */
 
 struct svc_rule {	   /* one [Target NAME] section */
 	char name[64];	   /* NAME: [A-Za-z0-9_.-]{1,63}, not "." or "..": the
@@ -41,6 +42,8 @@ struct svc_rule {	   /* one [Target NAME] section */
 	char *unit;	   /* Unit=: glob on a systemd unit name, NULL: any */
 	unsigned hz;	   /* Frequency=, default 99, 1..10000 */
 	enum rec_mode mode; /* Mode=cpu|wall, default REC_MODE_CPU */
+	unsigned max_procs; /* MaxProcesses=, followed at once, default
+			     * SVC_MAX_PROCS, 1..REC_MAX_PROCS_MAX */
 	unsigned line;	   /* line of the section header (for messages) */
 };
 
@@ -109,7 +112,8 @@ int svc_config_load(const char *path, struct svc_config **ret_config,
 int svc_config_parse(const char *name, const char *text, size_t len,
 	struct svc_config **ret_config, struct svc_config_error *ret_err);
 void svc_config_free(struct svc_config *c); /* NULL-safe */
-/* Does rule b record exactly as rule a does (same name, hz, mode)?  Then
+/* Does rule b record exactly as rule a does (same name, hz, mode,
+ * max_procs: its recorder's tables are that size)?  Then
  * a reload keeps a's recording. */
 bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b);
 

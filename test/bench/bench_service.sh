@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tracerd service following 10 processes: its CPU (the service and its
 # worker) against the anchor, tracerd record on the same 10 processes for
-# the same time, and the idle cost of the scans alone.
+# the same time, and the idle cost of the scans alone; then 200 (and 1000,
+# where the fd limit allows) idle processes followed by one rule.
 # Usage: bench_service.sh TRACERD FIXTURE_DIR [SECONDS]
 set -eu
 td=$1
@@ -67,3 +68,41 @@ run() { # mode: cpu or wall
 }
 run cpu
 run wall
+
+# 200 idle followed processes of 2 threads each (fx_sleepers): the service's
+# CPU (it and its worker) as % of a core over the same time, and the
+# worker's RSS per process followed.  Where it goes: the scans (the
+# service), the writer's per-process reads (the worker).
+idle() { # N
+	"$fx/fx_sleepers" "$1" >"$dir/sleepers.out" &
+	sl=$!
+	pids="$pids $sl"
+	until grep -q ready "$dir/sleepers.out"; do sleep 0.2; done
+	cat >"$dir/conf" <<CONF
+[Service]
+Directory=$dir/data
+[Target sleepers]
+Comm=fx-sleeper
+CONF
+	"$td" service --config "$dir/conf" >"$dir/log" 2>&1 &
+	svc=$!
+	until [ "$(grep -c 'rule sleepers: following' "$dir/log")" -ge "$1" ]; do sleep 0.5; done
+	a=$(cpu_of $svc)
+	sleep "$secs"
+	b=$(cpu_of $svc)
+	w=$(pgrep -P $svc | head -1)
+	svc_rss=$(awk '/VmRSS/ {print $2}' /proc/$svc/status)
+	w_rss=$(awk '/VmRSS/ {print $2}' /proc/$w/status)
+	kill $svc
+	wait $svc || true
+	kill $sl
+	wait $sl 2>/dev/null || true
+	printf 'service, %s idle processes of 2 threads, cpu mode, 99 Hz: %.2f%% of a core (service and worker); RSS service %s KiB, worker %s KiB (%.1f KiB per process)\n' \
+		"$1" "$(echo "scale=4; ($b - $a) * 100 / $hz / $secs" | bc)" "$svc_rss" "$w_rss" \
+		"$(echo "scale=2; $w_rss / $1" | bc)"
+	rm -rf "$dir/data"
+}
+idle 200
+if [ "$(ulimit -n)" -ge 8192 ] || ulimit -n 8192 2>/dev/null; then
+	idle 1000
+fi

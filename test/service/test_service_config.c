@@ -107,7 +107,7 @@ static struct svc_rule target_ok(const char *key, const char *value)
 	c = parse_ok(text);
 	cr_assert_eq(c->nrules, 1);
 	r = c->rules[0];
-	svc_config_free(c); /* only hz and mode are read afterwards */
+	svc_config_free(c); /* only numbers are read afterwards */
 	return r;
 }
 
@@ -340,6 +340,20 @@ Test(svcconf, frequency_and_mode)
 	target_bad("Mode", "both", "cpu (where threads use CPU) or wall");
 }
 
+Test(svcconf, max_processes)
+{
+	static const char *const bad[] = { "0", "65537", "1000000", "-1", "1e3", "10k" };
+	struct svc_config *c = parse_ok("[Target t]\nComm=x\n");
+
+	cr_expect_eq(c->rules[0].max_procs, 1024, "the default: no limit below 1000");
+	svc_config_free(c);
+	cr_expect_eq(target_ok("MaxProcesses", "1").max_procs, 1);
+	cr_expect_eq(target_ok("MaxProcesses", "50").max_procs, 50);
+	cr_expect_eq(target_ok("MaxProcesses", "65536").max_procs, 65536);
+	for (size_t i = 0; i < TD_ARRAY_SIZE(bad); i++)
+		target_bad("MaxProcesses", bad[i], "from 1 to 65536");
+}
+
 Test(svcconf, matching_keys_checked)
 {
 	regex_t re;
@@ -431,7 +445,7 @@ Test(svcconf, unknown_keys_name_the_valid_ones)
 	parse_bad_at("[Service]\nFrob=1\n", 2, "Frob=1",
 		"Directory, MaxSize, MaxAge, ScanInterval, EmergencyWindow");
 	parse_bad_at("[Target t]\nComm=x\nFrob=1\n", 3, "Frob=1",
-		"Comm, Exe, Cmdline, Unit, Frequency, Mode");
+		"Comm, Exe, Cmdline, Unit, Frequency, Mode, MaxProcesses");
 	parse_bad_at("[Service]\nComm=x\n", 2, NULL, "belongs in [Target NAME]");
 	parse_bad_at("[Target t]\nDirectory=/x\n", 2, NULL, "belongs in [Service]");
 	parse_bad_at("[Target t]\ncomm=x\n", 2, NULL, "did you mean Comm=");
@@ -709,6 +723,10 @@ Test(svcconf, same_recording)
 	svc_config_free(b);
 	b = parse_ok("[Target x]\nComm=a\nFrequency=51\n");
 	cr_expect_not(svc_rule_same_recording(&a->rules[0], &b->rules[0]), "hz changed");
+	svc_config_free(b);
+	b = parse_ok("[Target x]\nComm=a\nFrequency=50\nMaxProcesses=10\n");
+	cr_expect_not(svc_rule_same_recording(&a->rules[0], &b->rules[0]),
+		"max_procs changed: the recorder's tables are of the old size");
 	svc_config_free(b);
 	svc_config_free(a);
 }

@@ -5,7 +5,8 @@
  * one is bad, says once that a process another tracer holds cannot be
  * followed and follows it once it is free, writes an emergency dump when a
  * process crashes, and leaves every target running and untraced when it
- * stops. */
+ * stops; follows 200 idle processes, and as many as MaxProcesses= lets a
+ * rule, saying so once. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -482,5 +483,122 @@ Test(service, names_in_its_lines_are_escaped, .timeout = 120)
 			"byte 0x%02x at %zu of the log:\n%s", *p, (size_t)(p - (const unsigned char *)log),
 			log);
 	free(log);
+	svc_cleanup(&s);
+}
+
+/* ---- scale: a host's worth of idle processes (fx_sleepers) */
+
+/* The children of fx_sleepers pid, into kids (at most cap). */
+static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap)
+{
+	char path[64], *text, *p, *end;
+	unsigned n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	text = slurp(path);
+	for (p = text; n < cap; p = end) {
+		long k = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		kids[n++] = (pid_t)k;
+	}
+	free(text);
+	return n;
+}
+
+struct logcount {
+	const struct svc *s;
+	const char *text;
+	unsigned n;
+};
+
+static bool log_reaches(void *arg)
+{
+	struct logcount *c = arg;
+
+	return log_count(c->s, c->text) >= c->n;
+}
+
+/* Every child of fx_sleepers not ended by the test runs on after the
+ * stop, traced by nobody. */
+static void expect_untraced(const pid_t *kids, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (kill(kids[i], 0) < 0)
+			continue; /* one the test ended */
+		cr_expect_eq(tracer_of(kids[i]), 0, "%d still traced", (int)kids[i]);
+		cr_expect_neq(task_state(kids[i], kids[i]), 't', "%d left stopped", (int)kids[i]);
+	}
+}
+
+Test(service, two_hundred_idle_processes_are_all_followed, .timeout = 300)
+{
+	static pid_t kids[256];
+	struct svc s;
+	pid_t fx;
+	unsigned n;
+	char *log;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "200");
+	cr_assert_gt(fx, 0);
+	n = sleepers_of(fx, kids, 256);
+	cr_assert_eq(n, 200);
+	svc_start(&s, "[Target many]\nComm=fx-sleeper\n");
+	cr_assert(wait_for(log_reaches, &(struct logcount){ &s, "rule many: following ", 200 },
+			  TEST_PATIENCE_MS * 4),
+		"not all 200 followed:\n%s", slurp(s.log));
+	for (unsigned i = 0; i < n; i++)
+		cr_expect_gt(tracer_of(kids[i]), 0, "%d not followed", (int)kids[i]);
+	log = svc_stop(&s);
+	cr_expect_null(strstr(log, "cannot follow"), "%s", log);
+	cr_expect_null(strstr(log, "MaxProcesses"), "%s", log);
+	free(log);
+	expect_untraced(kids, n);
+	fx_stop(fx);
+	svc_cleanup(&s);
+}
+
+Test(service, max_processes_follows_that_many_and_says_so_once, .timeout = 300)
+{
+	static pid_t kids[256];
+	struct svc s;
+	char *log, *p;
+	pid_t fx, gone[10];
+	unsigned n, k = 0;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "80");
+	cr_assert_gt(fx, 0);
+	n = sleepers_of(fx, kids, 256);
+	cr_assert_eq(n, 80);
+	svc_start(&s, "[Target capped]\nComm=fx-sleeper\nMaxProcesses=50\n");
+	expect_log(&s, "rule capped: MaxProcesses=50 reached; 30 more matching processes are not "
+		       "followed");
+	cr_assert(wait_for(log_reaches, &(struct logcount){ &s, "rule capped: following ", 50 },
+		TEST_PATIENCE_MS));
+
+	/* ten followed ones end: ten of the rest take their places, found
+	 * by later scans, and the limit is not said again */
+	log = slurp(s.log);
+	for (p = log; k < 10 && (p = strstr(p, "rule capped: following ")); p++)
+		gone[k++] = (pid_t)atoi(p + strlen("rule capped: following "));
+	free(log);
+	cr_assert_eq(k, 10);
+	for (unsigned i = 0; i < k; i++)
+		kill(gone[i], SIGTERM); /* not a fatal signal: no emergency dump */
+	cr_assert(wait_for(log_reaches, &(struct logcount){ &s, "rule capped: following ", 60 },
+			  TEST_PATIENCE_MS),
+		"the rest were not followed as others ended:\n%s", slurp(s.log));
+	log = svc_stop(&s);
+	cr_expect_eq(log_count(&s, "rule capped: following "), 60, "%s", log);
+	cr_expect_eq(log_count(&s, "MaxProcesses=50 reached"), 1, "said once:\n%s", log);
+	cr_expect_null(strstr(log, "cannot follow"), "no line per process:\n%s", log);
+	free(log);
+	expect_untraced(kids, n);
+	fx_stop(fx);
 	svc_cleanup(&s);
 }

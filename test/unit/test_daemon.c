@@ -270,7 +270,7 @@ Test(targets, attach_identity_threads_and_exit, .timeout = 30)
 	cr_assert_gt(pids[0], 0);
 	cr_assert_gt(pids[1], 0);
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
-	targets_init(ts, t);
+	cr_assert_eq(targets_init(ts, t, 4), 0);
 	cr_assert_eq(targets_attach(ts, pids, 2, &t_ops, s, ids, &failed), 0);
 	cr_expect_eq(targets_live(ts), 2);
 	for (unsigned i = 0; i < 2; i++) {
@@ -315,9 +315,10 @@ Test(targets, attach_identity_threads_and_exit, .timeout = 30)
 		struct targets *ts2 = calloc(1, sizeof(*ts2));
 		pid_t twice[2] = { pids[0], pids[0] };
 
-		targets_init(ts2, t);
+		cr_assert_eq(targets_init(ts2, t, 4), 0);
 		cr_expect_eq(targets_attach(ts2, twice, 2, &t_ops, s, ids, &failed), -TD_E_ATTACHED);
 		cr_expect_eq(failed, pids[0]);
+		targets_free(ts2);
 		free(ts2);
 	}
 	pt_tracer_free(t);
@@ -325,6 +326,7 @@ Test(targets, attach_identity_threads_and_exit, .timeout = 30)
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], &st, 0);
 	}
+	targets_free(ts);
 	free(ts);
 	free(s);
 }
@@ -341,7 +343,7 @@ Test(targets, overflow_resyncs_from_the_tracer_with_the_pid, .timeout = 30)
 
 	cr_assert_gt(pid, 0);
 	cr_assert_eq(pt_tracer_new(&cfg, &t), 0);
-	targets_init(ts, t);
+	cr_assert_eq(targets_init(ts, t, 4), 0);
 	cr_assert_eq(targets_attach(ts, &pid, 1, &t_ops, s, ids, &failed), 0);
 	s->nadd = 0; /* forget it: the resync must find it again */
 	for (unsigned i = 0; i <= TARGETS_PENDING; i++) {
@@ -358,6 +360,7 @@ Test(targets, overflow_resyncs_from_the_tracer_with_the_pid, .timeout = 30)
 	pt_tracer_free(t);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
+	targets_free(ts);
 	free(ts);
 	free(s);
 }
