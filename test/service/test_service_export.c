@@ -555,6 +555,17 @@ Test(export, pyroscope_gets_every_interval_across_an_outage, .init = mktmp, .fin
 	receiver_up(&rv);
 	cr_assert(wait_for(has_received, &(struct count_wait){ &rv, before + 6 }, TEST_PATIENCE_MS),
 		"the spool was not sent:\n%s", svc_log(&s));
+	/* the exporter says the recovery through the loop: wait for the line
+	 * rather than stop the service before it arrives */
+	log = NULL;
+	for (int i = 0; i < TEST_PATIENCE_MS / 10; i++) {
+		free(log);
+		log = svc_log(&s);
+		if (strstr(log, "answers again after"))
+			break;
+		usleep(10000);
+	}
+	free(log);
 	/* a reload starts the exporter anew: it goes on from the last
 	 * interval, none skipped */
 	kill(s.pid, SIGHUP);
