@@ -767,6 +767,7 @@ void writer_free(struct writer *w)
 	for (size_t i = 0; i < w->stacks.nsaved; i++) {
 		free(w->stacks.saved[i].pc);
 		free(w->stacks.saved[i].act);
+		free(w->stacks.saved[i].kip);
 	}
 	free(w->stacks.saved);
 	free(w->names.t);

@@ -108,6 +108,7 @@ int svc_procconn_read(int fd, pid_t *pids, unsigned cap, bool *ret_overrun)
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len) && n < cap;
 			h = NLMSG_NEXT(h, len)) {
 			const struct cn_msg *cn = NLMSG_DATA(h);
+			struct proc_event ev;
 			pid_t pid;
 
 			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
@@ -116,7 +117,10 @@ int svc_procconn_read(int fd, pid_t *pids, unsigned cap, bool *ret_overrun)
 				cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC ||
 				cn->len < sizeof(struct proc_event))
 				continue;
-			pid = event_pid((const struct proc_event *)cn->data);
+			/* the event sits 4 bytes past an 8-byte boundary: copied
+			 * out, not read in place */
+			memcpy(&ev, cn->data, sizeof(ev));
+			pid = event_pid(&ev);
 			if (pid > 0)
 				pids[n++] = pid;
 		}
