@@ -45,9 +45,11 @@ struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
-	/* no renewal at once for this build: renew_due read the maps for
-	 * it, or it is a renewal that left the pc outside every module */
-	bool renew_later;
+	/* renew_due: the maps are not read for a pc outside every module
+	 * before renew_at; renew_wait doubles at each read that found no
+	 * file there, or renewal that left the pc outside (JIT code), and
+	 * starts again small after a renewal that placed it (dlopen) */
+	uint64_t renew_at, renew_wait;
 	uint64_t jit_gen; /* the JIT names the locations kept were made with */
 	bool jit_told;	  /* a JIT file refused was said (once per process) */
 	/* its CPython interpreter (writer-python.c): py_state 0 not looked

@@ -120,7 +120,8 @@ struct session *session_for(struct writer *w, pid_t pid, bool create)
 		d->pid = 0; /* readable now */
 	free_slot->pid = pid;
 	free_slot->built_ns = td_now_ns();
-	free_slot->renew_later = false;
+	free_slot->renew_at = 0;
+	free_slot->renew_wait = 0;
 	free_slot->jit_gen = sym_session_jit_generation(free_slot->s);
 	free_slot->jit_told = false;
 	return free_slot;
@@ -279,22 +280,29 @@ static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound 
 }
 
 /* Renew the session of an unwind that met a pc outside its modules (u, by
- * innermost_unmapped)?  At once when a file is mapped over that pc now
- * (a library dlopen'ed since the build: python's C modules, plugins); the
- * maps are read for that once per build, so code outside every file (a
- * JIT's) costs one read per build.  Otherwise once a second at most. */
+ * innermost_unmapped)?  When a file is mapped over that pc now (a library
+ * mapped since the build: ld.so's at a program's start, python's C
+ * modules, plugins), or the build is a second old.  The innermost pc is
+ * looked at, and the last frame's when the unwind ended at it (a return
+ * address may end its mapping: the call's).  Reading the maps is what
+ * costs: code outside every file (a JIT's) would read them at every
+ * sample, so each read that finds nothing doubles the wait before the
+ * next (RENEW_WAIT_MIN_NS up to a second). */
+#define RENEW_WAIT_MIN_NS 10000000u
 static bool renew_due(struct session *se, pid_t tid, const struct sym_unwound *u)
 {
 	unsigned k = u->end == SYM_END_NO_MODULE && u->n ? u->n - 1 : 0;
+	uint64_t now = td_now_ns();
 
-	if (td_now_ns() - se->built_ns > 1000000000u)
+	if (now - se->built_ns > 1000000000u)
 		return true;
-	if (se->renew_later || !u->n)
+	if (!u->n || now < se->renew_at)
 		return false;
-	se->renew_later = true;
-	/* the sampled thread's maps (its process's leader may be a zombie);
-	 * a return address may end its mapping: the call's */
-	return td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1;
+	se->renew_wait = se->renew_wait ? TD_MIN(se->renew_wait * 2, 1000000000u) : RENEW_WAIT_MIN_NS;
+	se->renew_at = now + se->renew_wait;
+	/* the sampled thread's maps (its process's leader may be a zombie) */
+	return td_maps_file_at(tid, u->pc[0] - !u->activation[0]) == 1 ||
+	       (k && td_maps_file_at(tid, u->pc[k] - !u->activation[k]) == 1);
 }
 
 /* A stack of one frame that says why there is no other: text, its
@@ -588,10 +596,11 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	if (innermost_unmapped(se->s, &w->stacks.u) && renew_due(se, s->tid, &w->stacks.u) &&
 		session_renew(w, se)) {
 		sym_session_unwind(se->s, s, &w->stacks.u);
-		/* still outside every module (a file mapping libdwfl did not
-		 * report): renewing at once again would rebuild the session
-		 * at every sample; once a second will do */
-		se->renew_later = innermost_unmapped(se->s, &w->stacks.u);
+		/* placed: more libraries may follow (a program's start, a
+		 * burst of imports), seen at once again; still outside every
+		 * module (a file libdwfl did not report), the wait grows */
+		if (!innermost_unmapped(se->s, &w->stacks.u))
+			se->renew_wait = 0;
 	}
 	if (fit_window(w, s))
 		w->stacks.u.end = SYM_END_KERNEL_LIMIT;
