@@ -845,6 +845,7 @@ int cmd_record(int argc, char **argv)
 			return TD_EXIT_IO;
 		}
 		st.child = cfg.pids[0] = pid;
+		cfg.held_exec = true;
 	}
 	e = rec_open(&cfg, &r, &fail);
 	if (e < 0 && st.child) {

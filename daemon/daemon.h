@@ -93,6 +93,10 @@ struct rec_config {
 	 * record's inherit.  COUNT (--no-inherit): each is let go at its
 	 * first stop and counted (rec_stats.children_left). */
 	enum rec_children { REC_CHILDREN_NONE, REC_CHILDREN_FOLLOW, REC_CHILDREN_COUNT } children;
+	/* pids[0] is a command started held before its exec (record --
+	 * CMD): its wait for us and its exec stop are ours, not its
+	 * program's, and nothing of it is sampled until that exec */
+	bool held_exec;
 };
 
 /* A consistent-enough copy of the recorder's counters (each is read once;

@@ -132,6 +132,11 @@ struct sampler {
 		   * children too, made at sampler_start */
 	unsigned nexits, max_exits;
 	uint32_t exit_id; /* of the last REC_EV_EXITING */
+	/* cfg->held_exec: the command's pid, and when its exec stop was
+	 * seen (UINT64_MAX until then): a sample of it taken before is
+	 * not published */
+	pid_t held_pid;
+	uint64_t held_exec_ns;
 	/* wall mode with perf: the waiters whose lock's owner this tick's
 	 * round stops for its stack, and the words they read (wall_tick) */
 	struct owner_wait {

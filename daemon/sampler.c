@@ -389,6 +389,10 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 
 static void slot_put(void *arg, struct td_sample *smp)
 {
+	struct sampler *s = arg;
+
+	if (smp->pid == s->held_pid && smp->time_ns < s->held_exec_ns)
+		return; /* the command before its exec: not published */
 	if (smp->flags & (TD_SAMPLE_PERF | TD_SAMPLE_DEATH))
 		put_unstopped(arg, smp);
 	else
@@ -417,6 +421,12 @@ static void on_thread_add(void *arg, pid_t pid, pid_t tid, bool found)
 	add_thread(s, tid, pid);
 	if (!found && lookup(s, tid))
 		lookup(s, tid)->born = true;
+	if (pid == s->held_pid && s->held_exec_ns == UINT64_MAX && lookup(s, tid)) {
+		/* the command waits for us before its exec: not its time */
+		lookup(s, tid)->leaving = true;
+		if (s->perf)
+			pt_perf_begin(s->perf, tid, UINT64_MAX);
+	}
 	if (found) {
 		/* there before we attached: no clone event told the writer */
 		struct rec_event e = { .kind = REC_EV_THREAD_NEW, .pid = pid, .tid = tid,
@@ -462,10 +472,20 @@ static void on_event(void *arg, const struct pt_event *ev)
 			tg = targets_find(&s->targets, ev->pid); /* a child, new */
 	}
 	e.image = tg ? tg->image : 0;
-	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid)))
+	if (ev->kind == PT_EVENT_EXEC && ev->pid == s->held_pid && s->held_exec_ns == UINT64_MAX)
+		/* the command runs its program from here on; the time off a
+		 * CPU at this exec stop is ours */
+		s->held_exec_ns = e.time_ns;
+	if (ev->kind == PT_EVENT_EXEC && (st = lookup(s, ev->tid))) {
 		/* the leader's tid, held at its exit during the exec
 		 * (de_thread), names the thread that exec'ed now */
 		st->leaving = false;
+		if (s->perf) {
+			pt_perf_end(s->perf, ev->tid, 0);
+			pt_perf_begin(s->perf, ev->tid,
+				ev->pid == s->held_pid ? s->held_exec_ns : 0);
+		}
+	}
 	switch (ev->kind) {
 	case PT_EVENT_THREAD_NEW:
 		e.kind = REC_EV_THREAD_NEW;
@@ -539,6 +559,10 @@ static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
 	struct target *tg = targets_find(&s->targets, pid);
 	struct sthread *st = lookup(s, tid);
 
+	/* from its exit stop on, its time off a CPU is ours (the stop lasts
+	 * until we come to it, held or not), not the program's */
+	if (s->perf)
+		pt_perf_end(s->perf, tid, td_now_ns());
 	/* with perf capture, what the kernel sampled is not drained yet:
 	 * exit_holds decides after the drain */
 	if (tid != pid || !tg || !(tg->sampled || s->perf) || s->nexits == s->max_exits ||
@@ -550,9 +574,6 @@ static bool on_hold_exit(void *arg, pid_t pid, pid_t tid)
 	s->exits[s->nexits++] = (struct exit_hold){ .tid = tid };
 	if (st)
 		st->leaving = true;
-	/* from now on its time off a CPU is ours, not the program's */
-	if (s->perf)
-		pt_perf_end(s->perf, tid, td_now_ns());
 	return true;
 }
 
@@ -789,9 +810,8 @@ static void exit_holds(struct sampler *s)
 
 			pt_tracer_release_exit(s->t, h->tid); /* -ESRCH: killed meanwhile */
 			if (st)
-				st->leaving = false; /* it exits, or goes on as an exec's */
-			if (s->perf)
-				pt_perf_end(s->perf, h->tid, 0);
+				st->leaving = false; /* it exits, or goes on as an exec's
+						      * (whose event ends pt_perf_end) */
 			continue;
 		}
 		s->exits[k++] = *h;
@@ -949,6 +969,8 @@ static int sampler_new(struct rec_shared *sh, struct sampler **ret_sampler)
 	s->tfd = -1;
 	s->sigfd = -1;
 	s->rng = td_now_ns() | 1;
+	s->held_pid = s->cfg->held_exec ? s->cfg->pids[0] : 0;
+	s->held_exec_ns = UINT64_MAX;
 	s->th = calloc(S_MAX_THREADS, sizeof(*s->th));
 	s->chosen = calloc(S_MAX_THREADS, sizeof(*s->chosen));
 	s->group = calloc(S_MAX_THREADS, sizeof(*s->group));

@@ -64,6 +64,9 @@ struct perf_thread {
 	 * tracer, for the writer): time off a CPU after it is ours, not the
 	 * program's, and is not weighed; 0: not ended */
 	uint64_t ended;
+	/* its program began then (pt_perf_begin: a command held before its
+	 * exec); 0: it always had */
+	uint64_t begun;
 };
 
 /* A PERF_RECORD_SWITCH of a drain. */

@@ -225,15 +225,11 @@ void perf_take_switch(struct pt_perf *p, const struct perf_sample *ps, uint64_t 
 		st->unpaired++;
 		return;
 	}
-	if (th->ended) {
-		/* held at its exit by the tracer: the program's time ended */
-		if (out >= th->ended)
-			return;
-		if (in > th->ended) {
-			in = th->ended;
-			open = false;
-		}
-	}
+	/* the tracer's time, not the program's: the interval that spans
+	 * its exit stop (off a CPU there when the tracer saw it) and any
+	 * after; one that began before its program did */
+	if ((th->ended && in > th->ended) || out < th->begun)
+		return;
 	weight = perf_periods_of(p, th, preempted ? LINE_PREEMPTED : LINE_BLOCKED,
 		in > out ? in - out : 0);
 	if (open) {
@@ -293,9 +289,9 @@ void perf_continue_open(struct pt_perf *p, struct perf_thread *th, uint64_t now,
 	}
 	th->open_since = e ? 0 : now;
 	if (th->ended && to > th->ended) {
-		/* its program ended: weighed up to then, no further */
-		to = TD_MAX(from, th->ended);
+		/* it spans the exit stop: the stop's, weighed no further */
 		th->open_since = 0;
+		return;
 	}
 	weight = perf_periods_of(p, th, th->open_preempted ? LINE_PREEMPTED : LINE_BLOCKED, to - from);
 	if (!weight)

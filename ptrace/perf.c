@@ -441,6 +441,15 @@ void pt_perf_end(struct pt_perf *p, pid_t tid, uint64_t at_ns)
 		th->ended = at_ns;
 }
 
+void pt_perf_begin(struct pt_perf *p, pid_t tid, uint64_t at_ns)
+{
+	unsigned i;
+	struct perf_thread *th = p ? perf_thread_find(p, tid, &i) : NULL;
+
+	if (th)
+		th->begun = at_ns;
+}
+
 void pt_perf_remove(struct pt_perf *p, pid_t tid)
 {
 	unsigned i, j, k;

@@ -292,10 +292,16 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes);
 int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes);
 void pt_perf_remove(struct pt_perf *p, pid_t tid);
 /* tid's program ended at at_ns (CLOCK_MONOTONIC; 0: it goes on after all):
- * the tracer holds it at its exit stop, and what it spends off a CPU from
- * then on is the tracer's time, not the program's: wall mode weighs none
- * of it.  No allocation: callable while a thread is stopped. */
+ * it is at its exit stop then, which lasts until the tracer comes to it or
+ * lets it go, and what it spends off a CPU in that stop and after is the
+ * tracer's time, not the program's: wall mode weighs none of it (the
+ * interval off a CPU that spans at_ns is the stop's).  No allocation:
+ * callable while a thread is stopped. */
 void pt_perf_end(struct pt_perf *p, pid_t tid, uint64_t at_ns);
+/* tid's program begins at at_ns (UINT64_MAX: not yet; 0: always has): a
+ * command held before its exec, then stopped at it.  An interval off a CPU
+ * that began before is not weighed. */
+void pt_perf_begin(struct pt_perf *p, pid_t tid, uint64_t at_ns);
 unsigned pt_perf_threads(const struct pt_perf *p);
 /* Samples are user-mode only (no permission for kernel-mode ones): time
  * in system calls is then not sampled. */
