@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../common/td.h"
@@ -181,7 +182,7 @@ Test(record_jit, node_perf_basic_prof)
 				 "process.stdout.write('ready\\n');\n"
 				 "for (;;) t += crunchLedgerTotals(1e6);\n";
 	const char *folded[] = { "tracerd", "report", repo, "-f", "folded", NULL };
-	char script[80], *node;
+	char script[80], *node, cwd[4096], cwd_node[96], rm[128];
 	unsigned long long hot = 0, all = 0;
 	struct run_result r;
 	FILE *f;
@@ -193,9 +194,14 @@ Test(record_jit, node_perf_basic_prof)
 	cr_assert(f && fputs(js, f) >= 0 && fclose(f) == 0);
 	node = shell_output("command -v node", NULL);
 	node[strcspn(node, "\n")] = '\0';
+	/* node writes isolate-*-v8.log into its working directory: one
+	 * of our own, not the tree the suite runs in */
+	snprintf(cwd_node, sizeof(cwd_node), "%s.node", repo);
+	cr_assert(getcwd(cwd, sizeof(cwd)) && mkdir(cwd_node, 0700) == 0 && chdir(cwd_node) == 0);
 	setenv("NODE_OPTIONS", "--perf-basic-prof", 1);
 	fx = fx_start(node, script);
 	unsetenv("NODE_OPTIONS");
+	cr_assert_eq(chdir(cwd), 0);
 	free(node);
 	cr_assert_gt(fx, 0);
 	t = tracerd_start(fx, "-F", "199", NULL);
@@ -204,6 +210,9 @@ Test(record_jit, node_perf_basic_prof)
 	fx_stop(fx);
 	jit_files_remove(fx);
 	unlink(script);
+	snprintf(rm, sizeof(rm), "rm -rf %s", cwd_node);
+	if (system(rm) != 0)
+		cr_log_warn("cannot remove %s", cwd_node);
 	run_tracerd(&r, folded);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	for (const char *line = r.out; *line;) {
