@@ -312,11 +312,12 @@ bool cpu_stop_in_wait(const struct sampler *s, struct sthread *st, const struct 
 	 * returned, where perf puts ~0%).  Not a sample, however long the
 	 * thread is owed: one weighted sample there put up to a second of
 	 * a worker's CPU time outside its handler.  But a thread whose stops
-	 * land there two times in three or more has its CPU time in those
-	 * calls (fx_bursts' feeder, waking 4000 times a second to write one
-	 * byte: 20 of its 22 stops at its clock_nanosleep's return, where
-	 * perf puts its samples too, against 10 of the worker's 45 at its
-	 * read's): for it, such a stop is a sample. */
+	 * land there two times in three or more (four of them at least) has
+	 * its CPU time in those calls (fx_bursts' feeder, waking 4000 times
+	 * a second to write one byte: 20 of its 22 stops at its
+	 * clock_nanosleep's return, where perf puts its samples too, against
+	 * 10 of the worker's 45 at its read's): for it, such a stop is a
+	 * sample. */
 	count_stop(s, st, REC_TRIG_RETURN);
-	return st->stops_waited < 2 * st->stops_ran + 2;
+	return st->stops_waited < 4 || st->stops_waited < 2 * st->stops_ran;
 }

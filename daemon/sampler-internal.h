@@ -56,7 +56,8 @@ struct sthread {
 	uint8_t timer;	       /* cpu mode, ptrace: 1 + its process's slot in
 				* timers[] (its stops wait for that timer), 0 */
 	/* cpu mode, ptrace: its recent stops in user code or at a call's
-	 * return, and at a waiting call's return (both halved at 32) */
+	 * return, and at a waiting call's return (halved together when they
+	 * add up to 32: what it does now counts) */
 	uint8_t stops_ran, stops_waited;
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
