@@ -8,16 +8,19 @@
  * worker do (perf puts 88-100% there), idle and with the machine
  * loaded.  Where the capture cannot catch threads running (threads that
  * live less than a period, fx_churn), the recording must say what share
- * it sampled, at its end and in the report's header.  Tolerances are those of a busy
- * two-core VM; the figures against perf are in `make bench`
- * (test/bench/bench_ptracecpu.sh). */
+ * it sampled, at its end and in the report's header; where its sampler
+ * may not run at SCHED_FIFO, the summary says so, not as a warning.
+ * Tolerances are those of a busy two-core VM; the figures against perf
+ * are in `make bench` (test/bench/bench_ptracecpu.sh). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../common/td.h"
@@ -81,6 +84,20 @@ static unsigned long samples_of(const char *name)
 	return n;
 }
 
+/* May a thread of this process run at SCHED_FIFO (tried in a child)? */
+static bool fifo_permitted(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	int status;
+	pid_t c = fork();
+
+	cr_assert_geq(c, 0);
+	if (!c)
+		_exit(sched_setscheduler(0, SCHED_FIFO, &sp) == 0 ? 0 : 1);
+	cr_assert_eq(waitpid(c, &status, 0), c);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 struct reading {
 	double own, sched, sampled; /* periods: its clock, schedstat, its samples */
 	double handler;		    /* % of its samples in handle_request */
@@ -116,7 +133,10 @@ static void record_worker(pid_t fx, int out, pid_t worker, const char *capture,
 	ret->sched = (double)(s1 - s0) / period;
 	ret->sampled = (double)samples_of("fx-burst");
 	ret->handler = total_share(worker, "handle_request", NULL);
-	/* the summary's triggers line says where the stops landed */
+	/* the summary's triggers line says where the stops landed, and the
+	 * sampler at SCHED_FIFO where this process may have it */
+	if (!strcmp(capture, "--capture=ptrace") && fifo_permitted())
+		cr_expect(strstr(slurp(errfile), "sampler SCHED_FIFO"), "%s", slurp(errfile));
 	cr_log_info("%s: %.1f periods by its clock, %.1f by schedstat, %.0f samples, %.1f%% "
 		    "in handle_request; %s",
 		capture, ret->own, ret->sched, ret->sampled, ret->handler, slurp(errfile));
@@ -220,4 +240,33 @@ Test(record_ptracecpu, what_it_cannot_catch_is_told_with_its_coverage, .timeout 
 	cr_expect(p && sscanf(p, "\ncoverage: %lf%%", &header) == 1, "%s", r.out);
 	cr_expect_lt(header, 80.0, "%s", r.out);
 	run_result_free(&r);
+}
+
+/* Where SCHED_FIFO is refused (no CAP_SYS_NICE, an RLIMIT_RTPRIO of 0),
+ * the sampler stays at nice -10: the summary's triggers line says so and
+ * why, no warning is given, and the worker is sampled as before. */
+Test(record_ptracecpu, sampler_refused_sched_fifo_says_so_and_samples, .timeout = 120)
+{
+	char cmd[512];
+	char *text;
+	int in, out, status;
+	pid_t fx;
+
+	need_command("setpriv", "util-linux");
+	need_command("prlimit", "util-linux");
+	fx = spawn(FX("fx_bursts"), FEED_WORK, &in, &out);
+	snprintf(cmd, sizeof(cmd),
+		"prlimit --rtprio=0:0 setpriv --bounding-set -sys_nice --inh-caps -sys_nice "
+		"%s record -q --capture=ptrace -F 99 -d 3s -r %s --pid %d 2>&1",
+		TRACERD, repo, (int)fx);
+	text = shell_output(cmd, &status);
+	close(in);
+	close(out);
+	fx_stop(fx);
+	cr_expect_eq(status, 0, "%s", text);
+	cr_expect(strstr(text, "sampler SCHED_OTHER (SCHED_FIFO: Operation not permitted)"), "%s",
+		text);
+	cr_expect(!strstr(text, "warning"), "%s", text);
+	cr_expect_gt(samples_of("fx-burst"), 0, "%s", text);
+	free(text);
 }
