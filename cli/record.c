@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,6 +525,29 @@ static void kernel_line(const struct rec_stats *s, FILE *f)
 		fprintf(f, "  kernel       %s\n", why[s->kernel]);
 }
 
+/* cpu mode with ptrace capture: what the triggers did, and how the
+ * sampler was scheduled (docs/notes/ptrace.md): a line to read when the
+ * samples do not sit where perf's do. */
+static void trigger_line(const struct rec_stats *s, FILE *f)
+{
+	const uint64_t *t = s->trig;
+
+	fprintf(f,
+		"  triggers     %llu fires (%.0f us from one to its interrupts), %llu threads found "
+		"running, %llu blocked again; stops %llu in user code, %llu at a call's "
+		"return, %llu at a wait's return, %llu in a wait; sampler %s",
+		(unsigned long long)t[REC_TRIG_FIRES],
+		t[REC_TRIG_LATE_N] ? (double)t[REC_TRIG_LATE_NS] / 1e3 / (double)t[REC_TRIG_LATE_N] :
+				     0.0,
+		(unsigned long long)t[REC_TRIG_FOUND], (unsigned long long)t[REC_TRIG_ENDED],
+		(unsigned long long)t[REC_TRIG_USER], (unsigned long long)t[REC_TRIG_CALL],
+		(unsigned long long)t[REC_TRIG_RETURN], (unsigned long long)t[REC_TRIG_WAIT],
+		s->sampler_policy == SCHED_FIFO ? "SCHED_FIFO" : "SCHED_OTHER");
+	if (s->sampler_policy_err)
+		fprintf(f, " (SCHED_FIFO: %s)", td_strerror(s->sampler_policy_err));
+	fputc('\n', f);
+}
+
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
 	FILE *f)
 {
@@ -569,6 +593,8 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 			s->perf_err ? "; perf_event_open: " : "",
 			s->perf_err ? td_strerror(s->perf_err) : "");
 	kernel_line(s, f);
+	if (s->capture == REC_CAPTURE_PTRACE && !wall)
+		trigger_line(s, f);
 	fprintf(f, "  samples      %llu taken, %llu written (%.1f/s) in %llu ticks\n",
 		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
 		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,

@@ -108,10 +108,14 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.cpu_missed = atomic_load(&sh->cpu_missed),
 		.cpu_timers = atomic_load(&sh->cpu_timers),
 		.cpu_timer_err = atomic_load(&sh->cpu_timer_err),
+		.sampler_policy = sh->sampler_policy,
+		.sampler_policy_err = sh->sampler_policy_err,
 		.io_err = atomic_load(&sh->io_err),
 		.chunks_changed = atomic_load(&sh->chunks_changed),
 		.lost_changed = atomic_load(&sh->lost_changed),
 	};
+	for (unsigned i = 0; i < REC_TRIG_N; i++)
+		ret->trig[i] = atomic_load_explicit(&sh->trig[i], memory_order_relaxed);
 }
 
 /* Bytes of the sample ring: each sample takes its copy's bytes, not the

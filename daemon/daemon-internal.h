@@ -190,6 +190,10 @@ struct rec_shared {
 	_Atomic uint64_t cpu_missed;
 	_Atomic unsigned cpu_timers;
 	_Atomic int cpu_timer_err;
+	_Atomic uint64_t trig[REC_TRIG_N]; /* what the triggers did (enum rec_trig) */
+	/* the sampler's policy and why not SCHED_FIFO: set once, before
+	 * attach_state (read after it) */
+	int sampler_policy, sampler_policy_err;
 	_Atomic int targets_live;
 
 	/* Written by the writer; read by rec_stats.  io_err (the repository

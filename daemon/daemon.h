@@ -50,6 +50,25 @@ enum rec_kernel {
 				 * root nor CAP_PERFMON, perf_event_paranoid > 1) */
 };
 
+/* cpu mode with ptrace capture: what its triggers did, one count each
+ * (rec_stats.trig; sampler-cpu.c, docs/notes/ptrace.md).  Where a stop
+ * landed is told by its registers: in user code (a sample), at the return
+ * of another call (a sample: that call's CPU time is put there, as perf
+ * puts it), at the return of a call that waits (not a sample), or in a
+ * wait the stop broke off (not a sample). */
+enum rec_trig {
+	REC_TRIG_FIRES,	 /* CPU-time timer signals read */
+	REC_TRIG_FOUND,	 /* threads owed a period and running at a fire */
+	REC_TRIG_ENDED,	 /* of those, blocked again once on their CPU */
+	REC_TRIG_USER,	 /* stops in user code */
+	REC_TRIG_CALL,	 /* stops at another call's return */
+	REC_TRIG_RETURN, /* stops at a waiting call's return */
+	REC_TRIG_WAIT,	 /* stops in a wait */
+	REC_TRIG_LATE_NS, /* from a fire's signal read to its round's first interrupt */
+	REC_TRIG_LATE_N,  /* rounds that LATE_NS sums */
+	REC_TRIG_N
+};
+
 /* What to record, and where.  Copied by rec_open: the caller's strings
  * must outlive the recorder. */
 struct rec_config {
@@ -138,6 +157,10 @@ struct rec_stats {
 	uint64_t cpu_missed;
 	unsigned cpu_timers;
 	int cpu_timer_err;
+	uint64_t trig[REC_TRIG_N]; /* what the triggers did (enum rec_trig) */
+	/* the sampler thread's scheduling policy in ptrace capture
+	 * (SCHED_FIFO or SCHED_OTHER), and why not SCHED_FIFO (-errno) */
+	int sampler_policy, sampler_policy_err;
 	int io_err; /* the repository's write error that stopped recording, 0 */
 	/* processes whose mappings could not be read for want of permission
 	 * (their samples have no stack), and the last such error */

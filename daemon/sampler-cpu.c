@@ -22,13 +22,30 @@
  * here, in periods, as sh->cpu_missed: the recording's LOST records of
  * reason TCF_LOST_CPU_MISSED, its summary and the report's header.
  *
+ * A fire is worth a stop only while the burst it caught still runs: the
+ * sampler thread runs at SCHED_FIFO's lowest priority where permitted
+ * (root, CAP_SYS_NICE, RLIMIT_RTPRIO; not in a cgroup with no real-time
+ * runtime), so that its wake-up preempts whatever else runs, the target
+ * too (it then stops where it was preempted).  It sleeps on the timers'
+ * signalfd between rounds and holds a CPU for tens of microseconds per
+ * round; the kernel's real-time throttling (95% of each second by
+ * default) bounds it should it ever spin.  Refused, it stays at nice
+ * -10, said in the summary's triggers line, not as a warning.
+ *
+ * Where a stop lands is counted (sh->trig: the summary's triggers line):
+ * a stop at the return of a call that waits is where a burst's thread
+ * waits next, not where it ran, and is no sample (cpu_stop_in_wait).
+ *
  * Everything here runs on the sampler thread and never while a target
- * thread is stopped; the rules of sampler.c's header hold. */
+ * thread is stopped (cpu_stop_in_wait runs after the resume, and reads no
+ * file); the rules of sampler.c's header hold. */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -38,7 +55,6 @@
  * uses real-time signals */
 #define S_CPU_SIGNAL (SIGRTMIN + 4)
 #define S_SYNC_NS 1000000000u /* the table looked at for new processes this often */
-#define S_WAIT_PERIODS 10     /* owed this much, a stop at a wait's return is a sample */
 
 int cpu_timers_init(struct sampler *s)
 {
@@ -154,10 +170,25 @@ bool cpu_timers_drain(struct sampler *s)
 				continue; /* not one of ours (a kill of tracerd) */
 			s->timers[slot].fired = true;
 			any = true;
+			atomic_fetch_add_explicit(
+				&s->sh->trig[REC_TRIG_FIRES], 1, memory_order_relaxed);
 		}
 	}
 	s->fired |= any;
 	return any;
+}
+
+void cpu_sampler_realtime(struct sampler *s)
+{
+	struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
+
+	s->sh->sampler_policy = SCHED_OTHER;
+	/* this thread alone (the tid), and no child of it inherits it */
+	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0) {
+		s->sh->sampler_policy_err = -errno;
+		return;
+	}
+	s->sh->sampler_policy = SCHED_FIFO;
 }
 
 void cpu_timers_free(struct sampler *s)
@@ -236,27 +267,57 @@ static bool waiting_call(long nr)
 	return false;
 }
 
-bool cpu_stop_in_wait(const struct sampler *s, const struct sthread *st,
-	const struct td_sample *smp)
+/* Where st's stop landed, counted; halved together so that the counts
+ * follow what the thread does now. */
+static void count_stop(const struct sampler *s, struct sthread *st, enum rec_trig where)
 {
-	uint64_t period = 1000000000u / s->cfg->hz;
+	atomic_fetch_add_explicit(&s->sh->trig[where], 1, memory_order_relaxed);
+	if (where == REC_TRIG_WAIT)
+		return; /* says nothing of where it runs */
+	if (where == REC_TRIG_RETURN)
+		st->stops_waited++;
+	else
+		st->stops_ran++;
+	if (st->stops_ran + st->stops_waited >= 32) {
+		st->stops_ran /= 2;
+		st->stops_waited /= 2;
+	}
+}
+
+bool cpu_stop_in_wait(const struct sampler *s, struct sthread *st, const struct td_sample *smp)
+{
 	long rax = (long)smp->regs.rax;
 
-	if (!(smp->flags & TD_SAMPLE_IN_SYSCALL))
+	if (!(smp->flags & TD_SAMPLE_IN_SYSCALL)) {
+		count_stop(s, st, REC_TRIG_USER);
 		return false;
+	}
 	/* a wait the stop broke off: the kernel restarts it (ERESTART*, 512
 	 * to 516) or returns EINTR (docs/notes/ptrace.md) */
-	if (rax == -EINTR || (rax <= -512 && rax >= -516))
+	if (rax == -EINTR || (rax <= -512 && rax >= -516)) {
+		count_stop(s, st, REC_TRIG_WAIT);
 		return true;
-	/* a wait that had its answer at once (a request already queued):
+	}
+	/* Other calls (a write, a clock read that is a system call) keep
+	 * the stop: their CPU time is put at the call, as perf puts it. */
+	if (!waiting_call((long)smp->regs.orig_rax)) {
+		count_stop(s, st, REC_TRIG_CALL);
+		return false;
+	}
+	/* At the return of a call that waits for input (a request already
+	 * queued, or woken and not yet run when the probe read it running):
 	 * an interrupt lands at the next kernel entry far more often than
 	 * the time there says, and a burst's next entry is its wait
 	 * (measured: 15-28% of a 50 us burst worker's stops at a read that
-	 * returned, where perf puts ~0%).  Other calls (a write) keep the
-	 * stop: their CPU time is put at the call, as perf puts it.  So is
-	 * a thread's whose stops land there for S_WAIT_PERIODS periods on
-	 * end: its CPU time is in those calls (a thread that wakes
-	 * thousands of times a second to do next to nothing) */
-	return waiting_call((long)smp->regs.orig_rax) &&
-	       st->cpu_credit < (uint64_t)S_WAIT_PERIODS * period;
+	 * returned, where perf puts ~0%).  Not a sample, however long the
+	 * thread is owed: one weighted sample there put up to a second of
+	 * a worker's CPU time outside its handler.  But a thread whose stops
+	 * land there two times in three or more (four of them at least) has
+	 * its CPU time in those calls (fx_bursts' feeder, waking 4000 times
+	 * a second to write one byte: 20 of its 22 stops at its
+	 * clock_nanosleep's return, where perf puts its samples too, against
+	 * 10 of the worker's 45 at its read's): for it, such a stop is a
+	 * sample. */
+	count_stop(s, st, REC_TRIG_RETURN);
+	return st->stops_waited < 4 || st->stops_waited < 2 * st->stops_ran;
 }

@@ -55,6 +55,10 @@ struct sthread {
 	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
 	uint8_t timer;	       /* cpu mode, ptrace: 1 + its process's slot in
 				* timers[] (its stops wait for that timer), 0 */
+	/* cpu mode, ptrace: its recent stops in user code or at a call's
+	 * return, and at a waiting call's return (halved together when they
+	 * add up to 32: what it does now counts) */
+	uint8_t stops_ran, stops_waited;
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
@@ -158,6 +162,7 @@ struct sampler {
 	} timers[S_MAX_TIMERS];
 	int sigfd;		/* the timers' signal, -1 without timers */
 	bool fired;		/* some timer fired since the last round */
+	uint64_t fired_ns;	/* when the first of those fires was read; 0: none */
 	unsigned timers_n;	/* n at the last cpu_timers_sync */
 	uint64_t timers_ns;	/* time of the last cpu_timers_sync */
 	uint64_t missed_ns;	/* CPU ns no sample carries, less sh->cpu_missed's periods */
@@ -189,17 +194,21 @@ int cpu_timers_init(struct sampler *s);
 void cpu_timers_sync(struct sampler *s);
 /* The timers' signals read; true if one came (s->fired, timers[].fired). */
 bool cpu_timers_drain(struct sampler *s);
+/* This thread at SCHED_FIFO's lowest priority where permitted, so that a
+ * fire's wake-up preempts whatever runs (sh->sampler_policy, and why not
+ * in sampler_policy_err). */
+void cpu_sampler_realtime(struct sampler *s);
 /* Every timer deleted, sigfd closed.  Safe when never initialised. */
 void cpu_timers_free(struct sampler *s);
 /* ns of CPU time that no sample will carry: counted in sh->cpu_missed. */
 void cpu_missed_add(struct sampler *s, uint64_t ns);
 /* Recording ends: the CPU time every thread is still owed, missed. */
 void cpu_missed_flush(struct sampler *s);
-/* Did this stop land where the thread waits (in a system call that the
- * stop interrupted, or at the return of a call that waits), not where
- * it ran?  st: the stopped thread. */
-bool cpu_stop_in_wait(const struct sampler *s, const struct sthread *st,
-	const struct td_sample *smp);
+/* Did this stop of st land where the thread waits (in a system call that
+ * the stop interrupted, or at the return of a call that waits, unless
+ * that is where its stops land), not where it ran?  Counted in sh->trig
+ * and in st's stops_ran and stops_waited. */
+bool cpu_stop_in_wait(const struct sampler *s, struct sthread *st, const struct td_sample *smp);
 
 /* ---- sampler-wall.c */
 /* wall mode, one tick: every thread.  Blocked ones are copied without a

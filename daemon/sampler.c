@@ -39,7 +39,7 @@
  * fds.  Writes in struct rec_shared: the samples, events and answers
  * rings (producer), the asks ring's head (consumer), attach_*, targets,
  * capture, perf_err, heartbeat_ns, the sampler's counters (children_*
- * too), targets_live,
+ * and the triggers' trig[] too), sampler_policy and its err, targets_live,
  * sampler_done, and the fit[] requests it takes (back to 0 by
  * compare-exchange).  Reads: stop, io_err, crash_acked, exit_acked,
  * maps_read[], writer_done, fit[].
@@ -658,6 +658,9 @@ static unsigned choose(struct sampler *s)
 	for (unsigned i = 0; i < S_MAX_TIMERS; i++)
 		s->timers[i].fired = false;
 	s->fired = false;
+	atomic_fetch_add_explicit(&s->sh->trig[REC_TRIG_FOUND], k, memory_order_relaxed);
+	if (!k)
+		s->fired_ns = 0;
 	return k;
 }
 
@@ -679,6 +682,8 @@ static unsigned still_running(struct sampler *s, unsigned m)
 			pt_blocked_probe(st->sys_fd, st->fd, &b) == 1) {
 			st->take = 0;
 			st->oncpu = false;
+			atomic_fetch_add_explicit(&s->sh->trig[REC_TRIG_ENDED], 1,
+				memory_order_relaxed);
 			continue;
 		}
 		s->group[k++] = s->group[i];
@@ -738,6 +743,15 @@ static void round_by_cpu(struct sampler *s, unsigned k, int budget, struct pt_ro
 			m = still_running(s, m);
 		if (!m)
 			continue;
+		if (s->fired_ns) {
+			/* the sampler's part of a fire's delay (the wake-up's
+			 * is not seen from here: docs/notes/ptrace.md) */
+			atomic_fetch_add_explicit(&s->sh->trig[REC_TRIG_LATE_NS],
+				td_now_ns() - s->fired_ns, memory_order_relaxed);
+			atomic_fetch_add_explicit(&s->sh->trig[REC_TRIG_LATE_N], 1,
+				memory_order_relaxed);
+			s->fired_ns = 0;
+		}
 		{
 			struct pt_round_stats st;
 
@@ -1031,8 +1045,11 @@ static int sampler_start(struct sampler *s)
 	if (e < 0)
 		return e;
 	atomic_store(&sh->targets_live, (int)targets_live(&s->targets));
-	if (!s->perf && s->cfg->mode == REC_MODE_CPU && (e = cpu_timers_init(s)) < 0)
-		atomic_store(&sh->cpu_timer_err, e); /* the ticks stop threads */
+	if (!s->perf && s->cfg->mode == REC_MODE_CPU) {
+		if ((e = cpu_timers_init(s)) < 0)
+			atomic_store(&sh->cpu_timer_err, e); /* the ticks stop threads */
+		cpu_sampler_realtime(s);
+	}
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	return s->tfd < 0 ? -errno : 0;
 }
@@ -1086,8 +1103,10 @@ static void wait_tick(struct sampler *s)
 		if (poll(pfd, 5, 1000) < 0 && errno != EINTR)
 			break;
 		if ((pfd[4].revents & POLLIN) && cpu_timers_drain(s) &&
-			td_now_ns() - s->tick_ns >= quarter)
+			td_now_ns() - s->tick_ns >= quarter) {
+			s->fired_ns = td_now_ns();
 			break; /* a target runs now: its round (choose) */
+		}
 		if (pfd[1].revents & POLLIN) {
 			/* the kernel's samples first: a death or a crash comes
 			 * after every sample taken before it (the emergency
@@ -1129,6 +1148,7 @@ static void run_round(struct sampler *s)
 
 	if (k) {
 		round_by_cpu(s, k, budget, &st);
+		s->fired_ns = 0;
 		atomic_fetch_add(&sh->lost_ring, st.dropped);
 		atomic_fetch_add(&sh->lost_not_stopped, st.timeout);
 		atomic_fetch_add(&sh->skipped, st.skipped);
@@ -1219,7 +1239,9 @@ void *sampler_main(void *arg)
 	/* The sampler sleeps but for the microseconds it holds a target
 	 * thread: then nothing of the target's may keep it off a CPU.  It
 	 * stays at nice -10 (when allowed) rather than paying two system
-	 * calls per round to change it. */
+	 * calls per round to change it; in cpu mode with ptrace capture, at
+	 * SCHED_FIFO's lowest priority where permitted (sampler_start,
+	 * cpu_sampler_realtime). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
 	pthread_setname_np(pthread_self(), "tracerd-sample");
 	e = sampler_new(sh, &s);
