@@ -72,7 +72,8 @@ enum tcf_wait_kind {
 	TCF_WAIT_SLEEP = 8,
 	TCF_WAIT_SIGNAL = 9,
 	TCF_WAIT_DISK = 10,
-	TCF_WAIT_MAX = 10,
+	TCF_WAIT_GIL = 11, /* CPython's global interpreter lock */
+	TCF_WAIT_MAX = 11,
 };
 enum {
 	TCF_WAITF_BEGAN_BEFORE = 1u << 0, /* began in an earlier chunk */

@@ -212,7 +212,7 @@ const char *tcf_record_name(unsigned type)
 const char *tcf_wait_kind_name(unsigned kind)
 {
 	static const char *const names[] = { "other", "mutex", "rwlock", "condvar", "semaphore",
-		"join", "futex", "fd", "sleep", "signal", "disk" };
+		"join", "futex", "fd", "sleep", "signal", "disk", "gil" };
 
 	return kind < TD_ARRAY_SIZE(names) ? names[kind] : "other";
 }

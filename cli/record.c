@@ -734,7 +734,7 @@ static void notice(const struct rec_notice *n, void *arg)
 	}
 	if (n->kind == REC_NOTICE_PYTHON) {
 		td_msg("note: pid %d: Python %u.%u: its Python frames are not read (tracerd reads "
-		       "3.11's); its stacks show the interpreter's native frames",
+		       "3.11's to 3.13's); its stacks show the interpreter's native frames",
 			(int)n->id.pid, n->python_version >> 24, n->python_version >> 16 & 0xff);
 		return;
 	}

@@ -258,7 +258,7 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 	struct sym_unwound *u = malloc(sizeof(*u));
 	struct sym_frame *frames = calloc(SYM_MAX_FRAMES, sizeof(*frames));
 	struct dump_py *pf = calloc(1, sizeof(*pf));
-	struct sym_py_reader prd = { read_live, NULL, d->pid };
+	struct sym_py_reader prd = { read_live, NULL, d->pid, NULL };
 	int r = 0;
 
 	if (!u || !frames || !pf) {
@@ -284,7 +284,7 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		memcpy(out->detail, u->detail, sizeof(out->detail));
 		pf->n = 0;
 		if (pf->py) {
-			struct sym_py_reader rd = { read_live, NULL, th->sample->tid };
+			struct sym_py_reader rd = { read_live, NULL, th->sample->tid, NULL };
 			int n = sym_py_merge(pf->py, &rd, th->sample, u, pf->f, pf->native,
 				DUMP_PY_FRAMES);
 

@@ -50,7 +50,7 @@ enum tcf_wait_kind wait_tcf_kind(enum wait_kind k)
 		[WAIT_SEMAPHORE] = TCF_WAIT_SEMAPHORE, [WAIT_JOIN] = TCF_WAIT_JOIN,
 		[WAIT_FUTEX] = TCF_WAIT_FUTEX, [WAIT_FD] = TCF_WAIT_FD,
 		[WAIT_SLEEP] = TCF_WAIT_SLEEP, [WAIT_SIGNAL] = TCF_WAIT_SIGNAL,
-		[WAIT_DISK] = TCF_WAIT_DISK };
+		[WAIT_DISK] = TCF_WAIT_DISK, [WAIT_GIL] = TCF_WAIT_GIL };
 
 	return (unsigned)k < TD_ARRAY_SIZE(kinds) ? kinds[k] : TCF_WAIT_OTHER;
 }
@@ -127,6 +127,7 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 		"lll_mutex_lock", NULL };
 	static const char *const rwlock_fns[] = { "pthread_rwlock_", NULL };
 	static const char *const cond_fns[] = { "pthread_cond_", NULL };
+	static const char *const gil_fns[] = { "take_gil", "drop_gil", NULL };
 	static const char *const sem_fns[] = { "sem_wait", "sem_timedwait", "sem_clockwait",
 		"new_sem_wait", "do_futex_wait", NULL };
 	static const char *const join_fns[] = { "pthread_join", "pthread_clockjoin",
@@ -164,8 +165,11 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 	}
 	if (on_stack(funcs, nfuncs, cond_fns)) {
 		/* __g_signals[0] at +0x28 or [1] at +0x2c; the condition is
-		 * 8-byte aligned (it holds 64-bit counters) */
-		w->kind = WAIT_CONDVAR;
+		 * 8-byte aligned (it holds 64-bit counters).  Under CPython's
+		 * take_gil or drop_gil (named where the interpreter keeps its
+		 * symbols) it is the GIL's; a stripped one's is told by its
+		 * address (daemon/writer-python.c) */
+		w->kind = on_stack(funcs, nfuncs, gil_fns) ? WAIT_GIL : WAIT_CONDVAR;
 		w->object = uaddr & 7 ? uaddr - 0x2c : uaddr - 0x28;
 		return;
 	}

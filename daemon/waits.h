@@ -28,6 +28,7 @@ enum wait_kind {
 	WAIT_SIGNAL,	/* pause, sigsuspend, sigtimedwait */
 	WAIT_DISK,	/* uninterruptible sleep (state D) */
 	WAIT_OTHER,	/* another system call (what: its name) */
+	WAIT_GIL,	/* CPython's GIL (object: its condition variable) */
 };
 
 struct wait_info {

@@ -291,6 +291,10 @@ void saved_drop(struct writer *w, pid_t tid);
 void py_read(struct writer *w, struct session *se, const struct td_sample *s);
 /* Free what session se keeps of its interpreter. */
 void py_forget(struct session *se);
+/* A wait wi of s->tid on a condition variable of its interpreter's GIL
+ * (to take it, or to hand it over) becomes a wait for the GIL, held by
+ * the GIL's holder. */
+void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi);
 
 /* ---- writer-waits.c */
 /* A blocked sample of s->tid, whose stack in this chunk is stack (its

@@ -18,7 +18,9 @@
 #include "writer-internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../ptrace/ptrace.h"
 
@@ -26,6 +28,13 @@ static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t 
 {
 	(void)arg;
 	return pt_read_memory(tid, addr, buf, len);
+}
+
+static ssize_t read_live2(
+	void *arg, pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2, size_t l2)
+{
+	(void)arg;
+	return pt_read_memory2(tid, a1, b1, l1, a2, b2, l2);
 }
 
 void py_forget(struct session *se)
@@ -90,9 +99,30 @@ static struct sym_py *py_of(struct writer *w, struct session *se, struct sym_py_
 	return se->py_state > 0 ? se->py : NULL;
 }
 
+void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi)
+{
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
+	char task[64];
+	uint64_t cond[2];
+	pid_t holder;
+
+	/* only an interpreter py_read found (the wait's stack is stored
+	 * first): a stripped python3.11 does not name take_gil, its
+	 * condition variable's address tells it */
+	if (!se || se->py_state <= 0 || (wi->kind != WAIT_CONDVAR && wi->kind != WAIT_GIL))
+		return;
+	if (sym_py_gil(se->py, &r, cond, &holder) < 0 ||
+		(wi->object != cond[0] && wi->object != cond[1]))
+		return;
+	wi->kind = WAIT_GIL;
+	snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)s->pid, (int)holder);
+	/* the holder read from the target: one of its threads, or none */
+	wi->owner = holder > 0 && holder != s->tid && !access(task, F_OK) ? holder : 0;
+}
+
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)
 {
-	struct sym_py_reader r = {read_live, NULL, s->tid};
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
 	struct sym_py *py = py_of(w, se, &r);
 	int n;
 

@@ -216,6 +216,7 @@ void episode_sample(struct writer *w, const struct td_sample *s, uint32_t stack)
 			funcs[i] = ep->funcs[i];
 		wait_classify(s->pid, s->tid, (long)s->regs.orig_rax, ep->args, futex,
 			(s->flags & TD_SAMPLE_DISK) ? 'D' : 'S', funcs, ep->nfuncs, &ep->w);
+		py_wait(se, s, &ep->w);
 		if (futex)
 			memcpy(ep->futex, futex, sizeof(ep->futex));
 		owner_bounds(w, ep, s, true);

@@ -227,6 +227,11 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
  * attach and sets TD_SAMPLE_STACK_PROCMEM; this function has no such
  * fallback.)  Returns bytes read (short at an unmapped page) or -errno. */
 ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
+/* Two reads in one system call (a small read costs mostly the call, its
+ * checks and its page-table lookups, not the bytes): bytes read of both,
+ * l1 + l2 when whole, short at the first unmapped page, or -errno. */
+ssize_t pt_read_memory2(pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2,
+	size_t l2);
 
 
 /* ------------------------------------------------ CPU-time sampling (perf)

@@ -1,33 +1,50 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* CPython frames read from outside: for a sampled thread of a CPython
- * process, its interpreter frame chain (thread state -> _PyCFrame ->
- * _PyInterpreterFrame -> code object), cut into the groups that each
- * _PyEval_EvalFrameDefault activation of the native stack runs, and each
- * frame's function, file and line (the code object's co_qualname,
- * co_filename and its location table at the frame's last instruction).
+ * 3.11, 3.12 or 3.13 process, its interpreter frame chain (thread state
+ * -> _PyCFrame (3.11, 3.12) -> _PyInterpreterFrame -> code object), cut
+ * into the groups that each _PyEval_EvalFrameDefault activation of the
+ * native stack runs, and each frame's function, file and line (the code
+ * object's co_qualname, co_filename and its location table at the frame's
+ * last instruction); and where the GIL is and who holds it, for the
+ * waits.
  *
  * Where the facts come from: _PyRuntime, Py_Version, PyCode_Type,
  * PyUnicode_Type, PyBytes_Type and _PyEval_EvalFrameDefault by name from
  * the ELF symbols of the module that holds the interpreter (python3.X or
  * libpython3.X.so; Debian's python3.11 exports them in .dynsym even
- * stripped); the structure offsets from a table per version (py_layouts,
- * checked against the headers of python3.X-dev: docs/notes/python.md).
+ * stripped); the structure offsets from the interpreter's DWARF where it
+ * has some (pyenv's builds: layout_from_dwarf), else from a table per
+ * version (py_layouts, checked against the headers of python3.X-dev and
+ * libpython's DWARF: docs/notes/python.md).  The version's shape (how it
+ * keeps its chain) is always the table's: a version without an entry
+ * stays native even with DWARF.
+ *
+ * Cost: a read of the target costs mostly its system call, so a frame's
+ * code object is read in the same call as the next frame, and a code
+ * object's names and location table are kept (bounded: PY_CODES,
+ * PY_CODE_BYTES) by its address, checked against what the frame's read
+ * of it gave.
  *
  * Guarantees: never a wrong name.  The chain is read live (the thread ran
  * on since the sample), so everything read is checked: type pointers are
- * the interpreter's own, sizes bounded, the chain at most PY_MAX_FRAMES
+ * the interpreter's own, sizes bounded, the chain at most the caller's cap
  * long, each frame's last instruction inside its code object's bytecode,
  * the innermost _PyCFrame taken from the sample's stack copy (its
- * current_frame as it was at the sample), and the number of entry frames
- * must match the _PyEval_EvalFrameDefault activations the unwind found.
+ * current_frame as it was at the sample; 3.13 has none: the innermost
+ * activation's own frame must be in the copy as it is now, and its
+ * frames are as at the read), the innermost frame the same at the end of
+ * the read as at its start, and the number of activations in the chain
+ * (entry frames, or shims) must match the _PyEval_EvalFrameDefault
+ * activations the unwind found.
  * On any doubt the caller gets no Python frame and keeps the native ones.
  * Reads go through the caller's sym_read_fn (process_vm_readv in
  * ptrace/); nothing is injected, nothing stopped.  Leaves to the caller
- * (daemon/writer-stacks.c) which native frame each group replaces in the
- * stack it stores, and the caching of the names. */
+ * (daemon/writer-python.c) which native frame each group replaces in the
+ * stack it stores, and the chunk's locations. */
 #define _GNU_SOURCE
 #include "symbolize-internal.h"
 
+#include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,28 +52,51 @@
 /* Offsets of one CPython version (x86-64). */
 struct py_layout {
 	uint32_t hex; /* PY_VERSION_HEX >> 16: 0x030b for 3.11 */
+	/* how the version keeps its chain:
+	 *   PY_CFRAME   3.11, 3.12: tstate->cframe, a _PyCFrame that is a
+	 *               local of the innermost _PyEval_EvalFrameDefault
+	 *               activation (on the native stack, in the copy);
+	 *               3.13: tstate->current_frame, on the heap
+	 *   PY_SHIM     3.12, 3.13: each activation pushes a frame of its own
+	 *               (owner FRAME_OWNED_BY_CSTACK, on the native stack)
+	 *               under the first frame it runs; 3.11: that frame has
+	 *               is_entry set
+	 *   PY_INSTR_AT 3.13: instr_ptr is the instruction running (or about
+	 *               to); 3.11, 3.12: prev_instr, the one before the next */
+	uint8_t flags;
 	/* _PyRuntimeState.interpreters.head, PyInterpreterState.threads.head */
 	uint16_t rt_interp_head, interp_threads_head;
-	/* PyThreadState: next, cframe, native_thread_id (the TID) */
+	/* PyThreadState: next, cframe (or current_frame), native_thread_id
+	 * (the TID) */
 	uint16_t ts_next, ts_cframe, ts_tid;
 	/* _PyCFrame: current_frame, previous */
 	uint16_t cf_current, cf_previous;
-	/* _PyInterpreterFrame: f_code, previous, prev_instr, is_entry, owner */
+	/* _PyInterpreterFrame: f_code (f_executable), previous, prev_instr
+	 * (instr_ptr), is_entry (3.11), owner; the bytes read of one */
 	uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
 	/* PyCodeObject: firstlineno, filename, name, qualname, linetable,
 	 * code_adaptive (the bytecode, inline); Py_SIZE is its length in code
 	 * units */
 	uint16_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code;
+	/* the GIL (struct _gil_runtime_state): 3.11 at _PyRuntime + rt_gil;
+	 * 3.12 on, per interpreter, at *(interp + interp_gil) */
+	uint16_t rt_gil, interp_gil;
+	/* a compact ASCII str's characters (3.12 dropped its wstr) */
+	uint16_t str_data;
 };
 
-/* Measured with offsetof() over python3.11-dev's internal headers
- * (Py_BUILD_CORE), 3.11.2 of Debian 12.  3.12 moved the frame chain
- * (PyThreadState.cframe went away in 3.13, 3.12 keeps it at another
- * offset) and 3.13 publishes _Py_DebugOffsets at the start of
- * _PyRuntime: their entries are for when they are checked against a
- * running interpreter here; until then those versions are left native. */
+#define PY_CFRAME 1u
+#define PY_SHIM 2u
+#define PY_INSTR_AT 4u
+#define PY_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner of a shim */
+
+/* 3.11: measured with offsetof() over python3.11-dev's internal headers
+ * (Py_BUILD_CORE), 3.11.2 of Debian 12, and the same in the DWARF of
+ * pyenv's 3.11.7.  3.12 and 3.13: read from the DWARF of pyenv's 3.12.1
+ * and 3.13.0 (docs/notes/python.md says how). */
 static const struct py_layout py_layouts[] = {
 	{.hex = 0x030b,
+		.flags = PY_CFRAME,
 		.rt_interp_head = 40,
 		.interp_threads_head = 16,
 		.ts_next = 8,
@@ -75,17 +115,82 @@ static const struct py_layout py_layouts[] = {
 		.co_name = 120,
 		.co_qualname = 128,
 		.co_linetable = 136,
-		.co_code = 184},
+		.co_code = 184,
+		.rt_gil = 360,
+		.str_data = 48},
+	{.hex = 0x030c,
+		.flags = PY_CFRAME | PY_SHIM,
+		.rt_interp_head = 40,
+		.interp_threads_head = 72,
+		.ts_next = 8,
+		.ts_cframe = 56,
+		.ts_tid = 144,
+		.cf_current = 0,
+		.cf_previous = 8,
+		.fr_code = 0,
+		.fr_previous = 8,
+		.fr_prev_instr = 56,
+		.fr_owner = 70,
+		.fr_size = 72,
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_code = 192,
+		.interp_gil = 384,
+		.str_data = 40},
+	{.hex = 0x030d,
+		.flags = PY_SHIM | PY_INSTR_AT,
+		.rt_interp_head = 632,
+		.interp_threads_head = 7344,
+		.ts_next = 8,
+		.ts_cframe = 72,
+		.ts_tid = 160,
+		.fr_code = 0,
+		.fr_previous = 8,
+		.fr_prev_instr = 56,
+		.fr_owner = 70,
+		.fr_size = 72,
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_code = 200,
+		.interp_gil = 16,
+		.str_data = 40},
 };
 
 #define PY_MAX_THREADS 4096 /* thread states walked to find a TID */
 #define PY_MAX_CODE_UNITS (1u << 24)
 #define PY_MAX_LINETABLE (1u << 20)
 #define PY_MAX_STR 4096
+/* The code objects whose names are kept: direct-mapped by address (a
+ * collision replaces), and at most PY_CODE_BYTES of names and tables in
+ * all (past it a code object is read each time, not kept) */
+#define PY_CODES 1024
+#define PY_CODE_BYTES (16u << 20)
 
-/* One process's interpreter: owns nothing (sym_session owns it). */
+/* One code object's names and location table as read, and the fields of
+ * it they were read through: another code object at the same address
+ * matches only if it has the same names, table, first line and size.
+ * Owns strings and table (one allocation). */
+struct py_code {
+	uint64_t addr, name, file, linetable;
+	int32_t firstline;
+	uint32_t size, ntable;
+	size_t bytes;		   /* the allocation's */
+	char *function, *filename; /* in the allocation, after the table */
+	uint8_t *table;
+};
+
+/* One process's interpreter.  Owns the cache of code objects; its owner
+ * (the writer's session, the dump) frees it with sym_py_free. */
 struct sym_py {
-	const struct py_layout *l;
+	const struct py_layout *l; /* &own, NULL: a version without a layout */
+	struct py_layout own;
+	bool from_dwarf; /* own's offsets are the interpreter's DWARF's */
 	uint64_t runtime, code_type, str_type, bytes_type;
 	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code */
 	uint32_t version;	   /* Py_Version: 0x030b02f0 */
@@ -94,11 +199,24 @@ struct sym_py {
 		pid_t tid;
 		uint64_t ts;
 	} last[64];
+	struct py_code codes[PY_CODES];
+	size_t code_bytes; /* held by codes' allocations */
 };
 
 static bool rd(struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
 {
 	return addr && r->read(r->arg, r->tid, addr, buf, len) == (ssize_t)len;
+}
+
+/* Both reads whole, in one system call where the reader can. */
+static bool rd2(
+	struct sym_py_reader *r, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2, size_t l2)
+{
+	if (!a1 || !a2)
+		return false;
+	if (r->read2)
+		return r->read2(r->arg, r->tid, a1, b1, l1, a2, b2, l2) == (ssize_t)(l1 + l2);
+	return rd(r, a1, b1, l1) && rd(r, a2, b2, l2);
 }
 
 static uint64_t u64_at(const uint8_t *p, unsigned off)
@@ -137,6 +255,179 @@ static bool module_syms(Dwfl_Module *mod, struct py_syms *want, unsigned n)
 	return found == n;
 }
 
+/* ---- offsets from libpython's DWARF, where it has some */
+
+/* A structure of the interpreter's DWARF, by tag name. */
+struct py_type {
+	const char *name;
+	Dwarf_Die die;
+	bool found;
+};
+
+enum { T_RUNTIME, T_INTERP, T_TSTATE, T_CFRAME, T_FRAME, T_CODE, T_GIL, T_NTYPES };
+
+/* Through typedefs and qualifiers to the type of die's DW_AT_type. */
+static bool type_of(Dwarf_Die *die, Dwarf_Die *ret)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die t = *die;
+
+	for (unsigned n = 0; n < 16; n++) {
+		if (!dwarf_attr_integrate(&t, DW_AT_type, &a) || !dwarf_formref_die(&a, ret))
+			return false;
+		switch (dwarf_tag(ret)) {
+		case DW_TAG_typedef:
+		case DW_TAG_const_type:
+		case DW_TAG_volatile_type:
+			t = *ret;
+			continue;
+		default:
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The offset of member path ("interpreters.head") in structure st, or -1.
+ * Members of an anonymous union or structure are looked into. */
+static long member_off(Dwarf_Die *st, const char *path)
+{
+	const char *dot = strchr(path, '.');
+	size_t len = dot ? (size_t)(dot - path) : strlen(path);
+	Dwarf_Die m;
+
+	if (dwarf_child(st, &m) != 0)
+		return -1;
+	do {
+		const char *name = dwarf_diename(&m);
+		Dwarf_Attribute a;
+		Dwarf_Word off = 0;
+		Dwarf_Die t;
+		long inner;
+
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		if (dwarf_attr(&m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &off))
+			return -1;
+		if (!name) {
+			/* an anonymous union: its members are st's */
+			if (type_of(&m, &t) && (inner = member_off(&t, path)) >= 0)
+				return (long)off + inner;
+			continue;
+		}
+		if (strlen(name) != len || strncmp(name, path, len))
+			continue;
+		if (!dot)
+			return (long)off;
+		if (!type_of(&m, &t) || (inner = member_off(&t, dot + 1)) < 0)
+			return -1;
+		return (long)off + inner;
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return -1;
+}
+
+/* Find the structures of types in the DWARF's compilation units (their
+ * definitions, not declarations); at most PY_DWARF_CUS units looked at. */
+#define PY_DWARF_CUS 4096
+static void types_find(Dwarf *dw, struct py_type *types, unsigned n)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	unsigned left = n, cus = 0;
+
+	while (left && cus++ < PY_DWARF_CUS &&
+		dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, d;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
+			do {
+				const char *name;
+				Dwarf_Attribute a;
+
+				if (dwarf_tag(&d) != DW_TAG_structure_type ||
+					dwarf_attr(&d, DW_AT_declaration, &a) ||
+					!(name = dwarf_diename(&d)))
+					continue;
+				for (unsigned k = 0; k < n; k++)
+					if (!types[k].found && !strcmp(name, types[k].name)) {
+						types[k].die = d;
+						types[k].found = true;
+						left--;
+					}
+			} while (left && dwarf_siblingof(&d, &d) == 0);
+		}
+		off = next;
+	}
+}
+
+/* Fill what of l the interpreter's DWARF in mod gives (the table's
+ * values stay for what it does not): true if every field it should give
+ * was found.  The version's shape (flags) is the table's. */
+static bool layout_from_dwarf(Dwfl_Module *mod, struct py_layout *l)
+{
+	struct py_type types[T_NTYPES] = {
+		[T_RUNTIME] = {"pyruntimestate"},
+		[T_INTERP] = {"_is"},
+		[T_TSTATE] = {"_ts"},
+		[T_CFRAME] = {"_PyCFrame"},
+		[T_FRAME] = {"_PyInterpreterFrame"},
+		[T_CODE] = {"PyCodeObject"},
+		[T_GIL] = {"_gil_runtime_state"},
+	};
+	struct py_layout d = *l;
+	struct {
+		int type;
+		const char *path;
+		uint16_t *field;
+		bool need;
+	} f[] = {
+		{T_RUNTIME, "interpreters.head", &d.rt_interp_head, true},
+		{T_INTERP, "threads.head", &d.interp_threads_head, true},
+		{T_TSTATE, "next", &d.ts_next, true},
+		{T_TSTATE, (l->flags & PY_CFRAME) ? "cframe" : "current_frame", &d.ts_cframe, true},
+		{T_TSTATE, "native_thread_id", &d.ts_tid, true},
+		{T_CFRAME, "current_frame", &d.cf_current, (l->flags & PY_CFRAME) != 0},
+		{T_CFRAME, "previous", &d.cf_previous, (l->flags & PY_CFRAME) != 0},
+		{T_FRAME, l->hex >= 0x030d ? "f_executable" : "f_code", &d.fr_code, true},
+		{T_FRAME, "previous", &d.fr_previous, true},
+		{T_FRAME, (l->flags & PY_INSTR_AT) ? "instr_ptr" : "prev_instr", &d.fr_prev_instr,
+			true},
+		{T_FRAME, "is_entry", &d.fr_is_entry, !(l->flags & PY_SHIM)},
+		{T_FRAME, "owner", &d.fr_owner, true},
+		{T_FRAME, "localsplus", &d.fr_size, true},
+		{T_CODE, "co_firstlineno", &d.co_firstlineno, true},
+		{T_CODE, "co_filename", &d.co_filename, true},
+		{T_CODE, "co_name", &d.co_name, true},
+		{T_CODE, "co_qualname", &d.co_qualname, true},
+		{T_CODE, "co_linetable", &d.co_linetable, true},
+		{T_CODE, "co_code_adaptive", &d.co_code, true},
+		{T_RUNTIME, "ceval.gil", &d.rt_gil, !l->interp_gil},
+		{T_INTERP, "ceval.gil", &d.interp_gil, l->interp_gil != 0},
+	};
+	Dwarf_Addr bias;
+	Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+
+	if (!dw)
+		return false;
+	types_find(dw, types, T_NTYPES);
+	for (unsigned i = 0; i < TD_ARRAY_SIZE(f); i++) {
+		long off;
+
+		if (!f[i].need)
+			continue;
+		off = types[f[i].type].found ? member_off(&types[f[i].type].die, f[i].path) : -1;
+		if (off < 0 || off > UINT16_MAX)
+			return false;
+		*f[i].field = (uint16_t)off;
+	}
+	/* fields read in one go must fit what the readers hold */
+	if (d.fr_size > 128 || d.co_code > 256 || d.ts_tid + 8u - d.ts_cframe > 256 ||
+		d.ts_tid < d.ts_cframe)
+		return false;
+	*l = d;
+	return true;
+}
+
 /* Is path the interpreter: .../python3.X or .../libpython3.X.so...? */
 static bool python_path(const char *path)
 {
@@ -171,8 +462,14 @@ int sym_py_open(struct sym_session *s, struct sym_py_reader *r, struct sym_py **
 		return -ENOMEM;
 	py->version = version;
 	for (unsigned k = 0; k < TD_ARRAY_SIZE(py_layouts); k++)
-		if (py_layouts[k].hex == version >> 16)
-			py->l = &py_layouts[k];
+		if (py_layouts[k].hex == version >> 16) {
+			/* the table's, or this build's own where its DWARF
+			 * says (a patch release, another configuration) */
+			py->own = py_layouts[k];
+			py->from_dwarf =
+				!s->opt.no_dwarf && layout_from_dwarf(s->modules[i].mod, &py->own);
+			py->l = &py->own;
+		}
 	py->runtime = want[0].addr;
 	py->code_type = want[2].addr;
 	py->str_type = want[3].addr;
@@ -185,6 +482,10 @@ int sym_py_open(struct sym_session *s, struct sym_py_reader *r, struct sym_py **
 
 void sym_py_free(struct sym_py *py)
 {
+	if (!py)
+		return;
+	for (unsigned i = 0; i < PY_CODES; i++)
+		free(py->codes[i].table);
 	free(py);
 }
 
@@ -200,8 +501,9 @@ bool sym_py_is_eval(const struct sym_py *py, uint64_t pc, bool activation)
 	return pc >= py->eval_lo && pc < py->eval_hi;
 }
 
-/* tid's PyThreadState, or 0. */
-static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r)
+/* tid's PyThreadState, or 0; and in ret_frame what its cframe (or
+ * current_frame, 3.13) field held, read with the TID that checks it. */
+static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_t *ret_frame)
 {
 	const struct py_layout *l = py->l;
 	unsigned slot = (unsigned)r->tid % TD_ARRAY_SIZE(py->last);
@@ -209,11 +511,15 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r)
 	unsigned n = 0;
 
 	if (py->last[slot].tid == r->tid) {
-		uint64_t tid = 0;
+		/* both fields in one read: ts_cframe < ts_tid in every layout */
+		uint8_t b[256];
+		unsigned len = l->ts_tid + 8u - l->ts_cframe;
 
-		if (rd(r, py->last[slot].ts + l->ts_tid, &tid, sizeof(tid)) &&
-			tid == (uint64_t)r->tid)
+		if (len <= sizeof(b) && rd(r, py->last[slot].ts + l->ts_cframe, b, len) &&
+			u64_at(b, l->ts_tid - l->ts_cframe) == (uint64_t)r->tid) {
+			*ret_frame = u64_at(b, 0);
 			return py->last[slot].ts;
+		}
 	}
 	/* the main interpreter only: subinterpreters are rare, and each has
 	 * its own list */
@@ -229,28 +535,55 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r)
 		if (tid == (uint64_t)r->tid) {
 			py->last[slot].tid = r->tid;
 			py->last[slot].ts = ts;
-			return ts;
+			return rd(r, ts + l->ts_cframe, ret_frame, sizeof(*ret_frame)) ? ts : 0;
 		}
 		ts = next;
 	}
 	return 0;
 }
 
+/* A frame's fields that the walk needs, from its bytes b. */
+struct py_hdr {
+	uint64_t code, previous, instr;
+	bool shim;  /* 3.12 on: an activation's own frame, not Python code */
+	bool entry; /* 3.11: the first frame its activation ran */
+};
+
+static struct py_hdr hdr_of(const struct py_layout *l, const uint8_t *b)
+{
+	struct py_hdr h = {
+		.code = u64_at(b, l->fr_code),
+		.previous = u64_at(b, l->fr_previous),
+		.instr = u64_at(b, l->fr_prev_instr),
+	};
+
+	if (l->flags & PY_SHIM)
+		h.shim = b[l->fr_owner] == PY_OWNED_BY_CSTACK;
+	else
+		h.entry = b[l->fr_is_entry] != 0;
+	return h;
+}
+
 /* Does the frame chain from fr reach outer (the next activation's
- * current frame) right after its first entry frame?  Then fr is the
- * current frame of the activation just inside outer's. */
+ * current frame) right after its first entry frame (3.11), or its
+ * activation's shim (3.12)?  Then fr is the current frame of the
+ * activation just inside outer's. */
 static bool chain_reaches(struct sym_py *py, struct sym_py_reader *r, uint64_t fr, uint64_t outer)
 {
 	const struct py_layout *l = py->l;
 
 	for (unsigned n = 0; fr && n < 64; n++) {
 		uint8_t b[128];
+		struct py_hdr h;
 
 		if (l->fr_size > sizeof(b) || !rd(r, fr, b, l->fr_size))
 			return false;
-		if (b[l->fr_is_entry])
-			return u64_at(b, l->fr_previous) == outer;
-		fr = u64_at(b, l->fr_previous);
+		h = hdr_of(l, b);
+		if (h.shim && !n)
+			return false;  /* an activation runs a frame at once */
+		if (h.entry || h.shim) /* 3.12: the shim's is the outer one's */
+			return h.previous == outer;
+		fr = h.previous;
 	}
 	return false;
 }
@@ -278,26 +611,68 @@ static uint64_t cframe_inside(
 	return 0;
 }
 
-/* The innermost _PyCFrame at the sample, in the sample's stack copy, and
- * its current_frame as it was then.  The live tstate->cframe may be
- * deeper now (the thread called into Python again since: its previous
- * links lead back into the copy), or shallower (it returned: the
- * activations inside it are found in the copy by their previous links). */
-static uint64_t sample_frame(
-	struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample, uint64_t ts)
+/* 3.13: no _PyCFrame; the thread state's current_frame (heap) is read
+ * live, from fr.  Activations entered since the sample (their shims
+ * deeper than the copy) are dropped; the first shim left, the innermost
+ * activation's own frame, must be in the sample's copy and read there as
+ * it reads now: the same activation, still running (if the thread has
+ * returned from it since, the activations will not match the unwind's,
+ * and the caller keeps the stack native).  Its frames may have moved on
+ * within it since the sample (a call or a return in Python): the chain
+ * read is one the program had, a little later. */
+static uint64_t current_frame_live(
+	struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample, uint64_t fr)
 {
 	const struct py_layout *l = py->l;
-	uint64_t cf = 0, lo = sample->stack_addr, hi = sample->stack_addr + sample->stack_len;
+	uint64_t lo = sample->stack_addr, hi = sample->stack_addr + sample->stack_len, f = fr;
 
-	if (!rd(r, ts + l->ts_cframe, &cf, sizeof(cf)))
-		return 0;
+	for (unsigned n = 0; f && n < 256; n++) {
+		uint8_t b[128];
+		struct py_hdr h;
+
+		if (l->fr_size > sizeof(b) || !rd(r, f, b, l->fr_size))
+			return 0;
+		h = hdr_of(l, b);
+		if (!h.shim) {
+			f = h.previous;
+			continue;
+		}
+		if (f < lo) {
+			/* an activation entered since the sample */
+			fr = f = h.previous;
+			continue;
+		}
+		if (f + l->fr_size > hi || fr == f ||
+			memcmp(sample->stack + (f - lo), b, l->fr_size))
+			return 0;
+		return fr;
+	}
+	return 0;
+}
+
+/* The innermost frame at the sample.  3.11, 3.12: from the innermost
+ * _PyCFrame in the sample's stack copy, its current_frame as it was
+ * then.  The live tstate->cframe may be deeper now (the thread called
+ * into Python again since: its previous links lead back into the copy),
+ * or shallower (it returned: the activations inside it are found in the
+ * copy by their previous links).  cf: what tstate->cframe held. */
+static uint64_t sample_frame(
+	struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample, uint64_t cf)
+{
+	const struct py_layout *l = py->l;
+	uint64_t lo = sample->stack_addr, hi = sample->stack_addr + sample->stack_len;
+
 	if ((sample->flags & TD_SAMPLE_REPEAT) && !(sample->flags & TD_SAMPLE_RUNNABLE)) {
 		/* no copy: a blocked thread, unchanged since its last one,
 		 * whose frames are as they were then */
 		uint64_t fr = 0;
 
+		if (!(l->flags & PY_CFRAME))
+			return cf;
 		return rd(r, cf + l->cf_current, &fr, sizeof(fr)) ? fr : 0;
 	}
+	if (!(l->flags & PY_CFRAME))
+		return current_frame_live(py, r, sample, cf);
 	for (unsigned n = 0; cf && cf < lo && n < 64; n++)
 		if (!rd(r, cf + l->cf_previous, &cf, sizeof(cf)))
 			return 0;
@@ -313,31 +688,31 @@ static uint64_t sample_frame(
 	return u64_at(sample->stack, (unsigned)(cf - lo) + l->cf_current);
 }
 
-/* Read frame fr and its code object into f; false on any doubt. */
-static bool frame_read(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
-	struct sym_py_frame *f, uint64_t *ret_previous)
+/* Check frame h against its code object's bytes c and fill f; false on
+ * any doubt. */
+static bool frame_fill(
+	struct sym_py *py, const struct py_hdr *h, const uint8_t *c, struct sym_py_frame *f)
 {
 	const struct py_layout *l = py->l;
-	uint8_t b[128], c[256];
-	uint64_t code, instr, size, first;
+	uint64_t size, first, instr = h->instr;
 
-	if (l->fr_size > sizeof(b) || l->co_code > sizeof(c) || !rd(r, fr, b, l->fr_size))
-		return false;
-	code = u64_at(b, l->fr_code);
-	instr = u64_at(b, l->fr_prev_instr);
-	if (!rd(r, code, c, l->co_code) || u64_at(c, 8) != py->code_type)
+	if (u64_at(c, 8) != py->code_type)
 		return false;
 	size = u64_at(c, 16); /* Py_SIZE: code units */
 	if (!size || size > PY_MAX_CODE_UNITS)
 		return false;
-	first = code + l->co_code;
-	/* prev_instr is one unit before the first before it starts */
-	if (instr + 2 < first || instr >= first + 2 * size || (instr - first) % 2)
+	first = h->code + l->co_code;
+	/* prev_instr is one unit before the first before it starts; 3.13's
+	 * instr_ptr is the one running */
+	if ((l->flags & PY_INSTR_AT) ? instr < first : instr + 2 < first)
+		return false;
+	if (instr >= first + 2 * size || (instr - first) % 2)
 		return false;
 	*f = (struct sym_py_frame){
-		.code = code,
+		.code = h->code,
 		.lasti = (int32_t)(((int64_t)instr - (int64_t)first) / 2),
-		.entry = b[l->fr_is_entry] != 0,
+		.entry = h->entry,
+		.size = (uint32_t)size,
 		.name = u64_at(c, l->co_qualname),
 		.file = u64_at(c, l->co_filename),
 		.linetable = u64_at(c, l->co_linetable),
@@ -345,31 +720,119 @@ static bool frame_read(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 	memcpy(&f->firstline, c + l->co_firstlineno, sizeof(f->firstline));
 	f->key =
 		sym_hash(&f->code, 8, sym_hash(&f->name, 16, sym_hash(&f->lasti, 4, f->linetable)));
-	*ret_previous = u64_at(b, l->fr_previous);
 	return true;
+}
+
+static bool same_frame(const struct py_layout *l, const uint8_t *a, const uint8_t *b)
+{
+	return u64_at(a, l->fr_code) == u64_at(b, l->fr_code) &&
+	       u64_at(a, l->fr_previous) == u64_at(b, l->fr_previous);
+}
+
+/* The frames from fr outwards into frames (at most cap), shims left out
+ * (each marks the frame before it its activation's first).  A frame's
+ * code object is read in the same call as the next frame: a read costs
+ * mostly its system call.
+ *
+ * The innermost frame is read again at the end (with the last code
+ * object) and must have the same code and previous frame (its last
+ * instruction moves on as it runs): the thread runs on while we read,
+ * and a frame being written as we read it (3.11 pushes a generator's
+ * frame where the innermost callee's was, then moves it into the
+ * generator) reads as a torn mix of both, say ledger_d's code under
+ * ledger_c.  The count, or -EIO. */
+static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
+	struct sym_py_frame *frames, unsigned cap)
+{
+	const struct py_layout *l = py->l;
+	uint8_t b[128], next[128], c[256], first[128];
+	unsigned n = 0, hops = 0;
+
+	if (l->fr_size > sizeof(b) || l->co_code > sizeof(c) || !rd(r, fr, b, l->fr_size))
+		return -EIO;
+	memcpy(first, b, l->fr_size);
+	for (;;) {
+		struct py_hdr h = hdr_of(l, b);
+
+		if (++hops > 2 * cap)
+			return -EIO; /* a loop, or deeper than we read */
+		if (h.shim) {
+			if (!n || frames[n - 1].entry)
+				return -EIO; /* an activation with no frame */
+			frames[n - 1].entry = true;
+			if (!h.previous)
+				break;
+			if (!rd(r, h.previous, b, l->fr_size))
+				return -EIO;
+			continue;
+		}
+		if (n == cap)
+			return -EIO; /* deeper than we read: keep it native */
+		/* the outermost's code with the innermost again (3.11) */
+		if (!rd2(r, h.code, c, l->co_code, h.previous ? h.previous : fr, next,
+			    l->fr_size) ||
+			!frame_fill(py, &h, c, &frames[n]))
+			return -EIO;
+		n++;
+		if (!h.previous) {
+			if (l->flags & PY_SHIM)
+				return -EIO; /* 3.12 on, the outermost frame has its shim */
+			return same_frame(l, next, first) ? (int)n : -EIO;
+		}
+		memcpy(b, next, l->fr_size);
+	}
+	return rd(r, fr, next, l->fr_size) && same_frame(l, next, first) ? (int)n : -EIO;
 }
 
 int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
 	struct sym_py_frame *frames, unsigned cap)
 {
-	uint64_t ts, fr;
-	unsigned n = 0;
+	uint64_t ts, fr, cf = 0;
 
 	if (!py->l)
 		return -ENOTSUP;
-	ts = thread_state(py, r);
+	ts = thread_state(py, r, &cf);
 	if (!ts)
 		return 0; /* no Python thread state: a native thread */
-	fr = sample_frame(py, r, sample, ts);
-	while (fr) {
-		uint64_t previous;
+	fr = sample_frame(py, r, sample, cf);
+	if (!fr)
+		return 0;
+	return frames_walk(py, r, fr, frames, cap);
+}
 
-		if (n == cap || !frame_read(py, r, fr, &frames[n], &previous))
-			return -EIO; /* torn, or deeper than we read: keep it native */
-		n++;
-		fr = previous;
-	}
-	return (int)n;
+/* struct _gil_runtime_state, 3.11 to 3.13: last_holder (a thread
+ * state), locked (an int), cond and switch_cond at these offsets from its
+ * start */
+#define GIL_LAST_HOLDER 8
+#define GIL_LOCKED 16
+#define GIL_COND 32
+#define GIL_SWITCH_COND 120
+
+int sym_py_gil(struct sym_py *py, struct sym_py_reader *r, uint64_t ret_conds[2], pid_t *ret_holder)
+{
+	const struct py_layout *l = py->l;
+	uint64_t interp, gil, holder, tid = 0;
+	uint8_t b[GIL_COND];
+	int32_t locked;
+
+	if (!l)
+		return -ENOTSUP;
+	if (l->rt_gil)
+		gil = py->runtime + l->rt_gil;
+	else if (!rd(r, py->runtime + l->rt_interp_head, &interp, sizeof(interp)) ||
+		 !rd(r, interp + l->interp_gil, &gil, sizeof(gil)) || !gil)
+		return -EIO;
+	if (!rd(r, gil, b, sizeof(b)))
+		return -EIO;
+	holder = u64_at(b, GIL_LAST_HOLDER);
+	memcpy(&locked, b + GIL_LOCKED, sizeof(locked));
+	/* last_holder stays when the GIL is let go: only a locked one is held */
+	if (locked != 1 || !rd(r, holder + l->ts_tid, &tid, sizeof(tid)) || tid > INT32_MAX)
+		tid = 0;
+	ret_conds[0] = gil + GIL_COND;
+	ret_conds[1] = gil + GIL_SWITCH_COND;
+	*ret_holder = (pid_t)tid;
+	return 0;
 }
 
 /* A compact ASCII str at addr into buf (NUL-terminated): false if it is
@@ -385,10 +848,10 @@ static bool str_read(
 		return false;
 	len = u64_at(h, 16);
 	memcpy(&state, h + 32, sizeof(state));
-	/* state: interned:2 kind:3 compact:1 ascii:1 */
+	/* state: interned:2 kind:3 compact:1 ascii:1 (3.11 to 3.13) */
 	if (!(state >> 5 & 1) || !(state >> 6 & 1) || len >= cap || len > PY_MAX_STR)
 		return false;
-	if (!rd(r, addr + 48, buf, len))
+	if (!rd(r, addr + py->l->str_data, buf, len))
 		return false;
 	buf[len] = 0;
 	return true;
@@ -454,13 +917,65 @@ int sym_py_line(const uint8_t *t, size_t n, int firstline, int lasti)
 	return 0;
 }
 
+/* f's code object as kept, or NULL. */
+static struct py_code *code_find(struct sym_py *py, const struct sym_py_frame *f)
+{
+	struct py_code *c = &py->codes[sym_hash(&f->code, 8, 0) % PY_CODES];
+
+	if (c->bytes && c->addr == f->code && c->name == f->name && c->file == f->file &&
+		c->linetable == f->linetable && c->firstline == f->firstline && c->size == f->size)
+		return c;
+	return NULL;
+}
+
+/* Keep f's names and table t (n bytes), within PY_CODE_BYTES. */
+static void code_keep(struct sym_py *py, const struct sym_py_frame *f, const struct sym_py_name *nm,
+	const uint8_t *t, size_t n)
+{
+	struct py_code *c = &py->codes[sym_hash(&f->code, 8, 0) % PY_CODES];
+	size_t lf = strlen(nm->function) + 1, lfile = strlen(nm->file) + 1, size = n + lf + lfile;
+	uint8_t *m;
+
+	if (py->code_bytes - c->bytes + size > PY_CODE_BYTES)
+		return;
+	m = malloc(size);
+	if (!m)
+		return;
+	py->code_bytes -= c->bytes;
+	free(c->table);
+	memcpy(m, t, n);
+	memcpy(m + n, nm->function, lf);
+	memcpy(m + n + lf, nm->file, lfile);
+	*c = (struct py_code){.addr = f->code,
+		.name = f->name,
+		.file = f->file,
+		.linetable = f->linetable,
+		.firstline = f->firstline,
+		.size = f->size,
+		.ntable = (uint32_t)n,
+		.bytes = size,
+		.table = m,
+		.function = (char *)m + n,
+		.filename = (char *)m + n + lf};
+	py->code_bytes += size;
+}
+
 int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_frame *f,
 	struct sym_py_name *ret)
 {
+	struct py_code *c = code_find(py, f);
 	uint8_t h[32], *t;
 	uint64_t len;
 	int line;
 
+	ret->firstline = f->firstline > 0 ? f->firstline : 0;
+	if (c) {
+		snprintf(ret->function, sizeof(ret->function), "%s", c->function);
+		snprintf(ret->file, sizeof(ret->file), "%s", c->filename);
+		line = sym_py_line(c->table, c->ntable, f->firstline, f->lasti);
+		ret->line = line > 0 ? line : 0;
+		return 0;
+	}
 	if (!str_read(py, r, f->name, ret->function, sizeof(ret->function)) ||
 		!str_read(py, r, f->file, ret->file, sizeof(ret->file)))
 		return -EIO;
@@ -472,11 +987,14 @@ int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_
 	t = malloc(len ? len : 1);
 	if (!t)
 		return -ENOMEM;
-	line = len && rd(r, f->linetable + 32, t, len) ? sym_py_line(t, len, f->firstline, f->lasti)
-						       : 0;
+	if (len && !rd(r, f->linetable + 32, t, len)) {
+		free(t);
+		return -EIO;
+	}
+	line = sym_py_line(t, len, f->firstline, f->lasti);
+	code_keep(py, f, ret, t, len);
 	free(t);
 	ret->line = line > 0 ? line : 0;
-	ret->firstline = f->firstline > 0 ? f->firstline : 0;
 	return 0;
 }
 

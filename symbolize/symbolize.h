@@ -168,10 +168,14 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
  * the reads go through read (process_vm_readv: ptrace/'s), of tid's
  * process. */
 struct sym_py;
+/* read2: two reads in one call (l1 + l2 when both whole), or NULL */
+typedef ssize_t (*sym_read2_fn)(void *arg, pid_t tid, uint64_t a1, void *b1, size_t l1,
+	uint64_t a2, void *b2, size_t l2);
 struct sym_py_reader {
 	sym_read_fn read;
 	void *arg;
 	pid_t tid;
+	sym_read2_fn read2;
 };
 /* One interpreter frame as read: the code object's fields, the last
  * instruction (code units, -1 before the first), and whether it is the
@@ -184,6 +188,7 @@ struct sym_py_frame {
 	uint64_t key;
 	int32_t lasti;
 	int32_t firstline;
+	uint32_t size; /* the bytecode's code units */
 	bool entry;
 };
 struct sym_py_name {
@@ -196,6 +201,12 @@ int sym_py_open(struct sym_session *s, struct sym_py_reader *r, struct sym_py **
 void sym_py_free(struct sym_py *py);
 /* Py_Version, and whether tracerd has a layout for it. */
 uint32_t sym_py_version(const struct sym_py *py, bool *ret_known);
+/* The main interpreter's GIL: the addresses of the condition variables
+ * a thread waits on for it (ret_conds[0], in take_gil) and, when it was
+ * made to let go, for the next holder to take it (ret_conds[1], in
+ * drop_gil), and the TID of the thread that holds it (ret_holder, 0 if
+ * none or not known).  0, or -ENOTSUP (no layout), -EIO. */
+int sym_py_gil(struct sym_py *py, struct sym_py_reader *r, uint64_t ret_conds[2], pid_t *ret_holder);
 /* Is the unwound pc in _PyEval_EvalFrameDefault? */
 bool sym_py_is_eval(const struct sym_py *py, uint64_t pc, bool activation);
 /* The frame chain of r->tid, innermost first, as at the sample (its
@@ -211,7 +222,11 @@ int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
  * match the activations (torn: keep the stack native), -ENOTSUP. */
 int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
 	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap);
-/* Function, file and line of f: 0, or -EIO (not what it claimed to be). */
+/* Function, file and line of f: 0, or -EIO (not what it claimed to be).
+ * A code object's names and location table are kept (py owns them) by
+ * its address, checked against the fields of it that f read (names'
+ * and table's addresses, first line, size): a code object freed and
+ * another made at its address reads again. */
 int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_frame *f,
 	struct sym_py_name *ret);
 /* The line of code unit lasti in a 3.11 location table (t, n bytes) of a

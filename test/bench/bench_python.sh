@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The writer's cost of a Python sample against a native one: tracerd
 # records a CPU-bound CPython program (fx_python.py, Debian's
-# /usr/bin/python3) and a CPU-bound native one (fx_chain), run after run,
-# and prints its own "daemon CPU ... after start-up" figure for each: the
-# Python one reads the frame chain (process_vm_readv) on top of the
-# unwind.  The anchor is the native run of the same round.
+# /usr/bin/python3, and pyenv's 3.12 and 3.13 where there are some) and a
+# CPU-bound native one (fx_chain), run after run, and prints its own
+# "daemon CPU ... after start-up" figure for each: the Python ones read the
+# frame chain (process_vm_readv) on top of the unwind.  The anchor is the
+# native run of the same round; the last line is each column's median
+# ratio to it.
 #   bench_python.sh TRACERD FIXTURE_DIR [SECONDS] [ROUNDS]
 set -eu
 tracerd=$1 fx=$2 secs=${3:-5} rounds=${4:-3}
@@ -14,6 +16,11 @@ if [ ! -x /usr/bin/python3 ]; then
 	echo "python: skipped: no /usr/bin/python3 (apt-get install python3)"
 	exit 0
 fi
+pythons=/usr/bin/python3
+for v in 12 13; do
+	p=$(ls -d "${PYENV_ROOT:-/root/.pyenv}"/versions/3.$v.*/bin/python3.$v 2> /dev/null | tail -1)
+	[ -n "$p" ] && pythons="$pythons $p"
+done
 tmp=$(mktemp -d /tmp/tracerd-bench-python-XXXXXX)
 pid=
 cleanup() {
@@ -32,16 +39,37 @@ run() {
 	awk '/daemon CPU/ { for (i = 1; i <= NF; i++) if ($i == "start-up:") print $(i + 1) }' "$tmp/log"
 }
 
-echo "python: daemon CPU per sample after start-up, cpu mode, 499 Hz, ${secs}s each:"
-printf '  %-6s %12s %12s %8s\n' round 'native us' 'python us' ratio
+echo "python: daemon CPU per sample after start-up (us), cpu mode, 499 Hz, ${secs}s each:"
+printf '  %-6s %10s' round native
+for p in $pythons; do
+	printf ' %14s' "$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])') (ratio)"
+done
+echo
+: > "$tmp/ratios"
 for r in $(seq "$rounds"); do
 	"$fx/fx_chain" > /dev/null 2>&1 &
 	pid=$!
 	sleep 0.5
 	n=$(run)
-	FX_PYTHON=hot /usr/bin/python3 "$src" > /dev/null 2>&1 &
-	pid=$!
-	sleep 0.5
-	p=$(run)
-	printf '  %-6s %12s %12s %8s\n' "$r" "$n" "$p" "$(echo "$n $p" | awk '{ printf "%.2f", $2 / $1 }')"
+	printf '  %-6s %10s' "$r" "$n"
+	col=0
+	for p in $pythons; do
+		col=$((col + 1))
+		FX_PYTHON=hot "$p" "$src" > /dev/null 2>&1 &
+		pid=$!
+		sleep 0.5
+		v=$(run)
+		ratio=$(echo "$n $v" | awk '{ printf "%.2f", $2 / $1 }')
+		echo "$col $ratio" >> "$tmp/ratios"
+		printf ' %6s (%5s)' "$v" "$ratio"
+	done
+	echo
 done
+printf '  %-6s %10s' median 1.00
+col=0
+for p in $pythons; do
+	col=$((col + 1))
+	printf ' %14s' "$(awk -v c=$col '$1 == c { print $2 }' "$tmp/ratios" | sort -n |
+		awk '{ v[NR] = $1 } END { printf "(%.2f)", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+done
+echo

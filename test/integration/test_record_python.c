@@ -3,9 +3,12 @@
  * /usr/bin/python3 (3.11) running test/fixtures/fx_python.py, whose call
  * chains are known.  The truth is the script itself: its functions, and
  * the lines its markers name.  Skipped where /usr/bin/python3 is missing
- * or is not 3.11 (the only version with a layout). */
+ * or is not 3.11; the 3.12 and 3.13 tests run pyenv's builds where there
+ * are some ($PYENV_ROOT, else /root/.pyenv), and skip otherwise. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,25 @@ static void need_python311(void)
 		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
 	}
 	free(out);
+}
+
+/* pyenv's build of CPython 3.minor (a libpython .so, with DWARF), into
+ * path; skips the test where there is none (Debian has only 3.11). */
+static void need_pyenv(int minor, char *path, size_t len)
+{
+	const char *root = getenv("PYENV_ROOT");
+	char pattern[PATH_MAX];
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/versions/3.%d.*/bin/python3.%d",
+		root ? root : "/root/.pyenv", minor, minor);
+	if (glob(pattern, 0, NULL, &g) || !g.gl_pathc) {
+		globfree(&g);
+		cr_skip_test(
+			"no CPython 3.%d here (%s): pyenv install 3.%d", minor, pattern, minor);
+	}
+	snprintf(path, len, "%s", g.gl_pathv[g.gl_pathc - 1]);
+	globfree(&g);
 }
 
 static bool samples_300(const struct found *f)
@@ -61,7 +83,7 @@ static unsigned long folded_count(const char *text, const char *chain, unsigned 
 /* The hot Python function, under its Python caller, in >= 80% of a
  * CPU-bound program's samples (before: 97% _PyEval_EvalFrameDefault and no
  * Python name), and `report --by line` names the script's hot line. */
-Test(record_python, hot_python_function_under_its_caller)
+static void hot_function(const char *python)
 {
 	const char *folded[] = {"tracerd", "report", repo, "-f", "folded", NULL};
 	const char *by_line[] = {"tracerd", "report", repo, "--by", "line", NULL};
@@ -70,9 +92,8 @@ Test(record_python, hot_python_function_under_its_caller)
 	unsigned long all, with;
 	pid_t fx, t;
 
-	need_python311();
 	setenv("FX_PYTHON", "hot", 1);
-	fx = fx_start(PYTHON, SCRIPT);
+	fx = fx_start(python, SCRIPT);
 	cr_assert_gt(fx, 0, "fx_python.py did not start");
 	t = tracerd_start(fx, "-F", "499", NULL);
 	cr_expect(repo_until(samples_300));
@@ -102,6 +123,31 @@ Test(record_python, hot_python_function_under_its_caller)
 			raw ? raw : "");
 		free(raw);
 	}
+}
+
+Test(record_python, hot_python_function_under_its_caller)
+{
+	need_python311();
+	hot_function(PYTHON);
+}
+
+/* The same with 3.12 (a shim frame of its own under each activation's
+ * first) and 3.13 (the chain from the thread state, the code object as
+ * f_executable): the design holds. */
+Test(record_python, hot_python_function_312)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(12, python, sizeof(python));
+	hot_function(python);
+}
+
+Test(record_python, hot_python_function_313)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(13, python, sizeof(python));
+	hot_function(python);
 }
 
 /* A thread waiting in time.sleep shows its Python stack in wall mode
@@ -165,7 +211,7 @@ static size_t chain_prefix(const char *line, size_t len, const char *const *chai
  * run by evaluator activations called from C (map, sum over a generator):
  * every stack's Python frames are the program's own chain, in its order,
  * and most stacks have them. */
-Test(record_python, changing_stacks_never_named_wrong)
+static void changing_stacks(const char *python)
 {
 	static const char *const chain[] = {"<module>", "churn_ledger", "ledger_a", "ledger_b",
 		"ledger_c", "ledger_c.<locals>.<genexpr>", "ledger_d"};
@@ -174,9 +220,8 @@ Test(record_python, changing_stacks_never_named_wrong)
 	struct run_result r;
 	pid_t fx, t;
 
-	need_python311();
 	setenv("FX_PYTHON", "churn", 1);
-	fx = fx_start(PYTHON, SCRIPT);
+	fx = fx_start(python, SCRIPT);
 	cr_assert_gt(fx, 0, "fx_python.py did not start");
 	t = tracerd_start(fx, "-F", "999", NULL);
 	cr_expect(repo_until(samples_300));
@@ -202,4 +247,111 @@ Test(record_python, changing_stacks_never_named_wrong)
 	cr_expect_geq(named * 100, all * 50, "%lu of %lu stacks with their Python frames:\n%.3000s",
 		named, all, r.out);
 	run_result_free(&r);
+}
+
+Test(record_python, changing_stacks_never_named_wrong)
+{
+	need_python311();
+	changing_stacks(PYTHON);
+}
+
+Test(record_python, changing_stacks_never_named_wrong_312)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(12, python, sizeof(python));
+	changing_stacks(python);
+}
+
+Test(record_python, changing_stacks_never_named_wrong_313)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(13, python, sizeof(python));
+	changing_stacks(python);
+}
+
+static bool samples_1000(const struct found *f)
+{
+	return f->samples >= 1000;
+}
+
+/* Two threads all CPU in Python (fx_python.py gil): each waits for the
+ * GIL while the other runs.  Those waits are of kind gil, not condvar
+ * (Debian's stripped python3.11 names no take_gil: the condition
+ * variables' addresses tell them), held by the other thread, at the
+ * Python stack where the thread waits: settle_accounts under its own
+ * thread's function.  The truth is the program: the two threads do
+ * nothing but compute, so every wait of theirs is for the GIL (the
+ * main thread's join is the one other wait). */
+static void gil_waits(const char *python)
+{
+	const char *rep[] = {
+		"tracerd", "report", repo, "--format", "waits", "--json", "--limit", "0", NULL};
+	unsigned long long gil = 0, workers = 0, held = 0, episodes = 0;
+	struct run_result r;
+	pid_t fx, t;
+
+	setenv("FX_PYTHON", "gil", 1);
+	fx = fx_start(python, SCRIPT);
+	cr_assert_gt(fx, 0, "fx_python.py did not start");
+	t = tracerd_start(fx, "--mode=wall", "-F", "199");
+	cr_expect(repo_until(samples_1000));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, rep);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *l = r.out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *end = strchrnul(l, '\n'), *w = strstr(l, "\"wait_ns\":"), *o;
+		unsigned long long ns, count;
+
+		if (!w || w > end || sscanf(w, "\"wait_ns\":%llu,\"count\":%llu", &ns, &count) != 2)
+			continue;
+		o = strstr(l, "\"threads\":");
+		if (o && (memmem(l, (size_t)(o - l), "\"tally_thread\"", 14) ||
+				 memmem(l, (size_t)(o - l), "\"audit_thread\"", 14)))
+			workers += ns;
+		if (strncmp(l, "{\"kind\":\"gil\"", 13))
+			continue;
+		gil += ns;
+		episodes += count;
+		/* innermost first: settle_accounts, then its thread's function */
+		cr_expect(
+			memmem(l, (size_t)(end - l), "\"settle_accounts\",\"tally_thread\"", 32) ||
+				memmem(l, (size_t)(end - l), "\"settle_accounts\",\"audit_thread\"",
+					32),
+			"a GIL wait not in settle_accounts under its thread: %.*s", (int)(end - l),
+			l);
+		o = strstr(l, "\"owners\":[{\"thread\":");
+		if (o && o < end && (o = strstr(o, "\"wait_ns\":")) && o < end &&
+			sscanf(o, "\"wait_ns\":%llu", &ns) == 1)
+			held += ns;
+	}
+	cr_expect_geq(episodes, 10, "%llu waits for the GIL:\n%.3000s", episodes, r.out);
+	cr_expect_geq(gil * 100, workers * 95,
+		"%llu ns of the workers' %llu waiting for the GIL:\n%.3000s", gil, workers, r.out);
+	cr_expect_gt(held, 0, "no GIL wait names the thread that held it:\n%.3000s", r.out);
+	run_result_free(&r);
+}
+
+Test(record_python, gil_waits_are_a_kind_of_their_own)
+{
+	need_python311();
+	gil_waits(PYTHON);
+}
+
+Test(record_python, gil_waits_312)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(12, python, sizeof(python));
+	gil_waits(python);
+}
+
+Test(record_python, gil_waits_313)
+{
+	char python[PATH_MAX];
+
+	need_pyenv(13, python, sizeof(python));
+	gil_waits(python);
 }

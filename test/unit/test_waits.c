@@ -325,6 +325,29 @@ Test(waits, condvar_is_found_from_either_signals_word)
 	cr_expect_eq(w.kind, WAIT_CONDVAR);
 }
 
+/* CPython's GIL, where the interpreter names take_gil and drop_gil (a
+ * stripped one's is told by the address: daemon/writer-python.c) */
+Test(waits, condvar_under_take_gil_is_the_gil)
+{
+	static const char *const take[] = { "__futex_abstimed_wait_common",
+		"___pthread_cond_timedwait64", "PyCOND_TIMEDWAIT", "take_gil" };
+	static const char *const drop[] = { "__pthread_cond_wait_common", "pthread_cond_wait",
+		"drop_gil.constprop.0" };
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	uint64_t args[6] = { addr(&c.__data.__g_signals[1]),
+		FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0 };
+	struct wait_info w;
+
+	w = classify(SYS_futex, args, NULL, 'S', take, 4);
+	cr_expect_eq(w.kind, WAIT_GIL);
+	cr_expect_eq(w.object, addr(&c));
+	w = classify(SYS_futex, args, NULL, 'S', drop, 3);
+	cr_expect_eq(w.kind, WAIT_GIL);
+	/* not under it: a condition variable */
+	w = classify(SYS_futex, args, NULL, 'S', take, 2);
+	cr_expect_eq(w.kind, WAIT_CONDVAR);
+}
+
 Test(waits, condvar_word_equal_to_a_live_tid_is_no_join)
 {
 	static const char *const funcs[] = { "pthread_cond_wait" };
@@ -756,6 +779,7 @@ Test(waits, kinds_have_the_chunk_format_names)
 		{ WAIT_SLEEP, TCF_WAIT_SLEEP, "sleep" },
 		{ WAIT_SIGNAL, TCF_WAIT_SIGNAL, "signal" },
 		{ WAIT_DISK, TCF_WAIT_DISK, "disk" },
+		{ WAIT_GIL, TCF_WAIT_GIL, "gil" },
 		{ WAIT_OTHER, TCF_WAIT_OTHER, "other" },
 	};
 
