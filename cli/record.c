@@ -520,8 +520,25 @@ static void kernel_line(const struct rec_stats *s, FILE *f)
 					  "CAP_PERFMON or kernel.perf_event_paranoid <= 1)",
 	};
 
-	if ((unsigned)s->kernel < TD_ARRAY_SIZE(why))
-		fprintf(f, "  kernel       %s\n", why[s->kernel]);
+	if ((unsigned)s->kernel >= TD_ARRAY_SIZE(why))
+		return;
+	if (s->kstack && s->kernel != REC_KERNEL_ON)
+		fprintf(f, "  kernel       a blocked thread's kernel stack from /proc/TID/stack, "
+			   "once per blocked period (%llu read), names from /proc/kallsyms; for "
+			   "running threads %s",
+			(unsigned long long)s->kstacks_read, why[s->kernel]);
+	else
+		fprintf(f, "  kernel       %s", why[s->kernel]);
+	if (s->kstack && s->kernel == REC_KERNEL_ON)
+		fprintf(f, "; a blocked thread's from /proc/TID/stack, once per blocked period "
+			   "(%llu read)",
+			(unsigned long long)s->kstacks_read);
+	else if (s->kstack_err && s->kernel != REC_KERNEL_OFF_ASKED)
+		fprintf(f, "; a blocked thread's /proc/TID/stack: %s",
+			s->kstack_err == -EACCES ? "not readable without CAP_SYS_ADMIN (root)" :
+			s->kstack_err == -EPERM	 ? "not named: /proc/kallsyms hides its addresses" :
+						   td_strerror(s->kstack_err));
+	fputc('\n', f);
 }
 
 static void summary(const struct rec_stats *s, const struct rec_config *cfg, uint64_t elapsed_ns,
