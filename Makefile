@@ -282,6 +282,7 @@ bench:
 	$(Q)sh test/bench/bench_stacks.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_kstack.sh $(TRACERD) $(FX)
 	$(Q)$(BENCH_KILL9) $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)
