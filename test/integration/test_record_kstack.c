@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../common/kstack.h"
@@ -219,4 +220,27 @@ Test(record_kstack, no_kernel_leaves_them_out)
 	run_tracerd(&r, top);
 	cr_expect(!strstr(r.out, "[kernel]"), "%s", r.out);
 	run_result_free(&r);
+}
+
+/* A user the kernel does not show kernel stacks to (nobody: no
+ * CAP_SYS_ADMIN): wall mode records on, and the summary's kernel line
+ * says why blocked threads have no kernel stack. */
+Test(record_kstack, a_user_without_permission_is_told)
+{
+	char dir[64] = "/tmp/tracerd-kstack-XXXXXX", sub[96];
+	const char *argv[] = { "tracerd", "record", "-q", "-m", "wall", "-d", "1s", "-r", sub, "--",
+		"timeout", "3", FX("fx_kwait"), NULL };
+	struct run_result r;
+
+	need_kstack(); /* root: nobody is refused what root may read */
+	cr_assert(mkdtemp(dir));
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	snprintf(sub, sizeof(sub), "%s/repo", dir);
+	run_tracerd_as_nobody(&r, argv);
+	cr_expect(strstr(r.err, "; a blocked thread's /proc/TID/stack: not readable without "
+				"CAP_SYS_ADMIN (root)\n"),
+		"status %d:\n%s", r.status, r.err);
+	run_result_free(&r);
+	snprintf(sub, sizeof(sub), "rm -rf %s", dir);
+	free(shell_output(sub, NULL));
 }
