@@ -23,7 +23,9 @@
  * counted (lost_torn), never published; every sample of a thread in a
  * job-control stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, until SIGCONT)
  * carries TD_SAMPLE_GROUP_STOPPED (the writer's state stopped), and
- * nothing here resumes it.  Leaves to sampler.c the round of stops and
+ * nothing here resumes it.  Where the kernel shows it (root), a blocked
+ * thread's copy carries its kernel stack (kstack_of), read once per
+ * blocked period, never while a thread is held stopped.  Leaves to sampler.c the round of stops and
  * the thread table, and to ptrace.c the stop itself (PTRACE_LISTEN). */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
