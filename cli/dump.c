@@ -262,6 +262,24 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 				stdout);
 		return;
 	}
+	if (th->capture != DUMP_CAPTURED && th->nkernel) {
+		/* in D: no stop reached it; its kernel stack from before */
+		if (json)
+			fputs(", \"end\": \"not stopped: in uninterruptible sleep\", \"frames\": [",
+				stdout);
+		else
+			fputs("\n  -- not stopped (uninterruptible sleep); its kernel stack:\n",
+				stdout);
+		for (unsigned i = 0; i < th->nframes; i++) {
+			if (json)
+				print_frame_json(r, i == 0, &r->frames[th->first_frame + i]);
+			else
+				print_frame_text(r, i, &r->frames[th->first_frame + i]);
+		}
+		if (json)
+			fputs("]}", stdout);
+		return;
+	}
 	if (th->capture != DUMP_CAPTURED) {
 		if (json)
 			fputs(", \"end\": \"thread exited before it could be captured\", "
@@ -551,9 +569,15 @@ int cmd_dump(int argc, char **argv)
 			(int)res->pid, res->captured, res->requested);
 		ret = TD_EXIT_PARTIAL;
 	} else if (res->timeout) {
+		bool kernel = false;
+
+		for (unsigned i = 0; i < res->nthreads; i++)
+			kernel = kernel || (res->threads[i].capture == DUMP_NOT_CAPTURED &&
+						   res->threads[i].nkernel);
 		td_msg("%u thread(s) of %d did not stop within %d s (uninterruptible sleep?); "
-		       "they are shown without a stack",
-			res->timeout, (int)res->pid, DUMP_STOP_TIMEOUT_MS / 1000);
+		       "they are shown %s",
+			res->timeout, (int)res->pid, DUMP_STOP_TIMEOUT_MS / 1000,
+			kernel ? "with their kernel stack alone" : "without a stack");
 	}
 	dump_result_free(res);
 	return ret;

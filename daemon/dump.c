@@ -311,15 +311,17 @@ static int kstack_read(struct dump *d, struct dthread *th)
 }
 
 /* Its kernel frames, if its stop found it where step 1 read them: in
- * the same system call, at the same user sp and pc. */
+ * the same system call, at the same user sp and pc; or, if it never
+ * stopped (asleep where no stop reaches it: D), as step 1 read them. */
 static int add_kernel_frames(struct dump *d, const struct dthread *th, struct dump_thread *out)
 {
 	const struct td_sample *s = th->sample;
 	char module[80];
 	int r = 0;
 
-	if (!th->nk || !(s->flags & TD_SAMPLE_IN_SYSCALL) || (long)s->regs.orig_rax != th->ksc.nr ||
-		s->regs.rsp != th->ksc.sp || s->regs.rip != th->ksc.pc)
+	if (!th->nk || (th->captured && (!(s->flags & TD_SAMPLE_IN_SYSCALL) ||
+						(long)s->regs.orig_rax != th->ksc.nr ||
+						s->regs.rsp != th->ksc.sp || s->regs.rip != th->ksc.pc)))
 		return 0;
 	for (unsigned k = 0; k < th->nk && r == 0; k++) {
 		struct sym_frame f = { .function = th->kf[k].name, .offset = th->kf[k].offset,
@@ -355,8 +357,13 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		struct dump_thread *out = &d->res->threads[i];
 
 		out->first_frame = d->res->nframes;
-		if (!th->captured)
+		if (!th->captured) {
+			/* one in D did not stop: its kernel stack is all there is */
+			if (th->info.state == 'D' && out->capture == DUMP_NOT_CAPTURED)
+				r = add_kernel_frames(d, th, out);
+			out->nframes = d->res->nframes - out->first_frame;
 			continue;
+		}
 		sym_session_unwind(ss, th->sample, u);
 		out->capture = DUMP_CAPTURED;
 		out->stopped_ns = th->sample->stopped_ns;

@@ -607,3 +607,39 @@ Test(dump, blocked_threads_kernel_stack_above_the_call, .timeout = 60)
 	run_result_free(&r);
 	fx_stop(pid);
 }
+
+/* A thread in uninterruptible sleep (fx_kwait's main thread waiting for
+ * its vfork child: D), which no ptrace stop reaches: as root, its kernel
+ * stack read before the stops is what the dump shows of it, and says
+ * so; the reader beside it is dumped whole. */
+Test(dump, uninterruptible_thread_shows_its_kernel_stack, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_kwait"), "vfork");
+	struct run_result r;
+	char hdr[64], path[64], line[64];
+	const char *t;
+
+	cr_assert_gt(pid, 0);
+	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
+	if (td_read_text(AT_FDCWD, path, line, sizeof(line)) < 0) {
+		fx_stop(pid);
+		cr_skip_test("/proc/PID/stack is not readable: it needs CAP_SYS_ADMIN");
+	}
+	for (int i = 0; i < TEST_PATIENCE_MS / 10 && task_state(pid, pid) != 'D'; i++)
+		usleep(10000);
+	cr_assert_eq(task_state(pid, pid), 'D', "the main thread waits for its vfork child");
+	dump_text(pid, &r, NULL, NULL);
+	snprintf(hdr, sizeof(hdr), "thread %d (fx_kwait) D\n", (int)pid);
+	t = strstr(r.out, hdr);
+	cr_assert(t, "%s", r.out);
+	t += strlen(hdr);
+	cr_expect(!strncmp(t, "  -- not stopped (uninterruptible sleep); its kernel stack:\n  #0  ",
+			  64),
+		"%s", r.out);
+	cr_expect(strstr(t, "vfork+0x") && strstr(t, "vfork+0x") < strstr(t, "\nthread "),
+		"the kernel's vfork below its call:\n%s", r.out);
+	cr_expect(strstr(r.out, " fx_kwait_read at "), "%s", r.out);
+	cr_expect(strstr(r.err, "they are shown with their kernel stack alone"), "%s", r.err);
+	run_result_free(&r);
+	fx_stop(pid);
+}
