@@ -3,7 +3,8 @@
 # Wall mode's kernel stacks of blocked threads (/proc/TID/stack, root):
 # tracerd's steady CPU per sample (its summary's figure after start-up)
 # recording, in wall mode, fx_evloop on a 2 ms timer (a new blocked period
-# at nearly every tick: the worst case, a read per copy) and fx_kwait (two
+# at many ticks), fx_contend (a dozen threads blocking and woken every few
+# ms: the worst case, a read per thread at most ticks) and fx_kwait (two
 # threads blocked for good: one read each for the whole run), with kernel
 # stacks and with --no-kernel, in interleaved rounds, with perf and ptrace
 # capture; the ratio of the medians is the figure, and the reads beside
@@ -37,7 +38,7 @@ one() {
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-for f in "fx_evloop 2000" fx_kwait; do
+for f in "fx_evloop 2000" fx_contend fx_kwait; do
 	# shellcheck disable=SC2086 # the fixture's argument, if any
 	"$fx"/$f > "$tmp/out" 2> /dev/null &
 	pid=$!
