@@ -19,24 +19,26 @@
 #include <string.h>
 #include <unistd.h>
 
-int td_kstack_read(pid_t pid, pid_t tid, char *buf, size_t len)
+int td_kstack_open(pid_t pid, pid_t tid)
 {
 	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
+int td_kstack_pread(int fd, char *buf, size_t len)
+{
+	/* one read: the kernel fills the seq_file's page at once */
 	ssize_t n;
-	int fd, e;
 
 	if (len < 2)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	/* one read: the kernel fills the seq_file's page at once */
-	n = read(fd, buf, len - 1);
-	e = errno;
-	close(fd);
+	n = pread(fd, buf, len - 1, 0);
 	if (n < 0)
-		return e == ESRCH || e == ENOENT ? -ESRCH : -e;
+		return errno == ESRCH || errno == ENOENT ? -ESRCH : -errno;
 	buf[n] = '\0';
 	if ((size_t)n == len - 1) {
 		/* cut: keep the whole lines */
@@ -46,6 +48,17 @@ int td_kstack_read(pid_t pid, pid_t tid, char *buf, size_t len)
 		buf[n] = '\0';
 	}
 	return (int)n;
+}
+
+int td_kstack_read(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	int fd = td_kstack_open(pid, tid), r;
+
+	if (fd < 0)
+		return fd;
+	r = td_kstack_pread(fd, buf, len);
+	close(fd);
+	return r;
 }
 
 /* One line (NUL-terminated, no newline) into f; 1 a frame, 0 a line to

@@ -31,6 +31,11 @@ struct td_kstack_frame {
  * refuses (not CAP_SYS_ADMIN), -ESRCH when the thread is gone, -errno.
  * One open, read and close; allocates nothing. */
 int td_kstack_read(pid_t pid, pid_t tid, char *buf, size_t len);
+/* The same in two steps, for a reader that reads a thread's file again
+ * and again (a pread at 0 makes the kernel unwind anew): the file opened
+ * (an fd, or -errno as above), and one read of it. */
+int td_kstack_open(pid_t pid, pid_t tid);
+int td_kstack_pread(int fd, char *buf, size_t len);
 
 /* Parse text (td_kstack_read's) in place into at most max frames,
  * innermost first; returns how many.  A line without a function's name

@@ -384,15 +384,22 @@ void wall_owners_held(struct sampler *s)
  * whose check that it did not run covers this read too: a stack read
  * while it ran is dropped with its copy.  Once per copy, so once per
  * blocked period (the ticks after repeat it, kernel frames included);
- * at most TD_KSTACK_TEXT bytes and TD_KERNEL_FRAMES frames. */
-static void kstack_of(struct sampler *s, const struct sthread *st, struct td_sample *smp)
+ * at most TD_KSTACK_TEXT bytes and TD_KERNEL_FRAMES frames.  The file is
+ * kept open, as the thread's others are: its open and close cost half as
+ * much again as the read (many threads that block and wake every few ms
+ * are read at most ticks). */
+static void kstack_of(struct sampler *s, struct sthread *st, struct td_sample *smp)
 {
 	struct td_kstack_frame f[TD_KERNEL_FRAMES];
 	char text[TD_KSTACK_TEXT];
 	unsigned n;
 
 	smp->nkernel = 0;
-	if (!s->sh->kallsyms || td_kstack_read(st->pid, st->tid, text, sizeof(text)) <= 0)
+	if (!s->sh->kallsyms)
+		return;
+	if (st->kstack_fd < 0)
+		st->kstack_fd = td_kstack_open(st->pid, st->tid);
+	if (st->kstack_fd < 0 || td_kstack_pread(st->kstack_fd, text, sizeof(text)) <= 0)
 		return;
 	n = td_kstack_parse(text, f, TD_KERNEL_FRAMES);
 	for (unsigned i = 0; i < n; i++) {
