@@ -77,6 +77,7 @@ FIXTURES += $(FX)/fx_die $(FX)/fx_bursts
 FIXTURES += $(FX)/fx_evil $(FX)/fx_forks $(FX)/fx_bigframe $(FX)/fx_pingpong $(FX)/fx_pipe
 FIXTURES += $(FX)/fx_jit
 FIXTURES += $(FX)/fx_sleepers
+FIXTURES += $(FX)/fx_kwait
 
 MANS := man/tracerd.8 man/tracerd-chunk.5 man/tracerd-report.1 man/tracerd.conf.5
 
@@ -130,6 +131,11 @@ $(FX)/fx_jit: test/fixtures/fx_jit.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
 $(FX)/fx_sleepers: test/fixtures/fx_sleepers.c
+	$(call say,FIXTURE,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
+# Two threads blocked for good: in read() on a pipe, in nanosleep().
+$(FX)/fx_kwait: test/fixtures/fx_kwait.c
 	$(call say,FIXTURE,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(FX_CFLAGS) -o $@ $<
@@ -276,6 +282,7 @@ bench:
 	$(Q)sh test/bench/bench_stacks.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
+	$(Q)sh test/bench/bench_kstack.sh $(TRACERD) $(FX)
 	$(Q)$(BENCH_KILL9) $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)

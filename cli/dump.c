@@ -23,11 +23,12 @@ static void usage(FILE *f)
 {
 	fputs("usage: tracerd dump --pid PID [--tid TID]... [--no-inline] [--no-dwarf] [--json]\n"
 	      "                    [-v] [--debuginfo-dir DIR] [--cache-dir DIR|none]\n"
-	      "                    [--debuginfod] [--stack-bytes N]\n"
+	      "                    [--debuginfod] [--stack-bytes N] [--no-kernel]\n"
 	      "\n"
 	      "Print the stack of every thread of PID once.  Each thread is stopped only\n"
 	      "while its registers and the top of its stack are copied; unwinding and\n"
-	      "symbolization happen after it runs again.\n"
+	      "symbolization happen after it runs again.  As root, a thread blocked in a\n"
+	      "system call shows its kernel stack above it (/proc/TID/stack).\n"
 	      "\n"
 	      "  -p, --pid PID          process to dump\n"
 	      "  -t, --tid TID          only this thread (repeatable)\n"
@@ -36,6 +37,7 @@ static void usage(FILE *f)
 	      "                         fastest, skips inflating compressed debuginfo\n"
 	      "      --json             one JSON object on stdout\n"
 	      "  -v, --verbose          add stopped time, live reads and module counts\n"
+	      "      --no-kernel        no kernel frames of blocked threads\n"
 	      "      --debuginfo-dir DIR  also look for DIR/.build-id/xx/yyyy.debug\n"
 	      "      --cache-dir DIR    keep debuginfo decompressed in DIR, for the next\n"
 	      "                         runs (default $TRACERD_CACHE_DIR, else\n"
@@ -58,6 +60,15 @@ static void print_frame_text(const struct dump_result *r, unsigned idx,
 	const char *module = dump_string(r, f->module);
 
 	/* every name came from the target's files: escaped (td_text_put) */
+	if (f->kernel) {
+		/* the kernel hides the address: the offset in the function */
+		printf("  #%-3u %-18s ", idx, "");
+		td_text_put(stdout, function ? function : "??");
+		printf("+0x%" PRIx64 " in ", f->offset);
+		td_text_put(stdout, module ? module : "[kernel]");
+		putchar('\n');
+		return;
+	}
 	printf("  #%-3u 0x%016" PRIx64 " ", idx, f->pc);
 	td_text_put(stdout, function ? function : "??");
 	if (f->inlined)
@@ -83,6 +94,8 @@ static void print_frame_json(const struct dump_result *r, bool first, const stru
 		td_json_string(stdout, dump_string(r, f->function), 0);
 	}
 	printf(", \"inlined\": %s", f->inlined ? "true" : "false");
+	if (f->kernel)
+		fputs(", \"kernel\": true", stdout);
 	if (f->file) {
 		fputs(", \"file\": ", stdout);
 		td_json_string(stdout, dump_string(r, f->file), 0);
@@ -249,6 +262,24 @@ static void print_thread(const struct dump_result *r, const struct dump_thread *
 				stdout);
 		return;
 	}
+	if (th->capture != DUMP_CAPTURED && th->nkernel) {
+		/* in D: no stop reached it; its kernel stack from before */
+		if (json)
+			fputs(", \"end\": \"not stopped: in uninterruptible sleep\", \"frames\": [",
+				stdout);
+		else
+			fputs("\n  -- not stopped (uninterruptible sleep); its kernel stack:\n",
+				stdout);
+		for (unsigned i = 0; i < th->nframes; i++) {
+			if (json)
+				print_frame_json(r, i == 0, &r->frames[th->first_frame + i]);
+			else
+				print_frame_text(r, i, &r->frames[th->first_frame + i]);
+		}
+		if (json)
+			fputs("]}", stdout);
+		return;
+	}
 	if (th->capture != DUMP_CAPTURED) {
 		if (json)
 			fputs(", \"end\": \"thread exited before it could be captured\", "
@@ -389,6 +420,10 @@ static void print_result(const struct dump_result *r, bool json, bool verbose,
 				printf("; %u read without it: %s", d->failed, td_strerror(d->err));
 			putchar('\n');
 		}
+		if (r->kstack_err)
+			printf("kernel stacks: /proc/TID/stack %s\n",
+				r->kstack_err == -EACCES ? "is not readable without CAP_SYS_ADMIN (root)" :
+							   td_strerror(r->kstack_err));
 	}
 	fflush(stdout);
 }
@@ -434,6 +469,7 @@ int cmd_dump(int argc, char **argv)
 		{ "stack-bytes", required_argument, NULL, 'S' },
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "debuginfod", no_argument, NULL, 'F' },
+		{ "no-kernel", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -493,6 +529,9 @@ int cmd_dump(int argc, char **argv)
 		case 'F':
 			debuginfod = true;
 			break;
+		case 'K':
+			o.no_kernel = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return TD_EXIT_OK;
@@ -530,9 +569,15 @@ int cmd_dump(int argc, char **argv)
 			(int)res->pid, res->captured, res->requested);
 		ret = TD_EXIT_PARTIAL;
 	} else if (res->timeout) {
+		bool kernel = false;
+
+		for (unsigned i = 0; i < res->nthreads; i++)
+			kernel = kernel || (res->threads[i].capture == DUMP_NOT_CAPTURED &&
+						   res->threads[i].nkernel);
 		td_msg("%u thread(s) of %d did not stop within %d s (uninterruptible sleep?); "
-		       "they are shown without a stack",
-			res->timeout, (int)res->pid, DUMP_STOP_TIMEOUT_MS / 1000);
+		       "they are shown %s",
+			res->timeout, (int)res->pid, DUMP_STOP_TIMEOUT_MS / 1000,
+			kernel ? "with their kernel stack alone" : "without a stack");
 	}
 	dump_result_free(res);
 	return ret;

@@ -53,7 +53,9 @@ static void usage(FILE *f)
 	      "                           the kernel is asked for an early sample of it)\n"
 	      "      --no-kernel          no kernel frames (by default, with perf capture and\n"
 	      "                           the permission for kernel-mode samples, a sample\n"
-	      "                           in a system call shows the kernel's call chain)\n"
+	      "                           in a system call shows the kernel's call chain;\n"
+	      "                           in wall mode as root, so does a blocked thread's,\n"
+	      "                           from /proc/TID/stack)\n"
 	      "  -d, --duration DUR       stop after DUR (e.g. 30s, 10m)\n"
 	      "  -r, --repo DIR           repository (default ./tracerd-repo): a directory\n"
 	      "                           of your own, no symbolic link on its path\n"
@@ -521,8 +523,25 @@ static void kernel_line(const struct rec_stats *s, FILE *f)
 					  "CAP_PERFMON or kernel.perf_event_paranoid <= 1)",
 	};
 
-	if ((unsigned)s->kernel < TD_ARRAY_SIZE(why))
-		fprintf(f, "  kernel       %s\n", why[s->kernel]);
+	if ((unsigned)s->kernel >= TD_ARRAY_SIZE(why))
+		return;
+	if (s->kstack && s->kernel != REC_KERNEL_ON)
+		fprintf(f, "  kernel       a blocked thread's kernel stack from /proc/TID/stack, "
+			   "once per blocked period (%llu read), names from /proc/kallsyms; for "
+			   "running threads %s",
+			(unsigned long long)s->kstacks_read, why[s->kernel]);
+	else
+		fprintf(f, "  kernel       %s", why[s->kernel]);
+	if (s->kstack && s->kernel == REC_KERNEL_ON)
+		fprintf(f, "; a blocked thread's from /proc/TID/stack, once per blocked period "
+			   "(%llu read)",
+			(unsigned long long)s->kstacks_read);
+	else if (s->kstack_err && s->kernel != REC_KERNEL_OFF_ASKED)
+		fprintf(f, "; a blocked thread's /proc/TID/stack: %s",
+			s->kstack_err == -EACCES ? "not readable without CAP_SYS_ADMIN (root)" :
+			s->kstack_err == -EPERM	 ? "not named: /proc/kallsyms hides its addresses" :
+						   td_strerror(s->kstack_err));
+	fputc('\n', f);
 }
 
 /* cpu mode with ptrace capture: what the triggers did, and how the

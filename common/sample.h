@@ -51,7 +51,9 @@ enum {
 					    * with perf), stopped for it, or (with
 					    * PERF) the kernel's early sample of it
 					    * of weight 0: no period of the profile */
-	TD_SAMPLE_KCHAIN = 1u << 19,	   /* PERF: kernel_ips[0, nkernel) hold the
+	TD_SAMPLE_KCHAIN = 1u << 19,	   /* PERF, or NOSTOP in wall mode (from
+					    * /proc/TID/stack: sampler-wall.c):
+					    * kernel_ips[0, nkernel) hold the
 					    * kernel's call chain, innermost first */
 };
 
@@ -106,7 +108,9 @@ struct td_sample {
 	uint32_t pad_kernel;
 	uint64_t kernel_ips[TD_KERNEL_FRAMES]; /* TD_SAMPLE_KCHAIN: live kernel
 						* addresses (never written to
-						* disk: the writer names them) */
+						* disk: the writer names them;
+						* 0: a name /proc gave that
+						* kallsyms lacks, "[kernel]") */
 	struct user_regs_struct regs;
 	uint8_t stack[];
 };

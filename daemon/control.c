@@ -81,6 +81,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 		.offcpu = sh->offcpu,
 		.perf_err = sh->perf_err,
 		.kernel = (enum rec_kernel)sh->kernel,
+		.kstack = sh->kallsyms != NULL, /* set by writer_new */
+		.kstack_err = sh->kstack_err,
+		.kstacks_read = atomic_load(&sh->kstacks_read),
 		.unwind_partial = atomic_load(&sh->unwind_partial),
 		.maps_denied = atomic_load(&sh->maps_denied),
 		.maps_denied_err = atomic_load(&sh->maps_denied_err),

@@ -93,6 +93,8 @@ static inline unsigned rec_max_procs(const struct rec_config *cfg)
  * set by one thread and taken by the other.  Plain fields are written
  * before a store to an atomic that the reader loads first, as said per
  * field. */
+struct sym_kallsyms; /* symbolize/symbolize.h */
+
 struct rec_shared {
 	/* Set up by the control loop before the threads start; read-only
 	 * afterwards. */
@@ -122,6 +124,16 @@ struct rec_shared {
 	bool offcpu;  /* PERF in wall mode: the kernel samples switches out */
 	int kernel;   /* enum rec_kernel: kernel call chains, or why not */
 	int perf_err; /* why not PERF, when AUTO fell back to PTRACE */
+	/* Wall mode's kernel stacks of blocked threads (sampler-wall.c),
+	 * set by writer_new before the sampler starts: kallsyms, the
+	 * writer's table (owned and freed by the writer, after the sampler
+	 * is joined) with its index by name, which the sampler reads to turn
+	 * /proc's names into the addresses kernel frames carry; NULL when
+	 * off, and kstack_err says why (0: not asked: cpu mode, --no-kernel;
+	 * -EACCES: /proc/TID/stack needs CAP_SYS_ADMIN; -EPERM: kallsyms
+	 * hides its addresses). */
+	const struct sym_kallsyms *kallsyms;
+	int kstack_err;
 
 	/* Requests of the control loop.  stop: 1 stop (INT/TERM, rec_free),
 	 * 2 hurry (a second INT/TERM: drop what is not written); read by the
@@ -182,6 +194,7 @@ struct rec_shared {
 	_Atomic uint64_t stop_n, stop_max;
 	_Atomic uint64_t owner_stops; /* wall mode with perf: lock owners stopped */
 	_Atomic uint64_t owner_early; /* wall mode with perf: early samples asked of owners */
+	_Atomic uint64_t kstacks_read; /* wall mode: /proc/TID/stack reads (kallsyms) */
 	/* children followed, not followed, not followed for want of room */
 	_Atomic uint64_t children_followed, children_left, children_full;
 	/* cpu mode with ptrace capture (sampler-cpu.c): periods of CPU time

@@ -135,6 +135,13 @@ struct rec_stats {
 				   * the kernel's switches */
 	int perf_err;		  /* why not perf (AUTO fell back), 0 */
 	enum rec_kernel kernel;	  /* kernel call chains, or why not */
+	/* wall mode: blocked threads' kernel stacks from /proc/TID/stack,
+	 * read once per blocked period (kstacks_read times), or why not
+	 * (kstack_err: 0 not asked, -EACCES not CAP_SYS_ADMIN, -EPERM
+	 * kallsyms hides its addresses) */
+	bool kstack;
+	int kstack_err;
+	uint64_t kstacks_read;
 	uint64_t bytes_written;
 	uint64_t startup_cpu_us, startup_samples; /* at the first written batch */
 	/* the debuginfo cache (struct sym_debug_stats, summed over the

@@ -13,17 +13,25 @@
  * (a zombie leader, its workers alive) is dumped like any other: the
  * leader is listed first, as exited, without a stack.
  *
+ * A thread blocked in a system call also gets its kernel stack (root:
+ * /proc/TID/stack), read in step 1 while it sleeps: a stop would show
+ * the kernel's ptrace stop instead of its wait.  It is kept only if the
+ * stop in step 3 finds the thread in the same call at the same place,
+ * and put above the user frames, innermost first, as perf shows them.
+ *
  * Nothing here prints or exits: cli/dump.c turns the result and the
  * failures into words and an exit status. */
 #define _GNU_SOURCE
 #include "dump.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/buf.h"
+#include "../common/kstack.h"
 #include "../common/td.h"
 #include "../ptrace/ptrace.h"
 
@@ -35,6 +43,12 @@ struct dthread {
 	struct td_task_info info;
 	struct td_sample *sample; /* into dump.slots */
 	bool captured;
+	/* its kernel stack read in step 1 (kstack_read): frames into ktext,
+	 * and the system call it was in then (nr, sp, pc) */
+	char *ktext;
+	struct td_kstack_frame *kf;
+	unsigned nk;
+	struct pt_syscall ksc;
 };
 
 /* owns: threads, slots, the growing result */
@@ -162,7 +176,8 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 	const char *funcs[16];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < out->nframes && n < TD_ARRAY_SIZE(funcs); i++)
+	/* the user's frames: glibc's functions tell its objects apart */
+	for (unsigned i = out->nkernel; i < out->nframes && n < TD_ARRAY_SIZE(funcs); i++)
 		funcs[n++] = dump_string(d->res, d->res->frames[out->first_frame + i].function);
 	wait_classify(d->pid, th->tid,
 		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
@@ -252,6 +267,76 @@ static bool py_names(struct dump_py *pf, struct sym_py_reader *rd)
 	return true;
 }
 
+/* A blocked thread's system call line (/proc/PID/task/TID/syscall);
+ * false if it is not blocked in one. */
+static bool syscall_of(pid_t pid, pid_t tid, struct pt_syscall *ret)
+{
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	return td_read_text(AT_FDCWD, path, line, sizeof(line)) > 0 &&
+		pt_syscall_parse(line, ret) == 0 && !ret->running && ret->nr >= 0;
+}
+
+/* Step 1, thread th asleep (S or D): its kernel stack, kept only if its
+ * system call line is the same before and after the read (it did not
+ * leave the call meanwhile).  Returns 0, or -EACCES and the like when
+ * the kernel refuses the file (then no other thread is read). */
+static int kstack_read(struct dump *d, struct dthread *th)
+{
+	struct td_kstack_frame f[TD_KSTACK_TEXT / 16];
+	struct pt_syscall after;
+	char text[TD_KSTACK_TEXT];
+	unsigned n;
+	int r;
+
+	if (!syscall_of(d->pid, th->tid, &th->ksc))
+		return 0;
+	r = td_kstack_read(d->pid, th->tid, text, sizeof(text));
+	if (r == -EACCES || r == -EPERM || r == -ENOENT)
+		return r;
+	if (r <= 0 || !syscall_of(d->pid, th->tid, &after) || after.nr != th->ksc.nr ||
+		after.sp != th->ksc.sp || after.pc != th->ksc.pc)
+		return 0;
+	th->ktext = strdup(text);
+	if (!th->ktext)
+		return 0;
+	n = td_kstack_parse(th->ktext, f, TD_ARRAY_SIZE(f));
+	th->kf = n ? malloc(n * sizeof(*th->kf)) : NULL;
+	if (th->kf) {
+		memcpy(th->kf, f, n * sizeof(*f));
+		th->nk = n;
+	}
+	return 0;
+}
+
+/* Its kernel frames, if its stop found it where step 1 read them: in
+ * the same system call, at the same user sp and pc; or, if it never
+ * stopped (asleep where no stop reaches it: D), as step 1 read them. */
+static int add_kernel_frames(struct dump *d, const struct dthread *th, struct dump_thread *out)
+{
+	const struct td_sample *s = th->sample;
+	char module[80];
+	int r = 0;
+
+	if (!th->nk || (th->captured && (!(s->flags & TD_SAMPLE_IN_SYSCALL) ||
+						(long)s->regs.orig_rax != th->ksc.nr ||
+						s->regs.rsp != th->ksc.sp || s->regs.rip != th->ksc.pc)))
+		return 0;
+	for (unsigned k = 0; k < th->nk && r == 0; k++) {
+		struct sym_frame f = { .function = th->kf[k].name, .offset = th->kf[k].offset,
+			.module = module };
+
+		snprintf(module, sizeof(module), "[%s]", th->kf[k].module ? th->kf[k].module : "kernel");
+		r = add_frame(d, &f);
+		if (r == 0)
+			d->res->frames[d->res->nframes - 1].kernel = true;
+	}
+	if (r == 0)
+		out->nkernel = th->nk;
+	return r;
+}
+
 /* Unwind and symbolize every captured copy (the threads run again). */
 static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 {
@@ -272,8 +357,13 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		struct dump_thread *out = &d->res->threads[i];
 
 		out->first_frame = d->res->nframes;
-		if (!th->captured)
+		if (!th->captured) {
+			/* one in D did not stop: its kernel stack is all there is */
+			if (th->info.state == 'D' && out->capture == DUMP_NOT_CAPTURED)
+				r = add_kernel_frames(d, th, out);
+			out->nframes = d->res->nframes - out->first_frame;
 			continue;
+		}
 		sym_session_unwind(ss, th->sample, u);
 		out->capture = DUMP_CAPTURED;
 		out->stopped_ns = th->sample->stopped_ns;
@@ -282,6 +372,7 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 		out->fault_addr = u->fault_addr;
 		out->live_reads = u->live_reads;
 		memcpy(out->detail, u->detail, sizeof(out->detail));
+		r = add_kernel_frames(d, th, out);
 		pf->n = 0;
 		if (pf->py) {
 			struct sym_py_reader rd = { read_live, NULL, th->sample->tid, NULL };
@@ -382,6 +473,9 @@ static int choose_threads(struct dump *d, struct pt_tracer *tr, const struct dum
 		 * seen as a zombie here is just on its way out */
 		out->capture = th->tid == d->pid && exited(th->info.state) ? DUMP_EXITED :
 									      DUMP_NOT_CAPTURED;
+		if (!o->no_kernel && !d->res->kstack_err &&
+			(th->info.state == 'S' || th->info.state == 'D'))
+			d->res->kstack_err = kstack_read(d, th);
 	}
 out:
 	free(tids);
@@ -486,6 +580,10 @@ out:
 	sym_session_free(ss);
 	sym_cache_free(cache);
 	free(tids);
+	for (unsigned i = 0; d.threads && i < d.nthreads; i++) {
+		free(d.threads[i].ktext);
+		free(d.threads[i].kf);
+	}
 	free(d.threads);
 	free(d.slots);
 	dump_result_free(d.res);

@@ -25,6 +25,7 @@ struct dump_options {
 	uint32_t stack_bytes;	   /* copied per thread; 0: 64 KiB */
 	bool inlines;		   /* inlined frames too */
 	bool no_dwarf;		   /* ELF symbols only (sym_options.no_dwarf) */
+	bool no_kernel;		   /* no kernel frames (/proc/TID/stack) */
 	const char *debuginfo_dir; /* borrowed */
 	const char *cache_dir;	   /* borrowed; sym_options.cache_dir */
 };
@@ -43,6 +44,10 @@ struct dump_frame {
 	uint32_t function, file, module, build_id;
 	int line;
 	bool inlined;
+	/* a kernel frame (from /proc/TID/stack): function, its module
+	 * ("[kernel]" or "[MODULE]") and offset in the function; pc 0, as
+	 * the kernel hides its addresses */
+	bool kernel;
 };
 
 struct dump_thread {
@@ -60,6 +65,9 @@ struct dump_thread {
 	unsigned live_reads;  /* reads outside the stack copy */
 	char detail[96];      /* libdwfl's words on the end, if any */
 	unsigned first_frame, nframes; /* into dump_result.frames */
+	/* of nframes, the first nkernel: its kernel stack below the system
+	 * call it is blocked in, innermost first (root: /proc/TID/stack) */
+	unsigned nkernel;
 	struct wait_info wait; /* what it waits for, if blocked in a system call */
 	/* in a deadlock: its cycle's number (1, 2, ...), else 0; the threads
 	 * of a cycle each wait for an object the next one holds */
@@ -80,6 +88,10 @@ struct dump_result {
 	struct sym_debug_stats debug_cache;	     /* sym_session_debug_stats */
 	bool process_exited; /* during the dump: the threads are what was captured */
 	unsigned deadlocks;  /* cycles found (dump_thread.deadlock) */
+	/* kernel stacks of blocked threads: 0 read (or not asked:
+	 * no_kernel), else why not (-EACCES: /proc/TID/stack needs
+	 * CAP_SYS_ADMIN) */
+	int kstack_err;
 	uint64_t attach_ns, modules_ns, capture_ns, symbolize_ns;
 };
 

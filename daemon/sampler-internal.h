@@ -42,6 +42,7 @@ struct sthread {
 	int fd;	    /* schedstat, -1 until opened */
 	int sys_fd; /* syscall, -1 until opened */
 	int stat_fd; /* stat, -1 until opened */
+	int kstack_fd; /* wall mode, root: stack (kstack_of), -1 until opened */
 	uint8_t state;
 	bool oncpu; /* its last sample found it running, not in a syscall */
 	bool perf;  /* the kernel samples it (pt_perf) */

@@ -23,7 +23,9 @@
  * counted (lost_torn), never published; every sample of a thread in a
  * job-control stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, until SIGCONT)
  * carries TD_SAMPLE_GROUP_STOPPED (the writer's state stopped), and
- * nothing here resumes it.  Leaves to sampler.c the round of stops and
+ * nothing here resumes it.  Where the kernel shows it (root), a blocked
+ * thread's copy carries its kernel stack (kstack_of), read once per
+ * blocked period, never while a thread is held stopped.  Leaves to sampler.c the round of stops and
  * the thread table, and to ptrace.c the stop itself (PTRACE_LISTEN). */
 #define _GNU_SOURCE
 #include "sampler-internal.h"
@@ -32,6 +34,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "../common/kstack.h"
+#include "../symbolize/symbolize.h"
 #include "waits.h"
 
 /* Publish a sample that repeats the thread's last stack (TD_SAMPLE_REPEAT
@@ -370,6 +374,43 @@ void wall_owners_held(struct sampler *s)
 	s->nowner_waits = 0;
 }
 
+/* A blocked thread's kernel stack, where the kernel shows it (root:
+ * rec_shared.kallsyms is set), into smp->kernel_ips: /proc/TID/stack's
+ * names and offsets, turned back into the live addresses a perf chain
+ * carries (through kallsyms' index by name), so that the writer, the
+ * chunk and every report treat both alike (a "[kernel]" mapping, names,
+ * no address written).  A name kallsyms lacks is a frame at 0, which the
+ * writer names "[kernel]".  Called just before the thread's stack copy,
+ * whose check that it did not run covers this read too: a stack read
+ * while it ran is dropped with its copy.  Once per copy, so once per
+ * blocked period (the ticks after repeat it, kernel frames included);
+ * at most TD_KSTACK_TEXT bytes and TD_KERNEL_FRAMES frames.  The file is
+ * kept open, as the thread's others are: its open and close cost half as
+ * much again as the read (many threads that block and wake every few ms
+ * are read at most ticks). */
+static void kstack_of(struct sampler *s, struct sthread *st, struct td_sample *smp)
+{
+	struct td_kstack_frame f[TD_KERNEL_FRAMES];
+	char text[TD_KSTACK_TEXT];
+	unsigned n;
+
+	smp->nkernel = 0;
+	if (!s->sh->kallsyms)
+		return;
+	if (st->kstack_fd < 0)
+		st->kstack_fd = td_kstack_open(st->pid, st->tid);
+	if (st->kstack_fd < 0 || td_kstack_pread(st->kstack_fd, text, sizeof(text)) <= 0)
+		return;
+	n = td_kstack_parse(text, f, TD_KERNEL_FRAMES);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t ip = 0;
+
+		sym_kallsyms_addr(s->sh->kallsyms, f[i].name, f[i].module, f[i].offset, &ip);
+		smp->kernel_ips[smp->nkernel++] = ip;
+	}
+	atomic_fetch_add_explicit(&s->sh->kstacks_read, 1, memory_order_relaxed);
+}
+
 /* wall mode, one tick: every thread.  Blocked ones are copied without a
  * stop (or repeated); running ones are returned for the round, unless the
  * kernel samples them (perf): then only their time waiting for a CPU is
@@ -458,6 +499,7 @@ unsigned wall_tick(struct sampler *s)
 			atomic_fetch_add_explicit(&sh->lost_ring, 1, memory_order_relaxed);
 			continue;
 		}
+		kstack_of(s, st, smp);
 		r = pt_blocked_copy(st->pid, st->tid, &b, st->sys_fd, st->fd, smp, st->window, 0);
 		if (r == -EAGAIN && same_place && st->perf) {
 			/* It ran while we copied, so the copy may be torn; but the
@@ -477,6 +519,8 @@ unsigned wall_tick(struct sampler *s)
 		}
 		if (r != 1)
 			continue; /* gone: its exit follows */
+		if (smp->nkernel)
+			smp->flags |= TD_SAMPLE_KCHAIN;
 		smp->comm[0] = '\0';
 		st->last_disk = in_disk_wait(st, smp->comm);
 		if (smp->comm[0])

@@ -96,7 +96,9 @@ static void close_fds(struct sthread *st)
 		close(st->sys_fd);
 	if (st->stat_fd >= 0)
 		close(st->stat_fd);
-	st->fd = st->sys_fd = st->stat_fd = -1;
+	if (st->kstack_fd >= 0)
+		close(st->kstack_fd);
+	st->fd = st->sys_fd = st->stat_fd = st->kstack_fd = -1;
 }
 
 static int open_task_file(const struct sthread *st, const char *name)
@@ -176,7 +178,7 @@ static void add_thread(struct sampler *s, pid_t tid, pid_t pid)
 	if (td_map_set(&s->idx, (uint32_t)tid, s->n) < 0)
 		return; /* cannot happen: sized for S_MAX_THREADS */
 	s->th[s->n] = (struct sthread){ .tid = tid, .pid = pid, .fd = -1, .sys_fd = -1,
-		.stat_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
+		.stat_fd = -1, .kstack_fd = -1, .state = ST_NEW, .window = s->cfg->first_window };
 	/* -ESRCH: gone already, its exit follows; another error (out of fds
 	 * or the perf limit): the kernel does not sample it.  The kernel's
 	 * copies start whole (all a sample may hold) and shrink to what the

@@ -165,8 +165,12 @@ struct writer {
 		 * sample's, or a repeat's saved ones), innermost first */
 		const uint64_t *kips;
 		unsigned nkips;
-		/* /proc/kallsyms, read at the first kernel frame; kallsyms_err:
-		 * why it could not be (then kernel frames are "[kernel]") */
+		/* /proc/kallsyms, read at the first kernel frame (at
+		 * writer_new where perf may give kernel frames, or wall
+		 * mode reads kernel stacks: then lent, indexed by name, to
+		 * the sampler through rec_shared.kallsyms, and never
+		 * written again); kallsyms_err: why it could not be (then
+		 * kernel frames are "[kernel]") */
 		struct sym_kallsyms *kallsyms;
 		int kallsyms_err;
 		/* The last unwind of each thread copied while blocked, which

@@ -29,7 +29,9 @@
  * writer_new on (closed here when the rings are drained, or by
  * writer_free if this thread never ran), the sessions and caches (the
  * parts' sub-structs).
- * Writes in struct rec_shared: the notices ring (producer), the samples
+ * Writes in struct rec_shared: kallsyms and kstack_err (writer_new, on
+ * the control loop's thread, before the sampler starts), the notices
+ * ring (producer), the samples
  * and events rings' heads (consumer), the writer's counters, io_err
  * (writer_fail), crash_acked, exit_acked, maps_read[], fit[] requests,
  * writer_done.  Reads: sampler_done, stop, rotate_req and snapshot_req
@@ -52,6 +54,7 @@
 #include <unistd.h>
 
 #include "../common/buf.h"
+#include "../common/kstack.h"
 
 /* What kill -9 loses is what was taken but not yet in a block on disk:
  * what waits in the kernel's perf ring (drained every 50 ms), in the
@@ -583,6 +586,24 @@ static void take_snapshot(struct writer *w)
 	}
 }
 
+/* Wall mode's kernel stacks of blocked threads, where the kernel shows
+ * them (/proc/TID/stack, root): the kernel's symbols, indexed by name,
+ * lent to the sampler (rec_shared.kallsyms), or why not (kstack_err). */
+static void kstack_share(struct writer *w)
+{
+	int e = td_kstack_permitted();
+
+	if (!e && !w->stacks.kallsyms && !w->stacks.kallsyms_err)
+		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
+	if (!e)
+		e = w->stacks.kallsyms_err;
+	if (!e)
+		e = sym_kallsyms_index(w->stacks.kallsyms);
+	w->sh->kstack_err = e;
+	if (!e)
+		w->sh->kallsyms = w->stacks.kallsyms;
+}
+
 int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_writer)
 {
 	struct writer *w = calloc(1, sizeof(*w));
@@ -610,6 +631,10 @@ int writer_new(struct rec_shared *sh, struct repo *repo, struct writer **ret_wri
 	 * switch samples, their rings then overflowed: measured) */
 	if (!w->cfg->no_kernel && w->cfg->capture != REC_CAPTURE_PTRACE)
 		w->stacks.kallsyms_err = sym_kallsyms_load(NULL, &w->stacks.kallsyms);
+	/* wall mode: the sampler names blocked threads' kernel stacks
+	 * through this table (sh->kallsyms), with any capture */
+	if (!w->cfg->no_kernel && w->cfg->mode == REC_MODE_WALL)
+		kstack_share(w);
 	*ret_writer = w;
 	return 0;
 }

@@ -11,7 +11,10 @@
  * its first kernel frame); a lookup costs a binary search and allocates
  * nothing; each frame gets the function below it in its module, and an
  * address past every function's reach (64 KiB from the nearest symbol)
- * gets none.  Leaves to the caller what it writes: names, and offsets
+ * gets none.  Names go back to addresses through an index by name
+ * (sym_kallsyms_index), for the kernel stacks /proc gives by name alone;
+ * once made, nothing writes the table, and the writer and the sampler
+ * share it.  Leaves to the caller what it writes: names, and offsets
  * from the module's first symbol, never a live address (which would show
  * where KASLR put the kernel). */
 #define _GNU_SOURCE
@@ -32,12 +35,15 @@ struct ksym {
 	uint32_t name, module; /* offsets into the pool; module 0: the kernel's */
 };
 
-/* owns: syms, pool, bases */
+/* owns: syms, pool, byname */
 struct sym_kallsyms {
 	struct ksym *syms;
 	size_t n, cap;
 	char *pool;
 	size_t npool, cappool;
+	/* sym_kallsyms_index: indexes into syms sorted by name, then
+	 * module, then address; NULL until made */
+	uint32_t *byname;
 };
 
 static uint32_t pool_add(struct sym_kallsyms *k, const char *s, size_t len)
@@ -136,6 +142,7 @@ void sym_kallsyms_free(struct sym_kallsyms *k)
 		return;
 	free(k->syms);
 	free(k->pool);
+	free(k->byname);
 	free(k);
 }
 
@@ -167,4 +174,76 @@ bool sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr, struct sym_k
 	ret->module = s->module ? k->pool + s->module : "kernel";
 	ret->offset = addr - s->addr;
 	return true;
+}
+
+/* qsort_r's comparison of two indexes into k->syms: name, module (the
+ * kernel's, offset 0, first), address. */
+static int byname_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sym_kallsyms *k = arg;
+	const struct ksym *x = &k->syms[*(const uint32_t *)a], *y = &k->syms[*(const uint32_t *)b];
+	int c = strcmp(k->pool + x->name, k->pool + y->name);
+
+	if (c)
+		return c;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int sym_kallsyms_index(struct sym_kallsyms *k)
+{
+	if (k->byname)
+		return 0;
+	if (k->n > UINT32_MAX || !(k->byname = malloc(k->n * sizeof(*k->byname) + 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < k->n; i++)
+		k->byname[i] = (uint32_t)i;
+	qsort_r(k->byname, k->n, sizeof(*k->byname), byname_cmp, k);
+	return 0;
+}
+
+/* The first index of byname whose symbol's name is name. k->n if none. */
+static size_t first_named(const struct sym_kallsyms *k, const char *name)
+{
+	size_t lo = 0, hi = k->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(k->pool + k->syms[k->byname[mid]].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->n && !strcmp(k->pool + k->syms[k->byname[lo]].name, name) ? lo : k->n;
+}
+
+bool sym_kallsyms_addr(const struct sym_kallsyms *k, const char *name, const char *module,
+	uint64_t offset, uint64_t *ret_addr)
+{
+	size_t i = k && k->byname ? first_named(k, name) : 0;
+
+	if (!k || !k->byname || offset >= KSYM_REACH)
+		return false;
+	/* Two static functions may share a name (in the kernel or in one
+	 * module): the first whose address + offset names back to it, so
+	 * that the frame reads as /proc wrote it. */
+	for (; i < k->n; i++) {
+		const struct ksym *s = &k->syms[k->byname[i]];
+		const char *m = s->module ? k->pool + s->module : NULL;
+		size_t at;
+
+		if (strcmp(k->pool + s->name, name))
+			break;
+		if (module ? !m || strcmp(m, module) : m != NULL)
+			continue;
+		at = below(k, s->addr + offset);
+		if (at < k->n && (k->syms[at].addr == s->addr ||
+				!strcmp(k->pool + k->syms[at].name, name))) {
+			*ret_addr = s->addr + offset;
+			return true;
+		}
+	}
+	return false;
 }

@@ -256,5 +256,16 @@ struct sym_kframe {
 };
 /* The function at live kernel address addr; false if none is near. */
 bool sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr, struct sym_kframe *ret);
+/* Names back to addresses, for a kernel stack that gives names and
+ * offsets alone (/proc/TID/stack: common/kstack.h).  sym_kallsyms_index
+ * sorts an index by name, once, before the table is shared between
+ * threads (0 or -ENOMEM); then sym_kallsyms_addr gives the live address
+ * of name+offset in module (NULL: the kernel's own), one that
+ * sym_kallsyms_find names back as name; false if none is (no index, an
+ * unknown name, an offset past the function's reach).  A lookup is a
+ * binary search and writes nothing: threads may share the table. */
+int sym_kallsyms_index(struct sym_kallsyms *k);
+bool sym_kallsyms_addr(const struct sym_kallsyms *k, const char *name, const char *module,
+	uint64_t offset, uint64_t *ret_addr);
 
 #endif

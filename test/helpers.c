@@ -500,6 +500,13 @@ int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n)
 			len = sizeof(buf) - 1;
 		memcpy(buf, line, len);
 		buf[len] = '\0';
+		/* a kernel frame ("  #N   function+0xOFF in [kernel]", no pc):
+		 * not one of the user's, which the callers compare */
+		if (!strstr(buf, " 0x0") && strstr(buf, " in [")) {
+			k--;
+			p = end;
+			continue;
+		}
 		/* "  #N   0xPC function [inlined] at file:line in module" */
 		q = strstr(buf, " 0x");
 		q = q ? strchr(q + 1, ' ') : NULL;

@@ -100,7 +100,8 @@ struct pframe {
 	char module[512];
 	bool inlined;
 };
-/* Frames of thread tid in text, up to n; -1 if the thread is absent. */
+/* The user frames of thread tid in text (a dump's; its kernel frames are
+ * left out), up to n; -1 if the thread is absent. */
 int parse_thread(const char *text, pid_t tid, struct pframe *frames, int n);
 /* Names of frames whose module is 'module', in order, joined by ' '. */
 void own_chain(const struct pframe *f, int n, const char *module, char *buf, size_t len);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../common/td.h"
 #include "../helpers.h"
 
 #define MAXF 256
@@ -549,6 +550,96 @@ Test(dump, no_dwarf_names_from_symbol_tables, .timeout = 30)
 	for (int i = 0; i < n; i++)
 		cr_expect_eq(frames[i].file[0], '\0', "no file:line without DWARF");
 	cr_expect(strstr(r.out, "@@") == NULL, "version suffixes stripped:\n%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* As root, a thread blocked in a system call shows its kernel stack above
+ * the call, innermost first, names without addresses (the kernel hides
+ * them): fx_kwait's reader the kernel's pipe read above read(), its main
+ * thread the kernel's nanosleep; in JSON flagged as kernel frames;
+ * --no-kernel leaves them out.  Skipped where /proc/TID/stack is not
+ * readable. */
+Test(dump, blocked_threads_kernel_stack_above_the_call, .timeout = 60)
+{
+	static const char *const pipe_names[] = { "anon_pipe_read+", "pipe_read+",
+		"pipe_wait_readable+", "pipe_wait+" };
+	pid_t pid = fx_start(FX("fx_kwait"), NULL), reader = 0;
+	struct run_result r;
+	char hdr[64], path[64], line[64];
+	const char *t, *user, *kernel = NULL;
+
+	cr_assert_gt(pid, 0);
+	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
+	if (td_read_text(AT_FDCWD, path, line, sizeof(line)) < 0) {
+		fx_stop(pid);
+		cr_skip_test("/proc/PID/stack is not readable: it needs CAP_SYS_ADMIN");
+	}
+	cr_assert(wait_all_state(pid, 'S', TEST_PATIENCE_MS), "fx_kwait's threads did not block");
+	for (pid_t tids[4]; !reader;) {
+		int n = task_list(pid, tids, 4);
+
+		for (int i = 0; i < n; i++)
+			if (tids[i] != pid)
+				reader = tids[i];
+	}
+	dump_text(pid, &r, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(hdr, sizeof(hdr), "thread %d (", (int)reader);
+	t = strstr(r.out, hdr);
+	cr_assert(t, "%s", r.out);
+	user = strstr(t, " fx_kwait_read at ");
+	for (size_t i = 0; i < sizeof(pipe_names) / sizeof(*pipe_names) && !kernel; i++)
+		kernel = strstr(t, pipe_names[i]);
+	cr_assert(user && kernel, "%s", r.out);
+	cr_expect(kernel < user && strstr(kernel, " in [kernel]\n") < user,
+		"the kernel's frames above the call:\n%s", r.out);
+	cr_expect(strstr(t, "  #0                      "), "#0 a kernel frame:\n%s", r.out);
+	cr_expect(strstr(r.out, "nanosleep+0x"), "%s", r.out);
+	cr_expect(strstr(t, "  waiting in read on fd "), "%s", r.out);
+	run_result_free(&r);
+
+	dump_text(pid, &r, "--json", NULL);
+	cr_expect(strstr(r.out, "\"kernel\": true, \"module\": \"[kernel]\""), "%s", r.out);
+	run_result_free(&r);
+	dump_text(pid, &r, "--no-kernel", NULL);
+	cr_expect(!strstr(r.out, "[kernel]"), "%s", r.out);
+	run_result_free(&r);
+	fx_stop(pid);
+}
+
+/* A thread in uninterruptible sleep (fx_kwait's main thread waiting for
+ * its vfork child: D), which no ptrace stop reaches: as root, its kernel
+ * stack read before the stops is what the dump shows of it, and says
+ * so; the reader beside it is dumped whole. */
+Test(dump, uninterruptible_thread_shows_its_kernel_stack, .timeout = 60)
+{
+	pid_t pid = fx_start(FX("fx_kwait"), "vfork");
+	struct run_result r;
+	char hdr[64], path[64], line[64];
+	const char *t;
+
+	cr_assert_gt(pid, 0);
+	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
+	if (td_read_text(AT_FDCWD, path, line, sizeof(line)) < 0) {
+		fx_stop(pid);
+		cr_skip_test("/proc/PID/stack is not readable: it needs CAP_SYS_ADMIN");
+	}
+	for (int i = 0; i < TEST_PATIENCE_MS / 10 && task_state(pid, pid) != 'D'; i++)
+		usleep(10000);
+	cr_assert_eq(task_state(pid, pid), 'D', "the main thread waits for its vfork child");
+	dump_text(pid, &r, NULL, NULL);
+	snprintf(hdr, sizeof(hdr), "thread %d (fx_kwait) D\n", (int)pid);
+	t = strstr(r.out, hdr);
+	cr_assert(t, "%s", r.out);
+	t += strlen(hdr);
+	cr_expect(!strncmp(t, "  -- not stopped (uninterruptible sleep); its kernel stack:\n  #0  ",
+			  64),
+		"%s", r.out);
+	cr_expect(strstr(t, "vfork+0x") && strstr(t, "vfork+0x") < strstr(t, "\nthread "),
+		"the kernel's vfork below its call:\n%s", r.out);
+	cr_expect(strstr(r.out, " fx_kwait_read at "), "%s", r.out);
+	cr_expect(strstr(r.err, "they are shown with their kernel stack alone"), "%s", r.err);
 	run_result_free(&r);
 	fx_stop(pid);
 }
