@@ -40,11 +40,28 @@
 #define WRITER_OOM_SPAN_NS 5000000000ull
 #define WRITER_OOM_READS 8 /* a second apart: more than the span */
 
-/* A process's libdwfl session (writer-stacks.c). */
+/* The writer's libdwfl sessions, one per process sampled, together:
+ * past this many bytes (each weighed as below), the least recently used
+ * is freed before another is built; it is built again at its process's
+ * next sample.  A small C program's (fx_sleepers: the binary, libc,
+ * ld.so, the vdso) weighs 440 KiB (measured, floor included), so 256 MiB
+ * holds about 580 of them: a service's worker following more than that,
+ * all sampled, rebuilds the least recent (a sleeping process in cpu mode
+ * is not sampled and has none). */
+#define WRITER_SESSIONS_BYTES (256ull << 20)
+/* what a session weighs beyond the heap its build and first unwind were
+ * seen to take (the measure is of the whole process: another thread's
+ * free in the meantime may hide a build's growth) */
+#define WRITER_SESSION_MIN_BYTES (64u << 10)
+
+/* A process's libdwfl session (writer-stacks.c): owns s, py. */
 struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
+	uint64_t used;	/* stacks.sess_clock at its last use: the least is freed first */
+	uint64_t bytes; /* the heap its build and first unwind took (its weight) */
+	bool weighed;	/* its first unwind was weighed */
 	/* no renewal at once for this build: renew_due read the maps for
 	 * it, or it is a renewal that left the pc outside every module */
 	bool renew_later;
@@ -140,17 +157,20 @@ struct writer {
 	/* unwinding and symbolizing (writer-stacks.c) */
 	struct writer_stacks {
 		struct sym_cache *cache;
-		struct session sess[REC_MAX_PIDS * 4];
+		/* the sessions (each its own allocation: a pointer to one
+		 * stays valid while the array grows), nsess of them in no
+		 * order; sess_idx: pid -> index + 1; their weights summed in
+		 * sess_bytes, held to WRITER_SESSIONS_BYTES */
+		struct session **sess;
+		size_t nsess, capsess;
+		struct td_map sess_idx;
+		uint64_t sess_bytes, sess_clock;
 		struct sym_debug_stats debug_gone; /* of the sessions freed */
 		/* processes whose mappings could not be read for want of
 		 * permission (another user's, without CAP_DAC_READ_SEARCH):
-		 * said once each, tried again a second later, not at every
-		 * sample */
-		struct denied {
-			pid_t pid; /* 0: free */
-			int err;
-			uint64_t retry_ns;
-		} denied[REC_MAX_PIDS * 4];
+		 * pid -> when to try again (a second later, not at every
+		 * sample); said once each, forgotten when its PID goes */
+		struct td_map denied;
 		/* each process's image number (pid -> struct target's
 		 * image), as THREAD_NEW and EXEC tell it, for
 		 * rec_shared.maps_read */
@@ -272,6 +292,8 @@ struct session *session_for(struct writer *w, pid_t pid, bool create);
 void session_drop(struct writer *w, pid_t pid);
 /* pid's process is gone: its PID may name the next target. */
 void maps_forget(struct writer *w, pid_t pid);
+/* Free every session (writer_free). */
+void sessions_free(struct writer *w);
 /* What the debuginfo cache did, for rec_stats. */
 void debug_stats_store(struct writer *w);
 /* The chunk's stack of sample s, unwound (or, for a repeat, its thread's

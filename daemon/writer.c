@@ -752,10 +752,7 @@ void writer_free(struct writer *w)
 		return;
 	if (w->repo)
 		repo_close(w->repo, TCF_END_STOP);
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++) {
-		py_forget(&w->stacks.sess[i]); /* it borrows the session's modules */
-		sym_session_free(w->stacks.sess[i].s);
-	}
+	sessions_free(w);
 	sym_cache_free(w->stacks.cache);
 	td_map_free(&w->ids.threads);
 	td_map_free(&w->stacks.images);

@@ -6,7 +6,8 @@
  * followed and follows it once it is free, writes an emergency dump when a
  * process crashes, and leaves every target running and untraced when it
  * stops; follows 200 idle processes, and as many as MaxProcesses= lets a
- * rule, saying so once. */
+ * rule, saying so once; unwinds the stacks of more processes than the
+ * writer once had sessions for. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -556,6 +557,69 @@ Test(service, two_hundred_idle_processes_are_all_followed, .timeout = 300)
 	cr_expect_null(strstr(log, "cannot follow"), "%s", log);
 	cr_expect_null(strstr(log, "MaxProcesses"), "%s", log);
 	free(log);
+	expect_untraced(kids, n);
+	fx_stop(fx);
+	svc_cleanup(&s);
+}
+
+/* The leaders the rule's repository has samples of, at least n? */
+static bool repo_has_leaders(void *arg)
+{
+	struct logcount *c = arg;
+	char cmd[600], *out;
+	unsigned n;
+
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/%s' -f threads 2>/dev/null | "
+			     "awk 'NR > 3 && $1 == $2' | wc -l",
+		c->s->data, c->text);
+	out = shell_output(cmd, NULL);
+	n = (unsigned)atoi(out);
+	free(out);
+	return n >= c->n;
+}
+
+/* More processes than the writer once had sessions for (64) in one
+ * recording: each one's samples unwound to the fixture's own functions,
+ * none "[not unwound: ...]".  Wall mode: its threads sleep, and a wall
+ * recording samples a blocked thread at every tick. */
+Test(service, eighty_processes_all_get_stacks, .timeout = 300)
+{
+	static pid_t kids[256];
+	char cmd[8192], *log, *out;
+	size_t len = 0;
+	struct svc s;
+	pid_t fx;
+	unsigned n;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "80");
+	cr_assert_gt(fx, 0);
+	n = sleepers_of(fx, kids, 256);
+	cr_assert_eq(n, 80);
+	svc_start(&s, "[Target stacks]\nComm=fx-sleeper\nMode=wall\nFrequency=19\n");
+	cr_assert(wait_for(log_reaches, &(struct logcount){ &s, "rule stacks: following ", 80 },
+			  TEST_PATIENCE_MS * 2),
+		"not all 80 followed:\n%s", slurp(s.log));
+	cr_assert(wait_for(repo_has_leaders, &(struct logcount){ &s, "stacks", 80 },
+			  TEST_PATIENCE_MS * 2),
+		"not every process sampled:\n%s", slurp(s.log));
+	log = svc_stop(&s);
+	free(log);
+	/* each process: a sample whose stack names nap(), the function both
+	 * its threads sleep in; the pids printed are those without one */
+	len = (size_t)snprintf(cmd, sizeof(cmd), "for p in");
+	for (unsigned i = 0; i < n; i++)
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, " %d", (int)kids[i]);
+	snprintf(cmd + len, sizeof(cmd) - len,
+		"; do " TD_BUILD_DIR "/tracerd report '%s/stacks' --pid $p -f folded 2>&1 | "
+		"grep -q ';nap;' || echo $p; done",
+		s.data);
+	cr_assert_lt(len, sizeof(cmd) - 400);
+	out = shell_output(cmd, NULL);
+	cr_expect_str_empty(out, "processes without their stacks: %s", out);
+	free(out);
 	expect_untraced(kids, n);
 	fx_stop(fx);
 	svc_cleanup(&s);
