@@ -245,14 +245,22 @@ struct writer {
 		struct wproc {
 			pid_t pid;
 			uint64_t first_real_ns; /* when first seen (realtime) */
-			/* its cgroup's memory.events (v1: oom_control), "" if none */
+			int cg; /* its cgroup in cgroups, -1: none readable */
+		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
+		unsigned nprocs;
+		/* the cgroups of the processes seen, each read once a second
+		 * whatever the number of its processes (a host's sleepers
+		 * share one); a slot with no users is free */
+		struct wcgroup {
+			/* its memory.events (v1: memory.oom_control) */
 			char memory_events[320];
+			unsigned users; /* procs[] in it */
 			/* oom_kill there at the last reads (one a second),
 			 * newest at [oom_n - 1 mod WRITER_OOM_READS], and when */
 			uint64_t oom_kills[WRITER_OOM_READS], oom_ns[WRITER_OOM_READS];
 			unsigned oom_n;
-		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
-		unsigned nprocs;
+		} *cgroups;
+		size_t ncgroups, capcgroups;
 		uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 	} deaths;
 };

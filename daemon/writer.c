@@ -771,5 +771,6 @@ void writer_free(struct writer *w)
 	free(w->stacks.saved);
 	free(w->names.t);
 	free(w->deaths.procs);
+	free(w->deaths.cgroups);
 	free(w);
 }

@@ -510,7 +510,7 @@ static void ask(struct service *sv, struct follow_entry *e, unsigned i)
 {
 	struct svc_msg m = { .kind = SVC_MSG_ATTACH, .pid = e->id.pid };
 
-	follow_asked(e, (int)i);
+	follow_asked(&sv->fol, e, (int)i);
 	sv->w[i].asked++;
 	if (send(sv->w[i].fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		/* it will be asked again by a later scan */
@@ -530,9 +530,7 @@ static bool at_limit(struct service *sv, unsigned i, bool scanning)
 {
 	struct worker *w = &sv->w[i];
 
-	if (follow_count(&sv->fol, (int)i, FOLLOW_FOLLOWED) +
-		    follow_count(&sv->fol, (int)i, FOLLOW_ASKED) <
-		w->max_procs)
+	if (follow_held(&sv->fol, (int)i) < w->max_procs)
 		return false;
 	w->over_scan += scanning;
 	return true;
@@ -573,6 +571,14 @@ static void consider(struct service *sv, pid_t pid, struct svc_proc *p, uint64_t
 
 	if (pid <= 0 || is_ours(sv, pid))
 		return;
+	/* A followed process is seen without reading it (a scan of a
+	 * thousand did a thousand opens): its tracer tells its exit, and a
+	 * tracee's PID is free only once its tracer has seen it exit; a PID
+	 * reused before that word came here is sorted out a scan later. */
+	if (scanning && (e = follow_find(&sv->fol, pid)) && e->state == FOLLOW_FOLLOWED) {
+		e->seen = true;
+		return;
+	}
 	if (svc_proc_read(sv->proc_root, pid, 0, &head) < 0 || head.kernel)
 		return;
 	id = (struct td_proc_id){ pid, head.start_time };
