@@ -248,6 +248,15 @@ void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint
 
 	death_row(w, s, s->time_ns, TCF_PROC_DEATH_STACK, faulting ? TCF_DEATH_FAULTING : 0,
 		s->signo, faulting ? w->deaths.last_crash.addr : 0, tid, stack);
+	if ((s->flags & TD_SAMPLE_SIGINFO) && w->cfg->follow) {
+		/* for the notices of its death (process_died) */
+		struct wproc *p = wproc_of(w, s->pid);
+
+		if (p) {
+			p->si = s->si;
+			p->si_known = true;
+		}
+	}
 	if (w->cfg->mode == REC_MODE_WALL)
 		episode_end(w, s->tid);
 }
@@ -259,9 +268,11 @@ static void emergency_dump(struct writer *w, const struct rec_event *e, const st
 	bool oom)
 {
 	struct rec_notice n = { .kind = REC_NOTICE_EMERGENCY, .status = e->status, .oom = oom,
-		.id = { e->pid, e->start_time } };
+		.id = { e->pid, e->start_time }, .si_known = p && p->si_known };
 	uint64_t now = td_real_ns(), since = 0;
 
+	if (n.si_known)
+		n.si = p->si;
 	if (oom)
 		chunk_writer_oom_kill(w->cw, e->time_ns, (uint32_t)e->pid,
 			cgroup_of(w, p) ? oom_kills_of(cgroup_of(w, p)->memory_events) : 0);
@@ -285,6 +296,10 @@ void process_died(struct writer *w, const struct rec_event *e)
 
 	if (cgroup_of(w, p) && sig == SIGKILL && oom_killed(cgroup_of(w, p), td_now_ns()))
 		n.oom = true;
+	if (p && p->si_known) {
+		n.si_known = true;
+		n.si = p->si;
+	}
 	if (fatal_signal(sig)) {
 		emergency_dump(w, e, p, n.oom);
 		n.told = true;

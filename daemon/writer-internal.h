@@ -246,6 +246,10 @@ struct writer {
 			pid_t pid;
 			uint64_t first_real_ns; /* when first seen (realtime) */
 			int cg; /* its cgroup in cgroups, -1: none readable */
+			/* its fatal signal's source, from the death stack of
+			 * the thread that took it (si_known) */
+			bool si_known;
+			struct td_siginfo si;
 		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
 		unsigned nprocs;
 		/* the cgroups of the processes seen, each read once a second

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "../common/td.h"
+#include "../report/report.h"
 #include "../symbolize/symbolize.h"
 
 #define WORKER_OPEN_NS 15000000000ull	   /* for a worker to open its recording */
@@ -340,9 +341,40 @@ static void describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
+/* A followed process's end (EXIT, EMERGENCY) in the words of the
+ * reports' threads view and info: "killed by signal 15 (Terminated),
+ * sent by PID 812 (kill), uid 0 (kill)", or a fault's address; an OOM
+ * kill said before the source. */
+static void describe_death(const struct rec_notice *n, char *buf, size_t len)
+{
+	char comm[sizeof(n->si.comm) + 1];
+	int sig;
+	FILE *f;
+
+	if (!WIFSIGNALED(n->status)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(n->status));
+		return;
+	}
+	sig = WTERMSIG(n->status);
+	snprintf(buf, len, "killed by signal %d (%s)%s", sig, strsignal(sig),
+		n->oom ? " by the OOM killer" : "");
+	if (!n->si_known || !(f = fmemopen(buf, len, "a")))
+		return;
+	/* the sender's bytes, NUL-terminated here whatever came; the
+	 * journal's hook escapes the whole line */
+	memcpy(comm, n->si.comm, sizeof(n->si.comm));
+	comm[sizeof(n->si.comm)] = '\0';
+	rp_signal_from(f, (uint32_t)n->id.pid, sig, n->si.addr,
+		&(struct rp_signal_from){ .known = true, .code = n->si.code,
+			.pid = (uint32_t)n->si.pid, .uid = n->si.uid, .comm = comm },
+		RP_SIG_INFO);
+	fclose(f);
+	buf[len - 1] = '\0';
+}
+
 static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n)
 {
-	char how[64];
+	char how[320];
 
 	switch (n->kind) {
 	case REC_NOTICE_ATTACH:
@@ -351,24 +383,23 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 	case REC_NOTICE_EXIT:
 		/* a fatal death was said with its emergency dump: once */
 		if (!n->told) {
-			describe_status(n->status, how, sizeof(how));
-			say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
-				comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+			describe_death(n, how, sizeof(how));
+			say(sv, LOG_INFO, "rule %s: %d (%s) %s", sv->w[i].name, (int)n->id.pid,
+				comm_of(sv, n->id.pid), how);
 		}
 		follow_remove(&sv->fol, &n->id);
 		exp_tell(&sv->exp, EXP_MSG_GONE, (int)i, &n->id);
 		break;
 	case REC_NOTICE_EMERGENCY:
-		describe_status(n->status, how, sizeof(how));
+		describe_death(n, how, sizeof(how));
 		if (n->err < 0)
-			say(sv, LOG_ERR, "rule %s: %d (%s) %s%s; the emergency dump failed: %s",
+			say(sv, LOG_ERR, "rule %s: %d (%s) %s; the emergency dump failed: %s",
 				sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid), how,
-				n->oom ? " by the OOM killer" : "", td_strerror(n->err));
+				td_strerror(n->err));
 		else
-			say(sv, LOG_CRIT, "rule %s: %d (%s) %s%s; emergency dump %s (%u chunk%s, "
+			say(sv, LOG_CRIT, "rule %s: %d (%s) %s; emergency dump %s (%u chunk%s, "
 				"%llu bytes); read it with: tracerd report %s", sv->w[i].name,
-				(int)n->id.pid, comm_of(sv, n->id.pid), how,
-				n->oom ? " by the OOM killer" : "", n->path, n->chunks,
+				(int)n->id.pid, comm_of(sv, n->id.pid), how, n->path, n->chunks,
 				n->chunks == 1 ? "" : "s", (unsigned long long)n->bytes, n->path);
 		break;
 	case REC_NOTICE_UNREADABLE:

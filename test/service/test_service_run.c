@@ -5,7 +5,8 @@
  * one is bad, says once that a process another tracer holds cannot be
  * followed and follows it once it is free, writes an emergency dump when a
  * process crashes, and leaves every target running and untraced when it
- * stops; follows 200 idle processes, and as many as MaxProcesses= lets a
+ * stops; says who sent the signal a process died of; follows 200 idle
+ * processes, and as many as MaxProcesses= lets a
  * rule, saying so once; unwinds the stacks of more processes than the
  * writer once had sessions for. */
 #define _GNU_SOURCE
@@ -276,7 +277,9 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	expect_log(&s, "emergency dump ");
 	log = slurp(s.log);
 	p = strstr(log, "emergency dump ");
-	cr_assert(strstr(log, "killed by signal 11 (SIGSEGV)"), "%s", log);
+	/* a fault: its address, as the threads view says it */
+	cr_assert(strstr(log, "killed by signal 11 (Segmentation fault), fault address 0x"), "%s",
+		log);
 	snprintf(cmd, sizeof(cmd), "%s/tracerd report '%.*s' 2>&1", TD_BUILD_DIR,
 		(int)strcspn(p + 15, " "), p + 15);
 	out = shell_output(cmd, &status);
@@ -291,6 +294,45 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	/* the death is said once: with its dump, not again as an exit */
 	cr_expect_eq(log_count(&s, "killed by signal 11"), 1, "%s", log);
 	free(log);
+	svc_cleanup(&s);
+}
+
+static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap);
+
+/* A death's line in the journal says who sent the signal, in the words
+ * of the threads view: the sender is this test, its PID and comm known
+ * here, uid ours. */
+Test(service, a_death_says_who_sent_the_signal, .timeout = 120)
+{
+	static pid_t kids[4];
+	char want[256], comm[32] = "", *log;
+	struct svc s;
+	pid_t fx;
+	FILE *f;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	f = fopen("/proc/self/comm", "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "1");
+	cr_assert_gt(fx, 0);
+	cr_assert_eq(sleepers_of(fx, kids, 4), 1);
+	svc_start(&s, "[Target one]\nComm=fx-sleeper\n");
+	snprintf(want, sizeof(want), "following %d (fx-sleeper)", (int)kids[0]);
+	expect_log(&s, want);
+	kill(kids[0], SIGTERM);
+	snprintf(want, sizeof(want),
+		"rule one: %d (fx-sleeper) killed by signal 15 (Terminated), sent by PID %d (%s), "
+		"uid %u (kill)\n",
+		(int)kids[0], (int)getpid(), comm, (unsigned)getuid());
+	expect_log(&s, want);
+	log = svc_stop(&s);
+	cr_expect_eq(log_count(&s, "killed by signal 15"), 1, "said once:\n%s", log);
+	free(log);
+	fx_stop(fx);
 	svc_cleanup(&s);
 }
 
@@ -407,7 +449,7 @@ Test(service, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
 	kill(oom, SIGUSR1);
 	cr_assert_eq(waitpid(oom, &status, 0), oom);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status 0x%x", status);
-	snprintf(want, sizeof(want), "%d (fx_oom) killed by signal 9 (SIGKILL) by the OOM killer; "
+	snprintf(want, sizeof(want), "%d (fx_oom) killed by signal 9 (Killed) by the OOM killer; "
 		"emergency dump ", (int)oom);
 	expect_log(&s, want);
 	log = svc_stop(&s);
