@@ -137,6 +137,7 @@ struct worker_config {
 	uint64_t emergency_window_ns;
 	const char *cache_dir; /* rec_config.cache_dir */
 	unsigned max_procs;    /* rec_config.max_procs: the rule's MaxProcesses= */
+	bool no_kernel;	       /* rec_config.no_kernel: the rule's KernelFrames=no */
 };
 
 /* In the forked child: record into wc->repo, taking orders from fd, until

@@ -64,6 +64,7 @@ struct worker {
 	uint64_t samples, lost, cpu_ns;
 	unsigned threads, asked;
 	unsigned max_procs; /* the rule's MaxProcesses= */
+	bool no_kernel;	    /* the rule's KernelFrames=no */
 	/* matching processes a scan left unasked because the rule has
 	 * max_procs followed or asked: counted by each scan, said once
 	 * (limit_said) per worker, asked again by the scans as others exit */
@@ -149,6 +150,7 @@ static int worker_start(struct service *sv, unsigned i)
 	w->hz = rule->hz;
 	w->mode = rule->mode;
 	w->max_procs = rule->max_procs;
+	w->no_kernel = rule->no_kernel;
 	w->over = w->over_scan = 0;
 	w->limit_said = false;
 	if ((size_t)snprintf(w->repo, sizeof(w->repo), "%s/%s", sv->cfg->directory, rule->name) >=
@@ -165,7 +167,7 @@ static int worker_start(struct service *sv, unsigned i)
 	if (pid == 0) {
 		char title[16];
 		struct worker_config wc = { .repo = w->repo, .hz = w->hz, .mode = w->mode,
-			.max_procs = w->max_procs,
+			.max_procs = w->max_procs, .no_kernel = w->no_kernel,
 			/* a chunk of at most a quarter of MaxSize: the repository
 			 * keeps at least two */
 			.ropts = { .max_size = sv->cfg->max_size -
@@ -463,8 +465,9 @@ static bool worker_read(struct service *sv, unsigned i)
 			w->state = W_RUNNING;
 			w->backoff_ns = 0;
 			w->beat_ns = td_now_ns();
-			say(sv, LOG_INFO, "rule %s: recording into %s (%s mode, %u Hz)", w->name,
-				w->repo, w->mode == REC_MODE_WALL ? "wall" : "cpu", w->hz);
+			say(sv, LOG_INFO, "rule %s: recording into %s (%s mode, %u Hz%s)", w->name,
+				w->repo, w->mode == REC_MODE_WALL ? "wall" : "cpu", w->hz,
+				w->no_kernel ? ", no kernel frames" : "");
 			break;
 		case SVC_MSG_NOTICE:
 			on_notice(sv, i, &m.notice);

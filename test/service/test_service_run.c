@@ -5,7 +5,8 @@
  * one is bad, says once that a process another tracer holds cannot be
  * followed and follows it once it is free, writes an emergency dump when a
  * process crashes, and leaves every target running and untraced when it
- * stops; says who sent the signal a process died of; follows 200 idle
+ * stops; says who sent the signal a process died of; records no kernel
+ * frame with KernelFrames=no; follows 200 idle
  * processes, and as many as MaxProcesses= lets a
  * rule, saying so once; unwinds the stacks of more processes than the
  * writer once had sessions for. */
@@ -92,6 +93,14 @@ static char *slurp(const char *path)
 struct logwait {
 	const struct svc *s;
 	const char *text;
+};
+
+/* text met n times in s's log (log_reaches); or, for the repository
+ * conditions, a rule's name and a count */
+struct logcount {
+	const struct svc *s;
+	const char *text;
+	unsigned n;
 };
 
 static bool log_has(void *arg)
@@ -298,6 +307,72 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 }
 
 static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap);
+
+/* The samples of fx_pipe_write in the rule's repository (c->text, the
+ * rule's name) reach c->n? */
+static bool pipe_samples(void *arg)
+{
+	struct logcount *c = arg;
+	char cmd[600], *out;
+	unsigned long n;
+
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/%s' -f folded 2>/dev/null | "
+			     "awk '/;fx_pipe_write/ { n += $NF } END { print n + 0 }'",
+		c->s->data, c->text);
+	out = shell_output(cmd, NULL);
+	n = strtoul(out, NULL, 10);
+	free(out);
+	return n >= c->n;
+}
+
+/* fx_pipe's profile by module as rule "pipe" with extra keys records it:
+ * its writer's 300 samples at least (freed by the caller). */
+static char *pipe_modules(const char *extra)
+{
+	char rules[256], cmd[600], *log, *out;
+	struct svc s;
+	pid_t fx = fx_start(TD_FIXTURE_DIR "/fx_pipe", NULL);
+
+	cr_assert_gt(fx, 0);
+	snprintf(rules, sizeof(rules), "[Target pipe]\nComm=fx_pipe\nFrequency=499\n%s", extra);
+	svc_start(&s, rules);
+	expect_log(&s, "rule pipe: following ");
+	cr_assert(wait_for(pipe_samples, &(struct logcount){ &s, "pipe", 300 },
+			  TEST_PATIENCE_MS * 2),
+		"fx_pipe_write not sampled:\n%s", slurp(s.log));
+	log = svc_stop(&s);
+	free(log);
+	fx_stop(fx);
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/pipe' -f top --by module --limit 0 2>&1", s.data);
+	out = shell_output(cmd, NULL);
+	svc_cleanup(&s);
+	return out;
+}
+
+/* KernelFrames=no: fx_pipe's writes to a pipe, a third of its time in
+ * the kernel, recorded without one kernel frame; the default records
+ * them (where the kernel gives them: test_record_kernel.c's conditions). */
+Test(service, kernel_frames_no_records_none, .timeout = 180)
+{
+	char *out;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	out = pipe_modules("");
+	if (!strstr(out, " [kernel]\n")) {
+		cr_log_warn("%s", out);
+		free(out);
+		cr_skip("no kernel frames by default here (perf capture or its permission)");
+	}
+	free(out);
+	out = pipe_modules("KernelFrames=no\n");
+	cr_expect(strstr(out, " fx_pipe\n"), "%.2000s", out);
+	cr_expect_null(strstr(out, "[kernel]"), "kernel frames with KernelFrames=no:\n%.2000s",
+		out);
+	free(out);
+}
 
 /* A death's line in the journal says who sent the signal, in the words
  * of the threads view: the sender is this test, its PID and comm known
@@ -549,12 +624,6 @@ static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap)
 	free(text);
 	return n;
 }
-
-struct logcount {
-	const struct svc *s;
-	const char *text;
-	unsigned n;
-};
 
 static bool log_reaches(void *arg)
 {
