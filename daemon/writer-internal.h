@@ -43,7 +43,11 @@
 /* The writer's libdwfl sessions, one per process sampled, together:
  * past this many bytes (each weighed as below), the least recently used
  * is freed before another is built; it is built again at its process's
- * next sample.  A small C program's (fx_sleepers: the binary, libc,
+ * next sample.  One used within WRITER_SESSION_IDLE_NS is not freed:
+ * rather than rebuild a session at every sample (a few ms each) when more
+ * processes are sampled at once than the budget holds, the samples of a
+ * process without one say so ("[not unwound: ... memory budget]") until
+ * another goes idle.  A small C program's (fx_sleepers: the binary, libc,
  * ld.so, the vdso) weighs 440 KiB (measured, floor included), so 256 MiB
  * holds about 580 of them: a service's worker following more than that,
  * all sampled, rebuilds the least recent (a sleeping process in cpu mode
@@ -53,13 +57,14 @@
  * seen to take (the measure is of the whole process: another thread's
  * free in the meantime may hide a build's growth) */
 #define WRITER_SESSION_MIN_BYTES (64u << 10)
+#define WRITER_SESSION_IDLE_NS 1000000000ull
 
 /* A process's libdwfl session (writer-stacks.c): owns s, py. */
 struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
-	uint64_t used;	/* stacks.sess_clock at its last use: the least is freed first */
+	uint64_t used_ns; /* its last use (monotonic): the least recent is freed first */
 	uint64_t bytes; /* the heap its build and first unwind took (its weight) */
 	bool weighed;	/* its first unwind was weighed */
 	/* no renewal at once for this build: renew_due read the maps for
@@ -133,6 +138,7 @@ struct writer {
 		uint32_t preempted_loc; /* preempted_location() */
 		uint32_t nomaps_loc;	/* nomaps_stack() */
 		uint32_t denied_loc;	/* denied_stack() */
+		uint32_t budget_loc;	/* budget_stack() */
 	} ids;
 
 	/* thread names (writer.c) */
@@ -164,7 +170,10 @@ struct writer {
 		struct session **sess;
 		size_t nsess, capsess;
 		struct td_map sess_idx;
-		uint64_t sess_bytes, sess_clock;
+		uint64_t sess_bytes;
+		/* the last session_for(create) found the budget taken by
+		 * sessions all in use (budget_stack) */
+		bool sess_full;
 		struct sym_debug_stats debug_gone; /* of the sessions freed */
 		/* processes whose mappings could not be read for want of
 		 * permission (another user's, without CAP_DAC_READ_SEARCH):

@@ -3,13 +3,15 @@
  * libdwfl session (built when first needed, dropped at exec and exit,
  * renewed when a pc falls outside every known module after the maps
  * changed: a dlopen; as many as processes are sampled, the least recently
- * used freed past a memory budget, WRITER_SESSIONS_BYTES), each frame symbolized through the caches into a
- * location of the current chunk, and the chunk's stack of them.  A
+ * used freed past a memory budget, WRITER_SESSIONS_BYTES), each frame
+ * symbolized through the caches into a location of the current chunk,
+ * and the chunk's stack of them.  A
  * thread's last unwind is kept for the repeats (samples without stack
  * bytes) that reuse it.
  *
  * Guarantees: a sample always gets a stack, if only one frame that says
- * why there is no other (its process's maps never read, time runnable
+ * why there is no other (its process's maps never read, or no session
+ * within the budget while every other is in use, time runnable
  * where no sample saw it, a stack cut short and why).  Tells the sampler,
  * through rec_shared, which images have a session (maps_read: their exits
  * need no hold) and the window each thread's stacks need (fit[]).
@@ -146,47 +148,57 @@ static void session_destroy(struct writer *w, struct session *se)
 	free(se);
 }
 
-/* Past the budget: the least recently used sessions go (their location
- * ids with them: an address may mean something else in the one built
- * next).  A linear search, at a new session only. */
-static void sessions_fit(struct writer *w, uint64_t more)
+/* Room for more bytes of sessions: past the budget, the least recently
+ * used go (their location ids with them: an address may mean something
+ * else in the one built next), but none used within
+ * WRITER_SESSION_IDLE_NS of now: then false, no room.  A linear search,
+ * at a new session only. */
+static bool sessions_fit(struct writer *w, uint64_t more, uint64_t now)
 {
-	bool freed = false;
+	bool freed = false, room = true;
 
 	while (w->stacks.nsess && w->stacks.sess_bytes + more > WRITER_SESSIONS_BYTES) {
 		size_t lru = 0;
 		struct session *se;
 
 		for (size_t i = 1; i < w->stacks.nsess; i++)
-			if (w->stacks.sess[i]->used < w->stacks.sess[lru]->used)
+			if (w->stacks.sess[i]->used_ns < w->stacks.sess[lru]->used_ns)
 				lru = i;
 		se = w->stacks.sess[lru];
+		if (se->used_ns + WRITER_SESSION_IDLE_NS > now) {
+			room = false;
+			break;
+		}
 		session_unlist(w, lru);
 		session_destroy(w, se);
 		freed = true;
 	}
 	if (freed)
 		td_map_clear(&w->ids.locs);
+	return room;
 }
 
 struct session *session_for(struct writer *w, pid_t pid, bool create)
 {
 	uint32_t k = map_get(&w->stacks.sess_idx, (uint64_t)(uint32_t)pid);
 	struct session *se;
-	uint64_t retry, at;
+	uint64_t retry, at, now = td_now_ns();
 	int r;
 
 	if (k) {
 		se = w->stacks.sess[k - 1];
-		se->used = ++w->stacks.sess_clock;
+		se->used_ns = now;
 		return se;
 	}
 	if (!create)
 		return NULL;
-	if (td_map_get(&w->stacks.denied, (uint64_t)(uint32_t)pid, &retry) &&
-		td_now_ns() < retry)
+	w->stacks.sess_full = false;
+	if (td_map_get(&w->stacks.denied, (uint64_t)(uint32_t)pid, &retry) && now < retry)
 		return NULL;
-	sessions_fit(w, WRITER_SESSION_MIN_BYTES);
+	if (!sessions_fit(w, WRITER_SESSION_MIN_BYTES, now)) {
+		w->stacks.sess_full = true;
+		return NULL;
+	}
 	if (td_array_grow(w->stacks.sess, w->stacks.capsess, w->stacks.nsess + 1, 64) < 0 ||
 		!(se = calloc(1, sizeof(*se))))
 		return NULL;
@@ -203,8 +215,7 @@ struct session *session_for(struct writer *w, pid_t pid, bool create)
 	td_map_remove(&w->stacks.denied, (uint64_t)(uint32_t)pid); /* readable now */
 	w->stacks.sess[w->stacks.nsess++] = se;
 	se->pid = pid;
-	se->built_ns = td_now_ns();
-	se->used = ++w->stacks.sess_clock;
+	se->built_ns = se->used_ns = td_now_ns();
 	se->jit_gen = sym_session_jit_generation(se->s);
 	session_weigh(w, se, at);
 	return se;
@@ -552,6 +563,16 @@ void saved_drop(struct writer *w, pid_t tid)
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
 
+/* A sample of a process without a session while the sessions of others,
+ * all in use, hold the budget (WRITER_SESSIONS_BYTES): placed, counted as
+ * not unwound, with a frame that says why. */
+static uint32_t budget_stack(struct writer *w)
+{
+	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+	return note_stack(w, &w->ids.budget_loc,
+		"[not unwound: the writer's sessions are at their memory budget]");
+}
+
 /* A sample of a process whose mappings it may not read: placed, counted
  * as not unwound, with a frame that says why. */
 static uint32_t denied_stack(struct writer *w)
@@ -641,7 +662,9 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 
 	w->py.n = 0;
 	if (!se)
-		return denied(w, s->pid) ? denied_stack(w) : nomaps_stack(w);
+		return denied(w, s->pid)      ? denied_stack(w) :
+		       w->stacks.sess_full ? budget_stack(w) :
+					     nomaps_stack(w);
 	if (s->flags & TD_SAMPLE_REPEAT) {
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);

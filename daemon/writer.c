@@ -86,6 +86,7 @@ static void new_chunk_caches(struct writer *w)
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
 	w->ids.denied_loc = 0;
+	w->ids.budget_loc = 0;
 }
 
 /* The command line of target pid into the chunk (target.PID.cmdline; the
