@@ -163,8 +163,9 @@ static void check_rule(const struct svc_config *c, unsigned i, const struct chec
 {
 	const struct svc_rule *r = &c->rules[i];
 
-	printf("  [Target %s] %s mode, %u Hz%s%s%s%s%s%s%s%s", r->name,
-		r->mode == REC_MODE_WALL ? "wall" : "cpu", r->hz, r->comm ? ", Comm=" : "",
+	printf("  [Target %s] %s mode, %u Hz%s%s%s%s%s%s%s%s%s", r->name,
+		r->mode == REC_MODE_WALL ? "wall" : "cpu", r->hz,
+		r->no_kernel ? ", no kernel frames" : "", r->comm ? ", Comm=" : "",
 		r->comm ? r->comm : "", r->exe ? ", Exe=" : "", r->exe ? r->exe : "",
 		r->cmdline ? ", Cmdline=" : "", r->cmdline ? r->cmdline : "",
 		r->unit ? ", Unit=" : "", r->unit ? r->unit : "");

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "../chunkfmt/chunkfmt.h"
+#include "../common/sample.h"
 
 #define REC_MAX_PIDS 16
 #define REC_MAX_PROCS 64 /* processes recorded at once, children included, unless
@@ -227,6 +228,10 @@ struct rec_notice {
 	int status;	      /* EXIT, EMERGENCY: its wait status */
 	bool oom;	      /* EXIT, EMERGENCY: its cgroup's OOM kill count rose */
 	bool told;	      /* EXIT: an EMERGENCY notice of this death went first */
+	/* EXIT, EMERGENCY (follow): where its fatal signal came from, when
+	 * the thread that took it was held at the death (si_known) */
+	bool si_known;
+	struct td_siginfo si;
 };
 
 /* What the control loop calls back on the caller's thread; either may be

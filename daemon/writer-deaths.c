@@ -6,7 +6,8 @@
  * it came from (the sample's TD_SAMPLE_SIGINFO: a fault's address, a
  * sender's PID, uid and comm, a timer).  In follow mode (a service's recording), each process
  * met is followed to its death: a fatal one gets its cause on record (an
- * OOM kill, read from its cgroup's count around the death) and an
+ * OOM kill, read from its cgroup's count around the death: each cgroup
+ * read once a second, however many of its processes are followed) and an
  * emergency dump reaching back over the window; every exit is told to the
  * control loop.
  *
@@ -23,6 +24,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "../common/buf.h"
 
 /* A CRASH or DEATH_STACK row, with where its signal came from when the
  * sample says (TD_SAMPLE_SIGINFO: the thread that took it). */
@@ -101,52 +104,54 @@ static struct wproc *wproc_of(struct writer *w, pid_t pid)
 	return NULL;
 }
 
-/* Its cgroup's OOM kill count now, in its history. */
-static void oom_note(struct wproc *p, uint64_t now)
+static struct wcgroup *cgroup_of(struct writer *w, const struct wproc *p)
 {
-	unsigned i = p->oom_n++ % WRITER_OOM_READS;
-
-	p->oom_kills[i] = oom_kills_of(p->memory_events);
-	p->oom_ns[i] = now;
+	return p && p->cg >= 0 ? &w->deaths.cgroups[p->cg] : NULL;
 }
 
-/* Did its cgroup count an OOM kill within WRITER_OOM_SPAN_NS before now?
- * Against the newest read at least that old (else the oldest kept: the
- * one when it was first seen, or 8 s ago). */
-static bool oom_killed(const struct wproc *p, uint64_t now)
+/* Its OOM kill count now, in its history. */
+static void oom_note(struct wcgroup *c, uint64_t now)
 {
-	unsigned n = TD_MIN(p->oom_n, (unsigned)WRITER_OOM_READS);
+	unsigned i = c->oom_n++ % WRITER_OOM_READS;
+
+	c->oom_kills[i] = oom_kills_of(c->memory_events);
+	c->oom_ns[i] = now;
+}
+
+/* Did the cgroup count an OOM kill within WRITER_OOM_SPAN_NS before now?
+ * Against the newest read at least that old (else the oldest kept: the
+ * one when its first process was seen, or 8 s ago). */
+static bool oom_killed(const struct wcgroup *c, uint64_t now)
+{
+	unsigned n = TD_MIN(c->oom_n, (unsigned)WRITER_OOM_READS);
 	uint64_t base = 0;
 	bool have = false;
 
 	for (unsigned k = 0; k < n; k++) {
 		/* oldest first */
-		unsigned i = (p->oom_n - n + k) % WRITER_OOM_READS;
+		unsigned i = (c->oom_n - n + k) % WRITER_OOM_READS;
 
-		if (!have || p->oom_ns[i] + WRITER_OOM_SPAN_NS <= now) {
-			base = p->oom_kills[i];
+		if (!have || c->oom_ns[i] + WRITER_OOM_SPAN_NS <= now) {
+			base = c->oom_kills[i];
 			have = true;
 		}
 	}
-	return have && oom_kills_of(p->memory_events) > base;
+	return have && oom_kills_of(c->memory_events) > base;
 }
 
-/* A process met for the first time: where its cgroup counts OOM kills. */
-void wproc_add(struct writer *w, pid_t pid)
+/* The memory.events (v1: memory.oom_control) of pid's cgroup, into path
+ * (len bytes); false if there is none readable. */
+static bool memory_events_of(pid_t pid, char *path, size_t len)
 {
-	struct wproc *p = wproc_of(w, pid);
-	char path[64], buf[1024];
+	char cgpath[64], buf[1024];
 
-	if (p || !(p = wproc_of(w, 0)))
-		return;
-	*p = (struct wproc){ .pid = pid, .first_real_ns = td_real_ns() };
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (td_read_text(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return;
+	snprintf(cgpath, sizeof(cgpath), "/proc/%d/cgroup", (int)pid);
+	if (td_read_text(AT_FDCWD, cgpath, buf, sizeof(buf)) < 0)
+		return false;
 	/* cgroup v2: the "0::" line's memory.events; v1 (a hybrid host):
 	 * the memory controller's memory.oom_control, which counts oom_kill
 	 * the same way */
-	for (int v = 2; v >= 1 && !p->memory_events[0]; v--) {
+	for (int v = 2; v >= 1; v--) {
 		const char *key = v == 2 ? "0::" : ":memory:";
 		size_t klen = strlen(key);
 		char line[1024], *cg = NULL;
@@ -160,25 +165,66 @@ void wproc_add(struct writer *w, pid_t pid)
 		if (!cg)
 			continue;
 		snprintf(line, sizeof(line), "%.*s", (int)strcspn(cg, "\n"), cg);
-		if ((size_t)snprintf(p->memory_events, sizeof(p->memory_events), "%s%s%s",
+		if ((size_t)snprintf(path, len, "%s%s%s",
 			    v == 2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", line,
-			    v == 2 ? "/memory.events" : "/memory.oom_control") >=
-				sizeof(p->memory_events) ||
-			access(p->memory_events, R_OK) < 0)
-			p->memory_events[0] = '\0';
+			    v == 2 ? "/memory.events" : "/memory.oom_control") < len &&
+			access(path, R_OK) == 0)
+			return true;
 	}
-	oom_note(p, td_now_ns());
+	return false;
 }
 
-/* Every second: each process's OOM kill count, for oom_killed(). */
+/* The cgroup whose counts are at path, its users one more: an index in
+ * cgroups, or -1 (no memory). */
+static int cgroup_use(struct writer *w, const char *path)
+{
+	size_t i, free_slot = w->deaths.ncgroups;
+	struct wcgroup *c;
+
+	for (i = 0; i < w->deaths.ncgroups; i++) {
+		c = &w->deaths.cgroups[i];
+		if (c->users && !strcmp(c->memory_events, path)) {
+			c->users++;
+			return (int)i;
+		}
+		if (!c->users && free_slot == w->deaths.ncgroups)
+			free_slot = i;
+	}
+	if (free_slot == w->deaths.ncgroups) {
+		if (td_array_grow(w->deaths.cgroups, w->deaths.capcgroups,
+			    w->deaths.ncgroups + 1, 16) < 0)
+			return -1;
+		w->deaths.ncgroups++;
+	}
+	c = &w->deaths.cgroups[free_slot];
+	*c = (struct wcgroup){ .users = 1 };
+	snprintf(c->memory_events, sizeof(c->memory_events), "%s", path);
+	oom_note(c, td_now_ns());
+	return (int)free_slot;
+}
+
+/* A process met for the first time: where its cgroup counts OOM kills. */
+void wproc_add(struct writer *w, pid_t pid)
+{
+	struct wproc *p = wproc_of(w, pid);
+	char path[320];
+
+	if (p || !(p = wproc_of(w, 0)))
+		return;
+	*p = (struct wproc){ .pid = pid, .first_real_ns = td_real_ns(), .cg = -1 };
+	if (memory_events_of(pid, path, sizeof(path)))
+		p->cg = cgroup_use(w, path);
+}
+
+/* Every second: each cgroup's OOM kill count, for oom_killed(). */
 void wprocs_refresh(struct writer *w, uint64_t now)
 {
 	if (now - w->deaths.oom_read_ns < 1000000000u)
 		return;
 	w->deaths.oom_read_ns = now;
-	for (unsigned i = 0; i < w->deaths.nprocs; i++)
-		if (w->deaths.procs[i].pid)
-			oom_note(&w->deaths.procs[i], now);
+	for (size_t i = 0; i < w->deaths.ncgroups; i++)
+		if (w->deaths.cgroups[i].users)
+			oom_note(&w->deaths.cgroups[i], now);
 }
 
 /* A signal that ends a process abnormally: those that dump core, and
@@ -202,6 +248,15 @@ void death_stack(struct writer *w, const struct td_sample *s, uint32_t tid, uint
 
 	death_row(w, s, s->time_ns, TCF_PROC_DEATH_STACK, faulting ? TCF_DEATH_FAULTING : 0,
 		s->signo, faulting ? w->deaths.last_crash.addr : 0, tid, stack);
+	if ((s->flags & TD_SAMPLE_SIGINFO) && w->cfg->follow) {
+		/* for the notices of its death (process_died) */
+		struct wproc *p = wproc_of(w, s->pid);
+
+		if (p) {
+			p->si = s->si;
+			p->si_known = true;
+		}
+	}
 	if (w->cfg->mode == REC_MODE_WALL)
 		episode_end(w, s->tid);
 }
@@ -213,12 +268,14 @@ static void emergency_dump(struct writer *w, const struct rec_event *e, const st
 	bool oom)
 {
 	struct rec_notice n = { .kind = REC_NOTICE_EMERGENCY, .status = e->status, .oom = oom,
-		.id = { e->pid, e->start_time } };
+		.id = { e->pid, e->start_time }, .si_known = p && p->si_known };
 	uint64_t now = td_real_ns(), since = 0;
 
+	if (n.si_known)
+		n.si = p->si;
 	if (oom)
 		chunk_writer_oom_kill(w->cw, e->time_ns, (uint32_t)e->pid,
-			p ? oom_kills_of(p->memory_events) : 0);
+			cgroup_of(w, p) ? oom_kills_of(cgroup_of(w, p)->memory_events) : 0);
 	if (w->cfg->emergency_window_ns && now > w->cfg->emergency_window_ns)
 		since = now - w->cfg->emergency_window_ns;
 	if (p && p->first_real_ns > since)
@@ -237,13 +294,19 @@ void process_died(struct writer *w, const struct rec_event *e)
 		.id = { e->pid, e->start_time } };
 	int sig = WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
 
-	if (p && sig == SIGKILL && oom_killed(p, td_now_ns()))
+	if (cgroup_of(w, p) && sig == SIGKILL && oom_killed(cgroup_of(w, p), td_now_ns()))
 		n.oom = true;
+	if (p && p->si_known) {
+		n.si_known = true;
+		n.si = p->si;
+	}
 	if (fatal_signal(sig)) {
 		emergency_dump(w, e, p, n.oom);
 		n.told = true;
 	}
 	writer_notify(w, &n);
+	if (cgroup_of(w, p))
+		cgroup_of(w, p)->users--;
 	if (p)
 		p->pid = 0;
 }

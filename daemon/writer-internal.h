@@ -40,11 +40,33 @@
 #define WRITER_OOM_SPAN_NS 5000000000ull
 #define WRITER_OOM_READS 8 /* a second apart: more than the span */
 
-/* A process's libdwfl session (writer-stacks.c). */
+/* The writer's libdwfl sessions, one per process sampled, together:
+ * past this many bytes (each weighed as below), the least recently used
+ * is freed before another is built; it is built again at its process's
+ * next sample.  One used within WRITER_SESSION_IDLE_NS is not freed:
+ * rather than rebuild a session at every sample (a few ms each) when more
+ * processes are sampled at once than the budget holds, the samples of a
+ * process without one say so ("[not unwound: ... memory budget]") until
+ * another goes idle.  A small C program's (fx_sleepers: the binary, libc,
+ * ld.so, the vdso) weighs 440 KiB (measured, floor included), so 256 MiB
+ * holds about 580 of them: a service's worker following more than that,
+ * all sampled, rebuilds the least recent (a sleeping process in cpu mode
+ * is not sampled and has none). */
+#define WRITER_SESSIONS_BYTES (256ull << 20)
+/* what a session weighs beyond the heap its build and first unwind were
+ * seen to take (the measure is of the whole process: another thread's
+ * free in the meantime may hide a build's growth) */
+#define WRITER_SESSION_MIN_BYTES (64u << 10)
+#define WRITER_SESSION_IDLE_NS 1000000000ull
+
+/* A process's libdwfl session (writer-stacks.c): owns s, py. */
 struct session {
 	pid_t pid;
 	struct sym_session *s;
 	uint64_t built_ns;
+	uint64_t used_ns; /* its last use (monotonic): the least recent is freed first */
+	uint64_t bytes; /* the heap its build and first unwind took (its weight) */
+	bool weighed;	/* its first unwind was weighed */
 	/* renew_due: the maps are not read for a pc outside every module
 	 * before renew_at; renew_wait doubles at each read that found no
 	 * file there, or renewal that left the pc outside (JIT code), and
@@ -118,6 +140,7 @@ struct writer {
 		uint32_t preempted_loc; /* preempted_location() */
 		uint32_t nomaps_loc;	/* nomaps_stack() */
 		uint32_t denied_loc;	/* denied_stack() */
+		uint32_t budget_loc;	/* budget_stack() */
 	} ids;
 
 	/* thread names (writer.c) */
@@ -142,17 +165,23 @@ struct writer {
 	/* unwinding and symbolizing (writer-stacks.c) */
 	struct writer_stacks {
 		struct sym_cache *cache;
-		struct session sess[REC_MAX_PIDS * 4];
+		/* the sessions (each its own allocation: a pointer to one
+		 * stays valid while the array grows), nsess of them in no
+		 * order; sess_idx: pid -> index + 1; their weights summed in
+		 * sess_bytes, held to WRITER_SESSIONS_BYTES */
+		struct session **sess;
+		size_t nsess, capsess;
+		struct td_map sess_idx;
+		uint64_t sess_bytes;
+		/* the last session_for(create) found the budget taken by
+		 * sessions all in use (budget_stack) */
+		bool sess_full;
 		struct sym_debug_stats debug_gone; /* of the sessions freed */
 		/* processes whose mappings could not be read for want of
 		 * permission (another user's, without CAP_DAC_READ_SEARCH):
-		 * said once each, tried again a second later, not at every
-		 * sample */
-		struct denied {
-			pid_t pid; /* 0: free */
-			int err;
-			uint64_t retry_ns;
-		} denied[REC_MAX_PIDS * 4];
+		 * pid -> when to try again (a second later, not at every
+		 * sample); said once each, forgotten when its PID goes */
+		struct td_map denied;
 		/* each process's image number (pid -> struct target's
 		 * image), as THREAD_NEW and EXEC tell it, for
 		 * rec_shared.maps_read */
@@ -231,14 +260,26 @@ struct writer {
 		struct wproc {
 			pid_t pid;
 			uint64_t first_real_ns; /* when first seen (realtime) */
-			/* its cgroup's memory.events (v1: oom_control), "" if none */
+			int cg; /* its cgroup in cgroups, -1: none readable */
+			/* its fatal signal's source, from the death stack of
+			 * the thread that took it (si_known) */
+			bool si_known;
+			struct td_siginfo si;
+		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
+		unsigned nprocs;
+		/* the cgroups of the processes seen, each read once a second
+		 * whatever the number of its processes (a host's sleepers
+		 * share one); a slot with no users is free */
+		struct wcgroup {
+			/* its memory.events (v1: memory.oom_control) */
 			char memory_events[320];
+			unsigned users; /* procs[] in it */
 			/* oom_kill there at the last reads (one a second),
 			 * newest at [oom_n - 1 mod WRITER_OOM_READS], and when */
 			uint64_t oom_kills[WRITER_OOM_READS], oom_ns[WRITER_OOM_READS];
 			unsigned oom_n;
-		} *procs; /* nprocs slots (rec_max_procs), made at writer_new */
-		unsigned nprocs;
+		} *cgroups;
+		size_t ncgroups, capcgroups;
 		uint64_t oom_read_ns; /* the last refresh of every oom_kills */
 	} deaths;
 };
@@ -278,6 +319,8 @@ struct session *session_for(struct writer *w, pid_t pid, bool create);
 void session_drop(struct writer *w, pid_t pid);
 /* pid's process is gone: its PID may name the next target. */
 void maps_forget(struct writer *w, pid_t pid);
+/* Free every session (writer_free). */
+void sessions_free(struct writer *w);
 /* What the debuginfo cache did, for rec_stats. */
 void debug_stats_store(struct writer *w);
 /* The chunk's stack of sample s, unwound (or, for a repeat, its thread's

@@ -2,13 +2,16 @@
 /* The writer's stacks: a sample's copied stack unwound with its process's
  * libdwfl session (built when first needed, dropped at exec and exit,
  * renewed when a pc falls outside every known module after the maps
- * changed: a dlopen), each frame symbolized through the caches into a
- * location of the current chunk, and the chunk's stack of them.  A
+ * changed: a dlopen; as many as processes are sampled, the least recently
+ * used freed past a memory budget, WRITER_SESSIONS_BYTES), each frame
+ * symbolized through the caches into a location of the current chunk,
+ * and the chunk's stack of them.  A
  * thread's last unwind is kept for the repeats (samples without stack
  * bytes) that reuse it.
  *
  * Guarantees: a sample always gets a stack, if only one frame that says
- * why there is no other (its process's maps never read, time runnable
+ * why there is no other (its process's maps never read, or no session
+ * within the budget while every other is in use, time runnable
  * where no sample saw it, a stack cut short and why).  Tells the sampler,
  * through rec_shared, which images have a session (maps_read: their exits
  * need no hold) and the window each thread's stacks need (fit[]).
@@ -17,6 +20,7 @@
 #include "writer-internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,67 +70,6 @@ static int session_build(struct writer *w, pid_t pid, struct sym_session **ret_s
 	return 0;
 }
 
-static struct denied *denied_of(struct writer *w, pid_t pid)
-{
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.denied); i++)
-		if (w->stacks.denied[i].pid == pid)
-			return &w->stacks.denied[i];
-	return NULL;
-}
-
-/* pid's mappings could not be read (err): the first time, counted and
- * told (REC_NOTICE_UNREADABLE); tried again in a second, not at every
- * sample of it. */
-static void denied_note(struct writer *w, pid_t pid, int err)
-{
-	struct denied *d = denied_of(w, pid);
-
-	if (!d) {
-		d = denied_of(w, 0);
-		if (!d)
-			return; /* full: tried at each sample, said already for many */
-		*d = (struct denied){ .pid = pid, .err = err };
-		atomic_fetch_add_explicit(&w->sh->maps_denied, 1, memory_order_relaxed);
-		atomic_store_explicit(&w->sh->maps_denied_err, err, memory_order_relaxed);
-		writer_notify(w, &(struct rec_notice){ .kind = REC_NOTICE_UNREADABLE, .err = err,
-					 .id = { pid, 0 } });
-	}
-	d->retry_ns = td_now_ns() + 1000000000u;
-}
-
-struct session *session_for(struct writer *w, pid_t pid, bool create)
-{
-	struct session *free_slot = NULL;
-	struct denied *d;
-	int r;
-
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++) {
-		if (w->stacks.sess[i].pid == pid && w->stacks.sess[i].s)
-			return &w->stacks.sess[i];
-		if (!w->stacks.sess[i].s && !free_slot)
-			free_slot = &w->stacks.sess[i];
-	}
-	if (!create || !free_slot)
-		return NULL;
-	d = denied_of(w, pid);
-	if (d && td_now_ns() < d->retry_ns)
-		return NULL;
-	r = session_build(w, pid, &free_slot->s);
-	if (r == -EACCES || r == -EPERM)
-		denied_note(w, pid, r);
-	if (r < 0)
-		return NULL;
-	if (d)
-		d->pid = 0; /* readable now */
-	free_slot->pid = pid;
-	free_slot->built_ns = td_now_ns();
-	free_slot->renew_at = 0;
-	free_slot->renew_wait = 0;
-	free_slot->jit_gen = sym_session_jit_generation(free_slot->s);
-	free_slot->jit_told = false;
-	return free_slot;
-}
-
 static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_session *s)
 {
 	struct sym_debug_stats d;
@@ -142,14 +85,161 @@ static void debug_stats_add(struct sym_debug_stats *sum, const struct sym_sessio
 		sum->err = d.err;
 }
 
+/* pid's mappings could not be read (err): the first time, counted and
+ * told (REC_NOTICE_UNREADABLE); tried again in a second, not at every
+ * sample of it. */
+static void denied_note(struct writer *w, pid_t pid, int err)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid, retry = td_now_ns() + 1000000000u;
+
+	if (td_map_set(&w->stacks.denied, key, retry) == 1) {
+		atomic_fetch_add_explicit(&w->sh->maps_denied, 1, memory_order_relaxed);
+		atomic_store_explicit(&w->sh->maps_denied_err, err, memory_order_relaxed);
+		writer_notify(w, &(struct rec_notice){ .kind = REC_NOTICE_UNREADABLE, .err = err,
+					 .id = { pid, 0 } });
+	}
+}
+
+static bool denied(const struct writer *w, pid_t pid)
+{
+	uint64_t v;
+
+	return td_map_get(&w->stacks.denied, (uint64_t)(uint32_t)pid, &v);
+}
+
+/* The heap in use now, every arena (the measure of a session's weight). */
+static uint64_t heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Add to se's weight the heap it took since at: its build (then the
+ * floor too), and its first unwind (the DWARF and CFI that reads). */
+static void session_weigh(struct writer *w, struct session *se, uint64_t at)
+{
+	uint64_t now = heap_used(), add = now > at ? now - at : 0;
+
+	if (!se->bytes)
+		add += WRITER_SESSION_MIN_BYTES;
+	se->bytes += add;
+	w->stacks.sess_bytes += add;
+}
+
+/* Session i out of the table (not freed): the last takes its place. */
+static void session_unlist(struct writer *w, size_t i)
+{
+	struct session *se = w->stacks.sess[i];
+
+	td_map_remove(&w->stacks.sess_idx, (uint64_t)(uint32_t)se->pid);
+	w->stacks.sess_bytes -= TD_MIN(se->bytes, w->stacks.sess_bytes);
+	w->stacks.sess[i] = w->stacks.sess[--w->stacks.nsess];
+	if (i < w->stacks.nsess)
+		map_put(&w->stacks.sess_idx, (uint64_t)(uint32_t)w->stacks.sess[i]->pid,
+			(uint32_t)i + 1);
+}
+
+static void session_destroy(struct writer *w, struct session *se)
+{
+	debug_stats_add(&w->stacks.debug_gone, se->s);
+	py_forget(se);
+	sym_session_free(se->s);
+	free(se);
+}
+
+/* Room for more bytes of sessions: past the budget, the least recently
+ * used go (their location ids with them: an address may mean something
+ * else in the one built next), but none used within
+ * WRITER_SESSION_IDLE_NS of now: then false, no room.  A linear search,
+ * at a new session only. */
+static bool sessions_fit(struct writer *w, uint64_t more, uint64_t now)
+{
+	bool freed = false, room = true;
+
+	while (w->stacks.nsess && w->stacks.sess_bytes + more > WRITER_SESSIONS_BYTES) {
+		size_t lru = 0;
+		struct session *se;
+
+		for (size_t i = 1; i < w->stacks.nsess; i++)
+			if (w->stacks.sess[i]->used_ns < w->stacks.sess[lru]->used_ns)
+				lru = i;
+		se = w->stacks.sess[lru];
+		if (se->used_ns + WRITER_SESSION_IDLE_NS > now) {
+			room = false;
+			break;
+		}
+		session_unlist(w, lru);
+		session_destroy(w, se);
+		freed = true;
+	}
+	if (freed)
+		td_map_clear(&w->ids.locs);
+	return room;
+}
+
+struct session *session_for(struct writer *w, pid_t pid, bool create)
+{
+	uint32_t k = map_get(&w->stacks.sess_idx, (uint64_t)(uint32_t)pid);
+	struct session *se;
+	uint64_t retry, at, now = td_now_ns();
+	int r;
+
+	if (k) {
+		se = w->stacks.sess[k - 1];
+		se->used_ns = now;
+		return se;
+	}
+	if (!create)
+		return NULL;
+	w->stacks.sess_full = false;
+	if (td_map_get(&w->stacks.denied, (uint64_t)(uint32_t)pid, &retry) && now < retry)
+		return NULL;
+	if (!sessions_fit(w, WRITER_SESSION_MIN_BYTES, now)) {
+		w->stacks.sess_full = true;
+		return NULL;
+	}
+	if (td_array_grow(w->stacks.sess, w->stacks.capsess, w->stacks.nsess + 1, 64) < 0 ||
+		!(se = calloc(1, sizeof(*se))))
+		return NULL;
+	at = heap_used();
+	r = session_build(w, pid, &se->s);
+	if (r == -EACCES || r == -EPERM)
+		denied_note(w, pid, r);
+	if (r < 0 || td_map_set(&w->stacks.sess_idx, (uint64_t)(uint32_t)pid,
+			     w->stacks.nsess + 1) < 0) {
+		sym_session_free(se->s);
+		free(se);
+		return NULL;
+	}
+	td_map_remove(&w->stacks.denied, (uint64_t)(uint32_t)pid); /* readable now */
+	w->stacks.sess[w->stacks.nsess++] = se;
+	se->pid = pid;
+	se->built_ns = se->used_ns = td_now_ns();
+	se->jit_gen = sym_session_jit_generation(se->s);
+	session_weigh(w, se, at);
+	return se;
+}
+
+void sessions_free(struct writer *w)
+{
+	for (size_t i = 0; i < w->stacks.nsess; i++) {
+		py_forget(w->stacks.sess[i]); /* it borrows the session's modules */
+		sym_session_free(w->stacks.sess[i]->s);
+		free(w->stacks.sess[i]);
+	}
+	free(w->stacks.sess);
+	td_map_free(&w->stacks.sess_idx);
+	td_map_free(&w->stacks.denied);
+}
+
 /* What the debuginfo cache did, for rec_stats. */
 void debug_stats_store(struct writer *w)
 {
 	struct sym_debug_stats sum = w->stacks.debug_gone;
 
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++)
-		if (w->stacks.sess[i].s)
-			debug_stats_add(&sum, w->stacks.sess[i].s);
+	for (size_t i = 0; i < w->stacks.nsess; i++)
+		debug_stats_add(&sum, w->stacks.sess[i]->s);
 	atomic_store(&w->sh->debug_reused, sum.reused);
 	atomic_store(&w->sh->debug_created, sum.created);
 	atomic_store(&w->sh->debug_failed, sum.failed);
@@ -161,18 +251,15 @@ void debug_stats_store(struct writer *w)
 
 void session_drop(struct writer *w, pid_t pid)
 {
-	struct session *s = session_for(w, pid, false);
-	struct denied *d = denied_of(w, pid);
+	uint32_t k = map_get(&w->stacks.sess_idx, (uint64_t)(uint32_t)pid);
 
-	if (d)
-		d->pid = 0; /* its PID may come back as another process's */
+	/* its PID may come back as another process's */
+	td_map_remove(&w->stacks.denied, (uint64_t)(uint32_t)pid);
+	if (k) {
+		struct session *se = w->stacks.sess[k - 1];
 
-	if (s) {
-		debug_stats_add(&w->stacks.debug_gone, s->s);
-		py_forget(s);
-		sym_session_free(s->s);
-		s->s = NULL;
-		s->pid = 0;
+		session_unlist(w, k - 1);
+		session_destroy(w, se);
 	}
 	td_map_clear(&w->ids.locs); /* addresses mean something else now */
 }
@@ -184,10 +271,16 @@ void session_drop(struct writer *w, pid_t pid)
 static bool session_renew(struct writer *w, struct session *se)
 {
 	struct sym_session *fresh;
+	uint64_t at = heap_used();
 
 	se->built_ns = td_now_ns();
 	if (session_build(w, se->pid, &fresh) < 0)
 		return false;
+	/* weighed anew: the build now, its first unwind next */
+	w->stacks.sess_bytes -= TD_MIN(se->bytes, w->stacks.sess_bytes);
+	se->bytes = 0;
+	session_weigh(w, se, at);
+	se->weighed = false;
 	debug_stats_add(&w->stacks.debug_gone, se->s);
 	py_forget(se); /* it borrowed the old session's modules */
 	sym_session_free(se->s);
@@ -477,6 +570,16 @@ void saved_drop(struct writer *w, pid_t tid)
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
 
+/* A sample of a process without a session while the sessions of others,
+ * all in use, hold the budget (WRITER_SESSIONS_BYTES): placed, counted as
+ * not unwound, with a frame that says why. */
+static uint32_t budget_stack(struct writer *w)
+{
+	atomic_fetch_add_explicit(&w->sh->unwind_partial, 1, memory_order_relaxed);
+	return note_stack(w, &w->ids.budget_loc,
+		"[not unwound: the writer's sessions are at their memory budget]");
+}
+
 /* A sample of a process whose mappings it may not read: placed, counted
  * as not unwound, with a frame that says why. */
 static uint32_t denied_stack(struct writer *w)
@@ -566,7 +669,9 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 
 	w->py.n = 0;
 	if (!se)
-		return denied_of(w, s->pid) ? denied_stack(w) : nomaps_stack(w);
+		return denied(w, s->pid)      ? denied_stack(w) :
+		       w->stacks.sess_full ? budget_stack(w) :
+					     nomaps_stack(w);
 	if (s->flags & TD_SAMPLE_REPEAT) {
 		/* unchanged since its last copy: the same frames */
 		struct saved *sv = saved_of(w, s->tid, false);
@@ -589,7 +694,15 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 		w->stacks.u.end = SYM_END_NO_REGS;
 		return stack_of_unwound(w, se->s, s->pid);
 	}
-	sym_session_unwind(se->s, s, &w->stacks.u);
+	if (!se->weighed) {
+		uint64_t at = heap_used();
+
+		sym_session_unwind(se->s, s, &w->stacks.u);
+		session_weigh(w, se, at);
+		se->weighed = true;
+	} else {
+		sym_session_unwind(se->s, s, &w->stacks.u);
+	}
 	w->stacks.kips = s->kernel_ips;
 	w->stacks.nkips = s->flags & TD_SAMPLE_KCHAIN ? TD_MIN(s->nkernel, TD_KERNEL_FRAMES) : 0;
 	/* the maps changed (dlopen): see them anew, then retry */

@@ -89,6 +89,7 @@ static void new_chunk_caches(struct writer *w)
 	w->ids.preempted_loc = 0;
 	w->ids.nomaps_loc = 0;
 	w->ids.denied_loc = 0;
+	w->ids.budget_loc = 0;
 }
 
 /* The command line of target pid into the chunk (target.PID.cmdline; the
@@ -777,10 +778,7 @@ void writer_free(struct writer *w)
 		return;
 	if (w->repo)
 		repo_close(w->repo, TCF_END_STOP);
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(w->stacks.sess); i++) {
-		py_forget(&w->stacks.sess[i]); /* it borrows the session's modules */
-		sym_session_free(w->stacks.sess[i].s);
-	}
+	sessions_free(w);
 	sym_cache_free(w->stacks.cache);
 	td_map_free(&w->ids.threads);
 	td_map_free(&w->stacks.images);
@@ -799,5 +797,6 @@ void writer_free(struct writer *w)
 	free(w->stacks.saved);
 	free(w->names.t);
 	free(w->deaths.procs);
+	free(w->deaths.cgroups);
 	free(w);
 }

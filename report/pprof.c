@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* pprof output: a gzip-compressed profile.proto.
  *
- * Written by hand rather than with protobuf-c: the profile is write-only
+ * Written by hand (the fields through pb.h, which report/otlp.c shares)
+ * rather than with protobuf-c: the profile is write-only
  * (nothing here parses untrusted input), its messages are a handful of
  * varint and length-delimited fields, and a generated encoder would need
  * profile.proto at build time, which Debian only ships inside Go source
@@ -38,32 +39,7 @@
 #include <zlib.h>
 
 #include "../common/buf.h"
-
-static void pb_uint(struct td_buf *b, unsigned field, uint64_t v)
-{
-	if (!v)
-		return; /* proto3 default */
-	td_buf_put_varint(b, (uint64_t)field << 3);
-	td_buf_put_varint(b, v);
-}
-
-static void pb_msg(struct td_buf *b, unsigned field, const struct td_buf *m)
-{
-	td_buf_put_varint(b, (uint64_t)field << 3 | 2);
-	td_buf_put_varint(b, m->len);
-	td_buf_put(b, m->p, m->len);
-	if (m->failed)
-		b->failed = true;
-}
-
-static void pb_str(struct td_buf *b, unsigned field, const char *s)
-{
-	size_t n = strlen(s);
-
-	td_buf_put_varint(b, (uint64_t)field << 3 | 2);
-	td_buf_put_varint(b, n);
-	td_buf_put(b, s, n);
-}
+#include "pb.h"
 
 /* The profile's string table: index by our string id (0 is ""). */
 struct ptab {
@@ -303,14 +279,10 @@ static void put_sample(struct td_buf *prof, const struct td_buf *locs, const uin
 {
 	struct td_buf sub = { 0 }, v = { 0 };
 
-	td_buf_put_varint(&sub, 1 << 3 | 2);
-	td_buf_put_varint(&sub, locs->len);
-	td_buf_put(&sub, locs->p, locs->len);
+	pb_bytes(&sub, 1, locs->p, locs->len);
 	for (unsigned i = 0; i < nvalues; i++)
 		td_buf_put_varint(&v, values[i]);
-	td_buf_put_varint(&sub, 2 << 3 | 2);
-	td_buf_put_varint(&sub, v.len);
-	td_buf_put(&sub, v.p, v.len);
+	pb_bytes(&sub, 2, v.p, v.len);
 	td_buf_put(&sub, labels->p, labels->len);
 	if (locs->failed || v.failed || labels->failed)
 		sub.failed = true;

@@ -237,14 +237,7 @@ bool rp_pid_shown(const struct rp_profile *p, uint32_t pid);
  * and whether the report is restricted to it.  Nothing without a dump.
  * The text formats open with it (text.c). */
 void rp_death_header(FILE *out, const struct rp_profile *p);
-/* Where signo came from, for people (signal.c), after "killed by signal N
- * (Name)": the fault address for a fault the kernel raised (style
- * RP_SIG_HEADER " at address 0x10", RP_SIG_INFO ", fault address 0x10"),
- * ", sent by PID N (comm), uid U (kill)" for a signal a process sent,
- * the timer or other source otherwise; for a row of an older chunk the
- * address alone, and only where the signal is one a fault raises.  pid:
- * the dying process's. */
-enum rp_sig_style { RP_SIG_HEADER, RP_SIG_INFO };
+/* rp_signal_from (report.h) for a row of p (its comm a string id of p). */
 void rp_signal_source(FILE *out, const struct rp_profile *p, uint32_t pid, int32_t signo,
 	uint64_t addr, const struct rp_sigsrc *src, enum rp_sig_style style);
 /* What a wait's object is, as the waits report prints it: an address

@@ -85,4 +85,26 @@ uint64_t rp_samples(const struct rp_profile *p);
 int rp_view_pid(const struct rp_profile *p, uint32_t pid, struct rp_profile **ret);
 void rp_view_free(struct rp_profile *v);
 
+/* Where a fatal signal came from, as a death's row or a live recorder
+ * knows it (signal.c): known false for a row of an older chunk (addr is
+ * then si_addr whatever sent it); comm the sender's, already fit to print
+ * (NULL or "": not read). */
+struct rp_signal_from {
+	bool known;
+	int32_t code;
+	uint32_t pid, uid;
+	const char *comm;
+};
+/* The words after "killed by signal N (Name)" that say where signo came
+ * from: the fault address for a fault the kernel raised (style
+ * RP_SIG_HEADER " at address 0x10", RP_SIG_INFO ", fault address 0x10"),
+ * ", sent by PID N (comm), uid U (kill)" for a signal a process sent,
+ * the timer or other source otherwise; for a row of an older chunk the
+ * address alone, and only where the signal is one a fault raises.  pid:
+ * the dying process's.  The reports and the service's journal say it
+ * alike. */
+enum rp_sig_style { RP_SIG_HEADER, RP_SIG_INFO };
+void rp_signal_from(FILE *out, uint32_t pid, int32_t signo, uint64_t addr,
+	const struct rp_signal_from *src, enum rp_sig_style style);
+
 #endif

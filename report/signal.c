@@ -8,8 +8,9 @@
  * Guarantees: nothing but what the row says; a row of an older chunk,
  * which kept si_addr whatever sent the signal, shows it only for a signal
  * a fault raises, as reports did before.  The sender's comm is the
- * sender's bytes: escaped as every target string is (rp_text).  Leaves
- * to text.c where the phrase goes. */
+ * sender's bytes: escaped as every target string is (rp_text; the
+ * service's journal escapes its whole line).  Leaves to text.c, and to
+ * the service, where the phrase goes. */
 #define _GNU_SOURCE
 #include "report-internal.h"
 
@@ -66,14 +67,13 @@ static void put_address(FILE *out, uint64_t addr, enum rp_sig_style style)
 		(unsigned long long)addr);
 }
 
-static void put_sender(FILE *out, const struct rp_profile *p, uint32_t pid,
-	const struct rp_sigsrc *src)
+static void put_sender(FILE *out, uint32_t pid, const struct rp_signal_from *src)
 {
 	const char *how = src->code == SI_USER	? "kill" :
 			  src->code == SI_TKILL ? "tgkill" :
 			  src->code == SI_QUEUE ? "sigqueue; PID and uid as the sender gave them" :
 						  "a message queue's notification, SI_MESGQ";
-	const char *comm = rp_text(p, src->comm);
+	const char *comm = src->comm;
 
 	if (!src->pid) {
 		/* the kernel's 0: the sender is not in the target's namespace */
@@ -92,6 +92,17 @@ static void put_sender(FILE *out, const struct rp_profile *p, uint32_t pid,
 void rp_signal_source(FILE *out, const struct rp_profile *p, uint32_t pid, int32_t signo,
 	uint64_t addr, const struct rp_sigsrc *src, enum rp_sig_style style)
 {
+	if (!src)
+		return;
+	rp_signal_from(out, pid, signo, addr,
+		&(struct rp_signal_from){ .known = src->known, .code = src->code,
+			.pid = src->pid, .uid = src->uid, .comm = rp_text(p, src->comm) },
+		style);
+}
+
+void rp_signal_from(FILE *out, uint32_t pid, int32_t signo, uint64_t addr,
+	const struct rp_signal_from *src, enum rp_sig_style style)
+{
 	int32_t code;
 	const char *name;
 
@@ -109,7 +120,7 @@ void rp_signal_source(FILE *out, const struct rp_profile *p, uint32_t pid, int32
 	case SI_TKILL:
 	case SI_QUEUE:
 	case SI_MESGQ:
-		put_sender(out, p, pid, src);
+		put_sender(out, pid, src);
 		return;
 	case SI_TIMER:
 		fputs(", from a POSIX timer (SI_TIMER)", out);

@@ -403,6 +403,20 @@ static int set_mode(struct parser *p, const char *key, char *v)
 	return 0;
 }
 
+static int set_kernel_frames(struct parser *p, const char *key, char *v)
+{
+	if (!strcmp(v, "yes"))
+		cur_rule(p)->no_kernel = false;
+	else if (!strcmp(v, "no"))
+		cur_rule(p)->no_kernel = true;
+	else
+		return fail(p, "%s= must be yes (the kernel's frames below a sample's, where "
+			       "perf gives them: the default) or no (user space only, as "
+			       "tracerd record --no-kernel)",
+			key);
+	return 0;
+}
+
 static int set_max_processes(struct parser *p, const char *key, char *v)
 {
 	size_t n = strspn(v, "0123456789");
@@ -555,6 +569,7 @@ static const struct svc_key svc_keys[] = {
 	{ "Frequency", SEC_TARGET, set_frequency },
 	{ "Mode", SEC_TARGET, set_mode },
 	{ "MaxProcesses", SEC_TARGET, set_max_processes },
+	{ "KernelFrames", SEC_TARGET, set_kernel_frames },
 	{ "URL", SEC_EXPORT, set_export_url },
 	{ "Protocol", SEC_EXPORT, set_export_protocol },
 	{ "Interval", SEC_EXPORT, set_export_interval },
@@ -966,5 +981,5 @@ void svc_config_free(struct svc_config *c)
 bool svc_rule_same_recording(const struct svc_rule *a, const struct svc_rule *b)
 {
 	return a && b && !strcmp(a->name, b->name) && a->hz == b->hz && a->mode == b->mode &&
-	       a->max_procs == b->max_procs;
+	       a->max_procs == b->max_procs && a->no_kernel == b->no_kernel;
 }

@@ -33,20 +33,34 @@ void follow_init(struct follow *f)
 void follow_free(struct follow *f)
 {
 	free(f->e);
+	td_map_free(&f->idx);
 	memset(f, 0, sizeof(*f));
 }
 
 struct follow_entry *follow_find(struct follow *f, pid_t pid)
 {
-	for (unsigned i = 0; i < f->n; i++)
-		if (f->e[i].id.pid == pid)
-			return &f->e[i];
-	return NULL;
+	uint64_t k;
+
+	return td_map_get(&f->idx, (uint64_t)(uint32_t)pid, &k) ? &f->e[k - 1] : NULL;
+}
+
+/* e counted in held[] (d 1), or no more (d -1): around every change of
+ * its state or worker.  A worker outside the rules (follow_renumber's
+ * while it moves them) has no count. */
+static void held_add(struct follow *f, const struct follow_entry *e, int d)
+{
+	if (e->state != FOLLOW_REFUSED && e->worker >= 0 && e->worker < SVC_MAX_RULES)
+		f->held[e->worker] += (unsigned)d;
 }
 
 static void remove_at(struct follow *f, struct follow_entry *e)
 {
+	held_add(f, e, -1);
+	td_map_remove(&f->idx, (uint64_t)(uint32_t)e->id.pid);
 	*e = f->e[--f->n];
+	if (e != &f->e[f->n]) /* the last moved into its place */
+		(void)td_map_set(&f->idx, (uint64_t)(uint32_t)e->id.pid,
+			(uint64_t)(e - f->e) + 1); /* replaces: never fails */
 }
 
 struct follow_entry *follow_seen(struct follow *f, const struct td_proc_id *id)
@@ -70,11 +84,13 @@ int follow_add(struct follow *f, const struct td_proc_id *id, int worker, const 
 
 	if (f->n == FOLLOW_MAX)
 		return -TD_E_LIMIT;
-	if (td_array_grow(f->e, f->cap, (size_t)f->n + 1, 64) < 0)
+	if (td_array_grow(f->e, f->cap, (size_t)f->n + 1, 64) < 0 ||
+		td_map_set(&f->idx, (uint64_t)(uint32_t)id->pid, (uint64_t)f->n + 1) < 0)
 		return -ENOMEM;
 	e = &f->e[f->n++];
 	*e = (struct follow_entry){ .id = *id, .worker = worker, .state = FOLLOW_ASKED,
 		.seen = true };
+	held_add(f, e, 1);
 	snprintf(e->comm, sizeof(e->comm), "%s", comm ? comm : "");
 	*ret_entry = e;
 	return 0;
@@ -85,10 +101,12 @@ bool follow_due(const struct follow_entry *e, uint64_t now_ns)
 	return e->state == FOLLOW_REFUSED && now_ns >= e->retry_ns;
 }
 
-void follow_asked(struct follow_entry *e, int worker)
+void follow_asked(struct follow *f, struct follow_entry *e, int worker)
 {
+	held_add(f, e, -1);
 	e->state = FOLLOW_ASKED;
 	e->worker = worker;
+	held_add(f, e, 1);
 }
 
 enum follow_outcome follow_answer(struct follow *f, const struct td_proc_id *id, int err,
@@ -117,6 +135,7 @@ enum follow_outcome follow_answer(struct follow *f, const struct td_proc_id *id,
 	}
 	first = e->err != err;
 	e->err = err;
+	held_add(f, e, -1);
 	e->state = FOLLOW_REFUSED;
 	e->backoff_ns = e->backoff_ns ? TD_MIN(e->backoff_ns * 2, FOLLOW_RETRY_MAX_NS) :
 					FOLLOW_RETRY_MIN_NS;
@@ -171,8 +190,11 @@ void follow_drop_worker(struct follow *f, int worker)
 void follow_renumber(struct follow *f, int from, int to)
 {
 	for (unsigned i = 0; i < f->n; i++)
-		if (f->e[i].worker == from)
+		if (f->e[i].worker == from) {
+			held_add(f, &f->e[i], -1);
 			f->e[i].worker = to;
+			held_add(f, &f->e[i], 1);
+		}
 }
 
 unsigned follow_count(const struct follow *f, int worker, enum follow_state state)
@@ -183,4 +205,9 @@ unsigned follow_count(const struct follow *f, int worker, enum follow_state stat
 		if ((worker < 0 || f->e[i].worker == worker) && f->e[i].state == state)
 			n++;
 	return n;
+}
+
+unsigned follow_held(const struct follow *f, int worker)
+{
+	return worker >= 0 && worker < SVC_MAX_RULES ? f->held[worker] : 0;
 }

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "../chunkfmt/chunkfmt.h"
+#include "../common/map.h"
 #include "../common/td.h"
 #include "../daemon/daemon.h"
 #include "service.h"
@@ -41,11 +42,16 @@ struct follow_entry {
 	char comm[16];		 /* for messages */
 };
 
-/* owns: e */
+/* owns: e, idx.  Kept as the table changes, so that a scan's lookups
+ * and each match's limit cost O(1), not O(processes): idx, pid -> index
+ * + 1 in e; held[w], worker w's entries ASKED or FOLLOWED (the count
+ * MaxProcesses= bounds). */
 struct follow {
 	struct follow_entry *e;
 	unsigned n;
 	size_t cap; /* entries e has room for (td_array_grow) */
+	struct td_map idx;
+	unsigned held[SVC_MAX_RULES];
 };
 
 enum follow_outcome {
@@ -68,7 +74,7 @@ int follow_add(struct follow *f, const struct td_proc_id *id, int worker, const 
 	struct follow_entry **ret_entry);
 /* REFUSED and its retry time has come. */
 bool follow_due(const struct follow_entry *e, uint64_t now_ns);
-void follow_asked(struct follow_entry *e, int worker);
+void follow_asked(struct follow *f, struct follow_entry *e, int worker);
 /* A worker's answer (err 0: attached).  *ret_entry: the entry, unless
  * STALE or GONE. */
 enum follow_outcome follow_answer(struct follow *f, const struct td_proc_id *id, int err,
@@ -83,6 +89,8 @@ void follow_drop_worker(struct follow *f, int worker);
 void follow_renumber(struct follow *f, int from, int to);
 /* Entries in state of worker (-1: of every worker). */
 unsigned follow_count(const struct follow *f, int worker, enum follow_state state);
+/* Entries of worker ASKED or FOLLOWED, in constant time. */
+unsigned follow_held(const struct follow *f, int worker);
 
 /* ---- the process events connector (procconn.c): exec and fork as they
  * happen, where the kernel lets us hear them (root, initial namespaces) */
@@ -129,6 +137,7 @@ struct worker_config {
 	uint64_t emergency_window_ns;
 	const char *cache_dir; /* rec_config.cache_dir */
 	unsigned max_procs;    /* rec_config.max_procs: the rule's MaxProcesses= */
+	bool no_kernel;	       /* rec_config.no_kernel: the rule's KernelFrames=no */
 };
 
 /* In the forked child: record into wc->repo, taking orders from fd, until

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "../common/td.h"
+#include "../report/report.h"
 #include "../symbolize/symbolize.h"
 
 #define WORKER_OPEN_NS 15000000000ull	   /* for a worker to open its recording */
@@ -63,6 +64,7 @@ struct worker {
 	uint64_t samples, lost, cpu_ns;
 	unsigned threads, asked;
 	unsigned max_procs; /* the rule's MaxProcesses= */
+	bool no_kernel;	    /* the rule's KernelFrames=no */
 	/* matching processes a scan left unasked because the rule has
 	 * max_procs followed or asked: counted by each scan, said once
 	 * (limit_said) per worker, asked again by the scans as others exit */
@@ -148,6 +150,7 @@ static int worker_start(struct service *sv, unsigned i)
 	w->hz = rule->hz;
 	w->mode = rule->mode;
 	w->max_procs = rule->max_procs;
+	w->no_kernel = rule->no_kernel;
 	w->over = w->over_scan = 0;
 	w->limit_said = false;
 	if ((size_t)snprintf(w->repo, sizeof(w->repo), "%s/%s", sv->cfg->directory, rule->name) >=
@@ -164,7 +167,7 @@ static int worker_start(struct service *sv, unsigned i)
 	if (pid == 0) {
 		char title[16];
 		struct worker_config wc = { .repo = w->repo, .hz = w->hz, .mode = w->mode,
-			.max_procs = w->max_procs,
+			.max_procs = w->max_procs, .no_kernel = w->no_kernel,
 			/* a chunk of at most a quarter of MaxSize: the repository
 			 * keeps at least two */
 			.ropts = { .max_size = sv->cfg->max_size -
@@ -340,9 +343,40 @@ static void describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
+/* A followed process's end (EXIT, EMERGENCY) in the words of the
+ * reports' threads view and info: "killed by signal 15 (Terminated),
+ * sent by PID 812 (kill), uid 0 (kill)", or a fault's address; an OOM
+ * kill said before the source. */
+static void describe_death(const struct rec_notice *n, char *buf, size_t len)
+{
+	char comm[sizeof(n->si.comm) + 1];
+	int sig;
+	FILE *f;
+
+	if (!WIFSIGNALED(n->status)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(n->status));
+		return;
+	}
+	sig = WTERMSIG(n->status);
+	snprintf(buf, len, "killed by signal %d (%s)%s", sig, strsignal(sig),
+		n->oom ? " by the OOM killer" : "");
+	if (!n->si_known || !(f = fmemopen(buf, len, "a")))
+		return;
+	/* the sender's bytes, NUL-terminated here whatever came; the
+	 * journal's hook escapes the whole line */
+	memcpy(comm, n->si.comm, sizeof(n->si.comm));
+	comm[sizeof(n->si.comm)] = '\0';
+	rp_signal_from(f, (uint32_t)n->id.pid, sig, n->si.addr,
+		&(struct rp_signal_from){ .known = true, .code = n->si.code,
+			.pid = (uint32_t)n->si.pid, .uid = n->si.uid, .comm = comm },
+		RP_SIG_INFO);
+	fclose(f);
+	buf[len - 1] = '\0';
+}
+
 static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n)
 {
-	char how[64];
+	char how[320];
 
 	switch (n->kind) {
 	case REC_NOTICE_ATTACH:
@@ -351,24 +385,23 @@ static void on_notice(struct service *sv, unsigned i, const struct rec_notice *n
 	case REC_NOTICE_EXIT:
 		/* a fatal death was said with its emergency dump: once */
 		if (!n->told) {
-			describe_status(n->status, how, sizeof(how));
-			say(sv, LOG_INFO, "rule %s: %d (%s) %s%s", sv->w[i].name, (int)n->id.pid,
-				comm_of(sv, n->id.pid), how, n->oom ? " by the OOM killer" : "");
+			describe_death(n, how, sizeof(how));
+			say(sv, LOG_INFO, "rule %s: %d (%s) %s", sv->w[i].name, (int)n->id.pid,
+				comm_of(sv, n->id.pid), how);
 		}
 		follow_remove(&sv->fol, &n->id);
 		exp_tell(&sv->exp, EXP_MSG_GONE, (int)i, &n->id);
 		break;
 	case REC_NOTICE_EMERGENCY:
-		describe_status(n->status, how, sizeof(how));
+		describe_death(n, how, sizeof(how));
 		if (n->err < 0)
-			say(sv, LOG_ERR, "rule %s: %d (%s) %s%s; the emergency dump failed: %s",
+			say(sv, LOG_ERR, "rule %s: %d (%s) %s; the emergency dump failed: %s",
 				sv->w[i].name, (int)n->id.pid, comm_of(sv, n->id.pid), how,
-				n->oom ? " by the OOM killer" : "", td_strerror(n->err));
+				td_strerror(n->err));
 		else
-			say(sv, LOG_CRIT, "rule %s: %d (%s) %s%s; emergency dump %s (%u chunk%s, "
+			say(sv, LOG_CRIT, "rule %s: %d (%s) %s; emergency dump %s (%u chunk%s, "
 				"%llu bytes); read it with: tracerd report %s", sv->w[i].name,
-				(int)n->id.pid, comm_of(sv, n->id.pid), how,
-				n->oom ? " by the OOM killer" : "", n->path, n->chunks,
+				(int)n->id.pid, comm_of(sv, n->id.pid), how, n->path, n->chunks,
 				n->chunks == 1 ? "" : "s", (unsigned long long)n->bytes, n->path);
 		break;
 	case REC_NOTICE_UNREADABLE:
@@ -432,8 +465,9 @@ static bool worker_read(struct service *sv, unsigned i)
 			w->state = W_RUNNING;
 			w->backoff_ns = 0;
 			w->beat_ns = td_now_ns();
-			say(sv, LOG_INFO, "rule %s: recording into %s (%s mode, %u Hz)", w->name,
-				w->repo, w->mode == REC_MODE_WALL ? "wall" : "cpu", w->hz);
+			say(sv, LOG_INFO, "rule %s: recording into %s (%s mode, %u Hz%s)", w->name,
+				w->repo, w->mode == REC_MODE_WALL ? "wall" : "cpu", w->hz,
+				w->no_kernel ? ", no kernel frames" : "");
 			break;
 		case SVC_MSG_NOTICE:
 			on_notice(sv, i, &m.notice);
@@ -510,7 +544,7 @@ static void ask(struct service *sv, struct follow_entry *e, unsigned i)
 {
 	struct svc_msg m = { .kind = SVC_MSG_ATTACH, .pid = e->id.pid };
 
-	follow_asked(e, (int)i);
+	follow_asked(&sv->fol, e, (int)i);
 	sv->w[i].asked++;
 	if (send(sv->w[i].fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		/* it will be asked again by a later scan */
@@ -530,9 +564,7 @@ static bool at_limit(struct service *sv, unsigned i, bool scanning)
 {
 	struct worker *w = &sv->w[i];
 
-	if (follow_count(&sv->fol, (int)i, FOLLOW_FOLLOWED) +
-		    follow_count(&sv->fol, (int)i, FOLLOW_ASKED) <
-		w->max_procs)
+	if (follow_held(&sv->fol, (int)i) < w->max_procs)
 		return false;
 	w->over_scan += scanning;
 	return true;
@@ -573,6 +605,14 @@ static void consider(struct service *sv, pid_t pid, struct svc_proc *p, uint64_t
 
 	if (pid <= 0 || is_ours(sv, pid))
 		return;
+	/* A followed process is seen without reading it (a scan of a
+	 * thousand did a thousand opens): its tracer tells its exit, and a
+	 * tracee's PID is free only once its tracer has seen it exit; a PID
+	 * reused before that word came here is sorted out a scan later. */
+	if (scanning && (e = follow_find(&sv->fol, pid)) && e->state == FOLLOW_FOLLOWED) {
+		e->seen = true;
+		return;
+	}
 	if (svc_proc_read(sv->proc_root, pid, 0, &head) < 0 || head.kernel)
 		return;
 	id = (struct td_proc_id){ pid, head.start_time };

@@ -44,6 +44,8 @@ struct svc_rule {	   /* one [Target NAME] section */
 	enum rec_mode mode; /* Mode=cpu|wall, default REC_MODE_CPU */
 	unsigned max_procs; /* MaxProcesses=, followed at once, default
 			     * SVC_MAX_PROCS, 1..REC_MAX_PROCS_MAX */
+	bool no_kernel;	   /* KernelFrames=no (default yes): as record's
+			    * --no-kernel */
 	unsigned line;	   /* line of the section header (for messages) */
 };
 

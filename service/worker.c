@@ -58,7 +58,8 @@ int worker_main(const struct worker_config *wc, int fd)
 	struct rec_config cfg = { .hz = wc->hz, .mode = wc->mode, .repo = wc->repo,
 		.ropts = wc->ropts, .max_window = 64 * 1024, .first_window = 8 * 1024,
 		.follow = true, .emergency_window_ns = wc->emergency_window_ns,
-		.cache_dir = wc->cache_dir, .max_procs = wc->max_procs };
+		.cache_dir = wc->cache_dir, .max_procs = wc->max_procs,
+		.no_kernel = wc->no_kernel };
 	struct rec_hooks hooks = { .notice = on_notice };
 	struct svc_msg m = { .kind = SVC_MSG_OPENED };
 	struct recorder *r = NULL;

@@ -71,8 +71,12 @@ run wall
 
 # 200 idle followed processes of 2 threads each (fx_sleepers): the service's
 # CPU (it and its worker) as % of a core over the same time, and the
-# worker's RSS per process followed.  Where it goes: the scans (the
-# service), the writer's per-process reads (the worker).
+# worker's RSS per process followed; then 1000, as a ratio to the 200 row.
+# Where it goes: the service's scans of /proc (every ScanInterval: each
+# process not followed read, a followed one only listed), the worker's
+# reads (each cgroup's OOM kill count once a second, not each process's;
+# the sampler's round of /proc/PID/task reads).
+idle200=""
 idle() { # N
 	"$fx/fx_sleepers" "$1" >"$dir/sleepers.out" &
 	sl=$!
@@ -87,19 +91,28 @@ CONF
 	"$td" service --config "$dir/conf" >"$dir/log" 2>&1 &
 	svc=$!
 	until [ "$(grep -c 'rule sleepers: following' "$dir/log")" -ge "$1" ]; do sleep 0.5; done
+	w=$(pgrep -P $svc | head -1)
 	a=$(cpu_of $svc)
+	sa=$(awk '{print $14 + $15}' /proc/$svc/stat)
 	sleep "$secs"
 	b=$(cpu_of $svc)
-	w=$(pgrep -P $svc | head -1)
+	sb=$(awk '{print $14 + $15}' /proc/$svc/stat)
 	svc_rss=$(awk '/VmRSS/ {print $2}' /proc/$svc/status)
 	w_rss=$(awk '/VmRSS/ {print $2}' /proc/$w/status)
 	kill $svc
 	wait $svc || true
 	kill $sl
 	wait $sl 2>/dev/null || true
-	printf 'service, %s idle processes of 2 threads, cpu mode, 99 Hz: %.2f%% of a core (service and worker); RSS service %s KiB, worker %s KiB (%.1f KiB per process)\n' \
-		"$1" "$(echo "scale=4; ($b - $a) * 100 / $hz / $secs" | bc)" "$svc_rss" "$w_rss" \
+	pct=$(echo "scale=4; ($b - $a) * 100 / $hz / $secs" | bc)
+	printf 'service, %s idle processes of 2 threads, cpu mode, 99 Hz: %.2f%% of a core (service %.2f%%, worker %.2f%%); RSS service %s KiB, worker %s KiB (%.1f KiB per process)' \
+		"$1" "$pct" "$(echo "scale=4; ($sb - $sa) * 100 / $hz / $secs" | bc)" \
+		"$(echo "scale=4; ($b - $a - $sb + $sa) * 100 / $hz / $secs" | bc)" "$svc_rss" "$w_rss" \
 		"$(echo "scale=2; $w_rss / $1" | bc)"
+	if [ -n "$idle200" ] && [ "$(echo "$idle200 > 0" | bc)" = 1 ]; then
+		printf ' (CPU ratio to 200: %.2f)' "$(echo "scale=3; $pct / $idle200" | bc)"
+	fi
+	printf '\n'
+	[ "$1" = 200 ] && idle200=$pct
 	rm -rf "$dir/data"
 }
 idle 200

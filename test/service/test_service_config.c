@@ -354,6 +354,20 @@ Test(svcconf, max_processes)
 		target_bad("MaxProcesses", bad[i], "from 1 to 65536");
 }
 
+Test(svcconf, kernel_frames)
+{
+	struct svc_config *c = parse_ok("[Target t]\nComm=x\n");
+
+	cr_expect_not(c->rules[0].no_kernel, "the default: kernel frames, as record's");
+	svc_config_free(c);
+	cr_expect_not(target_ok("KernelFrames", "yes").no_kernel);
+	cr_expect(target_ok("KernelFrames", "no").no_kernel);
+	target_bad("KernelFrames", "No", "must be yes");
+	target_bad("KernelFrames", "0", "or no (user space only");
+	target_bad("KernelFrames", "", "empty value");
+	parse_bad_at("[Service]\nKernelFrames=no\n", 2, NULL, "belongs in [Target NAME]");
+}
+
 Test(svcconf, matching_keys_checked)
 {
 	regex_t re;
@@ -445,7 +459,7 @@ Test(svcconf, unknown_keys_name_the_valid_ones)
 	parse_bad_at("[Service]\nFrob=1\n", 2, "Frob=1",
 		"Directory, MaxSize, MaxAge, ScanInterval, EmergencyWindow");
 	parse_bad_at("[Target t]\nComm=x\nFrob=1\n", 3, "Frob=1",
-		"Comm, Exe, Cmdline, Unit, Frequency, Mode, MaxProcesses");
+		"Comm, Exe, Cmdline, Unit, Frequency, Mode, MaxProcesses, KernelFrames");
 	parse_bad_at("[Service]\nComm=x\n", 2, NULL, "belongs in [Target NAME]");
 	parse_bad_at("[Target t]\nDirectory=/x\n", 2, NULL, "belongs in [Service]");
 	parse_bad_at("[Target t]\ncomm=x\n", 2, NULL, "did you mean Comm=");
@@ -727,6 +741,10 @@ Test(svcconf, same_recording)
 	b = parse_ok("[Target x]\nComm=a\nFrequency=50\nMaxProcesses=10\n");
 	cr_expect_not(svc_rule_same_recording(&a->rules[0], &b->rules[0]),
 		"max_procs changed: the recorder's tables are of the old size");
+	svc_config_free(b);
+	b = parse_ok("[Target x]\nComm=a\nFrequency=50\nKernelFrames=no\n");
+	cr_expect_not(svc_rule_same_recording(&a->rules[0], &b->rules[0]),
+		"kernel frames turned off: the recorder opens its perf events with them");
 	svc_config_free(b);
 	svc_config_free(a);
 }

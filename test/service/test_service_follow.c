@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The service's follower table (service/follow.c): a process is (PID, start
  * time); refusals are said once and retried with backoff; a scan forgets
- * what is gone. */
+ * what is gone; lookups and the per-worker counts agree with the table. */
 #include <criterion/criterion.h>
 #include <errno.h>
 
@@ -59,7 +59,7 @@ Test(follow, a_refusal_is_said_once_and_retried_with_backoff)
 	for (int i = 0; i < 12; i++) {
 		now = e->retry_ns;
 		cr_assert(follow_due(e, now));
-		follow_asked(e, 0);
+		follow_asked(&f, e, 0);
 		cr_assert_not(follow_due(e, now), "asked: not due while the answer is out");
 		cr_assert_eq(follow_answer(&f, &id, -TD_E_TRACED, now, &e), FOLLOW_REFUSED_AGAIN,
 			"the same reason again is not said again");
@@ -69,10 +69,10 @@ Test(follow, a_refusal_is_said_once_and_retried_with_backoff)
 	}
 	cr_assert_eq(prev, FOLLOW_RETRY_MAX_NS, "the backoff doubles up to its cap");
 	/* another reason is news */
-	follow_asked(e, 0);
+	follow_asked(&f, e, 0);
 	cr_assert_eq(follow_answer(&f, &id, -EPERM, now, &e), FOLLOW_REFUSED_NEW);
 	/* then it works: followed, backoff forgotten */
-	follow_asked(e, 0);
+	follow_asked(&f, e, 0);
 	cr_assert_eq(follow_answer(&f, &id, 0, now, &e), FOLLOW_NOW_FOLLOWED);
 	cr_assert_eq(e->backoff_ns, 0);
 	follow_free(&f);
@@ -138,5 +138,63 @@ Test(follow, a_workers_entries_move_and_go_with_it)
 	follow_drop_worker(&f, 0);
 	cr_assert_eq(f.n, 1);
 	cr_assert_not_null(follow_find(&f, 500));
+	follow_free(&f);
+}
+
+/* The index and the per-worker counts against the table itself, after
+ * every kind of change: held[] must be what follow_count says, and every
+ * entry found by its PID. */
+static void expect_consistent(struct follow *f)
+{
+	for (int w = 0; w < 3; w++)
+		cr_assert_eq(follow_held(f, w),
+			follow_count(f, w, FOLLOW_ASKED) + follow_count(f, w, FOLLOW_FOLLOWED),
+			"worker %d", w);
+	for (unsigned i = 0; i < f->n; i++)
+		cr_assert_eq(follow_find(f, f->e[i].id.pid), &f->e[i], "entry %u", i);
+}
+
+Test(follow, lookups_and_counts_hold_through_churn)
+{
+	struct follow f;
+	struct follow_entry *e;
+	unsigned seed = 7;
+
+	follow_init(&f);
+	for (pid_t pid = 1; pid <= 3000; pid++)
+		add(&f, pid, 1, (int)(pid % 3));
+	expect_consistent(&f);
+	for (int step = 0; step < 20000; step++) {
+		struct td_proc_id id;
+
+		seed = seed * 1103515245u + 12345u;
+		id = (struct td_proc_id){ (pid_t)(seed >> 8) % 3000 + 1, 1 };
+		switch ((seed >> 4) % 6) {
+		case 0: /* attached, or refused */
+		case 1:
+			follow_answer(&f, &id, (seed >> 20) & 1 ? 0 : -EPERM, 0, &e);
+			break;
+		case 2: /* asked again, maybe of another worker */
+			if ((e = follow_find(&f, id.pid)) && e->state == FOLLOW_REFUSED)
+				follow_asked(&f, e, (int)((seed >> 12) % 3));
+			break;
+		case 3: /* it exited */
+			follow_remove(&f, &id);
+			break;
+		case 4: /* a new one (or a reused PID) */
+			if (!follow_seen(&f, &id))
+				add(&f, id.pid, 1, (int)((seed >> 12) % 3));
+			break;
+		default: /* the rules moved */
+			follow_renumber(&f, 1, -3);
+			follow_renumber(&f, 2, 1);
+			follow_renumber(&f, -3, 2);
+		}
+	}
+	expect_consistent(&f);
+	follow_drop_worker(&f, 1);
+	follow_sweep(&f);
+	expect_consistent(&f);
+	cr_assert_eq(follow_held(&f, 1), 0);
 	follow_free(&f);
 }

@@ -5,8 +5,11 @@
  * one is bad, says once that a process another tracer holds cannot be
  * followed and follows it once it is free, writes an emergency dump when a
  * process crashes, and leaves every target running and untraced when it
- * stops; follows 200 idle processes, and as many as MaxProcesses= lets a
- * rule, saying so once. */
+ * stops; says who sent the signal a process died of; records no kernel
+ * frame with KernelFrames=no; follows 200 idle
+ * processes, and as many as MaxProcesses= lets a
+ * rule, saying so once; unwinds the stacks of more processes than the
+ * writer once had sessions for. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -90,6 +93,14 @@ static char *slurp(const char *path)
 struct logwait {
 	const struct svc *s;
 	const char *text;
+};
+
+/* text met n times in s's log (log_reaches); or, for the repository
+ * conditions, a rule's name and a count */
+struct logcount {
+	const struct svc *s;
+	const char *text;
+	unsigned n;
 };
 
 static bool log_has(void *arg)
@@ -275,7 +286,9 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	expect_log(&s, "emergency dump ");
 	log = slurp(s.log);
 	p = strstr(log, "emergency dump ");
-	cr_assert(strstr(log, "killed by signal 11 (SIGSEGV)"), "%s", log);
+	/* a fault: its address, as the threads view says it */
+	cr_assert(strstr(log, "killed by signal 11 (Segmentation fault), fault address 0x"), "%s",
+		log);
 	snprintf(cmd, sizeof(cmd), "%s/tracerd report '%.*s' 2>&1", TD_BUILD_DIR,
 		(int)strcspn(p + 15, " "), p + 15);
 	out = shell_output(cmd, &status);
@@ -290,6 +303,111 @@ Test(service, a_crash_leaves_an_emergency_dump, .timeout = 120)
 	/* the death is said once: with its dump, not again as an exit */
 	cr_expect_eq(log_count(&s, "killed by signal 11"), 1, "%s", log);
 	free(log);
+	svc_cleanup(&s);
+}
+
+static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap);
+
+/* The samples of fx_pipe_write in the rule's repository (c->text, the
+ * rule's name) reach c->n? */
+static bool pipe_samples(void *arg)
+{
+	struct logcount *c = arg;
+	char cmd[600], *out;
+	unsigned long n;
+
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/%s' -f folded 2>/dev/null | "
+			     "awk '/;fx_pipe_write/ { n += $NF } END { print n + 0 }'",
+		c->s->data, c->text);
+	out = shell_output(cmd, NULL);
+	n = strtoul(out, NULL, 10);
+	free(out);
+	return n >= c->n;
+}
+
+/* fx_pipe's profile by module as rule "pipe" with extra keys records it:
+ * its writer's 300 samples at least (freed by the caller). */
+static char *pipe_modules(const char *extra)
+{
+	char rules[256], cmd[600], *log, *out;
+	struct svc s;
+	pid_t fx = fx_start(TD_FIXTURE_DIR "/fx_pipe", NULL);
+
+	cr_assert_gt(fx, 0);
+	snprintf(rules, sizeof(rules), "[Target pipe]\nComm=fx_pipe\nFrequency=499\n%s", extra);
+	svc_start(&s, rules);
+	expect_log(&s, "rule pipe: following ");
+	cr_assert(wait_for(pipe_samples, &(struct logcount){ &s, "pipe", 300 },
+			  TEST_PATIENCE_MS * 2),
+		"fx_pipe_write not sampled:\n%s", slurp(s.log));
+	log = svc_stop(&s);
+	free(log);
+	fx_stop(fx);
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/pipe' -f top --by module --limit 0 2>&1", s.data);
+	out = shell_output(cmd, NULL);
+	svc_cleanup(&s);
+	return out;
+}
+
+/* KernelFrames=no: fx_pipe's writes to a pipe, a third of its time in
+ * the kernel, recorded without one kernel frame; the default records
+ * them (where the kernel gives them: test_record_kernel.c's conditions). */
+Test(service, kernel_frames_no_records_none, .timeout = 180)
+{
+	char *out;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	out = pipe_modules("");
+	if (!strstr(out, " [kernel]\n")) {
+		cr_log_warn("%s", out);
+		free(out);
+		cr_skip("no kernel frames by default here (perf capture or its permission)");
+	}
+	free(out);
+	out = pipe_modules("KernelFrames=no\n");
+	cr_expect(strstr(out, " fx_pipe\n"), "%.2000s", out);
+	cr_expect_null(strstr(out, "[kernel]"), "kernel frames with KernelFrames=no:\n%.2000s",
+		out);
+	free(out);
+}
+
+/* A death's line in the journal says who sent the signal, in the words
+ * of the threads view: the sender is this test, its PID and comm known
+ * here, uid ours. */
+Test(service, a_death_says_who_sent_the_signal, .timeout = 120)
+{
+	static pid_t kids[4];
+	char want[256], comm[32] = "", *log;
+	struct svc s;
+	pid_t fx;
+	FILE *f;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	f = fopen("/proc/self/comm", "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "1");
+	cr_assert_gt(fx, 0);
+	cr_assert_eq(sleepers_of(fx, kids, 4), 1);
+	svc_start(&s, "[Target one]\nComm=fx-sleeper\n");
+	snprintf(want, sizeof(want), "following %d (fx-sleeper)", (int)kids[0]);
+	expect_log(&s, want);
+	kill(kids[0], SIGTERM);
+	snprintf(want, sizeof(want),
+		"rule one: %d (fx-sleeper) killed by signal 15 (Terminated), sent by PID %d (%s), "
+		"uid %u (kill)\n",
+		(int)kids[0], (int)getpid(), comm, (unsigned)getuid());
+	expect_log(&s, want);
+	log = svc_stop(&s);
+	cr_expect_eq(log_count(&s, "killed by signal 15"), 1, "said once:\n%s", log);
+	free(log);
+	fx_stop(fx);
 	svc_cleanup(&s);
 }
 
@@ -406,7 +524,7 @@ Test(service, an_oom_kill_is_named_in_the_emergency_dump, .timeout = 120)
 	kill(oom, SIGUSR1);
 	cr_assert_eq(waitpid(oom, &status, 0), oom);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status 0x%x", status);
-	snprintf(want, sizeof(want), "%d (fx_oom) killed by signal 9 (SIGKILL) by the OOM killer; "
+	snprintf(want, sizeof(want), "%d (fx_oom) killed by signal 9 (Killed) by the OOM killer; "
 		"emergency dump ", (int)oom);
 	expect_log(&s, want);
 	log = svc_stop(&s);
@@ -507,12 +625,6 @@ static unsigned sleepers_of(pid_t pid, pid_t *kids, unsigned cap)
 	return n;
 }
 
-struct logcount {
-	const struct svc *s;
-	const char *text;
-	unsigned n;
-};
-
 static bool log_reaches(void *arg)
 {
 	struct logcount *c = arg;
@@ -556,6 +668,69 @@ Test(service, two_hundred_idle_processes_are_all_followed, .timeout = 300)
 	cr_expect_null(strstr(log, "cannot follow"), "%s", log);
 	cr_expect_null(strstr(log, "MaxProcesses"), "%s", log);
 	free(log);
+	expect_untraced(kids, n);
+	fx_stop(fx);
+	svc_cleanup(&s);
+}
+
+/* The leaders the rule's repository has samples of, at least n? */
+static bool repo_has_leaders(void *arg)
+{
+	struct logcount *c = arg;
+	char cmd[600], *out;
+	unsigned n;
+
+	snprintf(cmd, sizeof(cmd),
+		TD_BUILD_DIR "/tracerd report '%s/%s' -f threads 2>/dev/null | "
+			     "awk 'NR > 3 && $1 == $2' | wc -l",
+		c->s->data, c->text);
+	out = shell_output(cmd, NULL);
+	n = (unsigned)atoi(out);
+	free(out);
+	return n >= c->n;
+}
+
+/* More processes than the writer once had sessions for (64) in one
+ * recording: each one's samples unwound to the fixture's own functions,
+ * none "[not unwound: ...]".  Wall mode: its threads sleep, and a wall
+ * recording samples a blocked thread at every tick. */
+Test(service, eighty_processes_all_get_stacks, .timeout = 300)
+{
+	static pid_t kids[256];
+	char cmd[8192], *log, *out;
+	size_t len = 0;
+	struct svc s;
+	pid_t fx;
+	unsigned n;
+
+	if (!is_root())
+		cr_skip("needs root to trace other processes");
+	fx = fx_start(TD_FIXTURE_DIR "/fx_sleepers", "80");
+	cr_assert_gt(fx, 0);
+	n = sleepers_of(fx, kids, 256);
+	cr_assert_eq(n, 80);
+	svc_start(&s, "[Target stacks]\nComm=fx-sleeper\nMode=wall\nFrequency=19\n");
+	cr_assert(wait_for(log_reaches, &(struct logcount){ &s, "rule stacks: following ", 80 },
+			  TEST_PATIENCE_MS * 2),
+		"not all 80 followed:\n%s", slurp(s.log));
+	cr_assert(wait_for(repo_has_leaders, &(struct logcount){ &s, "stacks", 80 },
+			  TEST_PATIENCE_MS * 2),
+		"not every process sampled:\n%s", slurp(s.log));
+	log = svc_stop(&s);
+	free(log);
+	/* each process: a sample whose stack names nap(), the function both
+	 * its threads sleep in; the pids printed are those without one */
+	len = (size_t)snprintf(cmd, sizeof(cmd), "for p in");
+	for (unsigned i = 0; i < n; i++)
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, " %d", (int)kids[i]);
+	snprintf(cmd + len, sizeof(cmd) - len,
+		"; do " TD_BUILD_DIR "/tracerd report '%s/stacks' --pid $p -f folded 2>&1 | "
+		"grep -q ';nap;' || echo $p; done",
+		s.data);
+	cr_assert_lt(len, sizeof(cmd) - 400);
+	out = shell_output(cmd, NULL);
+	cr_expect_str_empty(out, "processes without their stacks: %s", out);
+	free(out);
 	expect_untraced(kids, n);
 	fx_stop(fx);
 	svc_cleanup(&s);
