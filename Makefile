@@ -268,6 +268,10 @@ $(BENCH_KILL9): test/bench/bench_kill9.c $(B)/libtracerd.a
 
 # interleaved rounds of bench_cost (each target alone, tracerd, perf)
 BENCH_ROUNDS ?= 5
+# ANCHOR=path/to/tracerd: another build (issue 31's anchor: the one before
+# the stack copies that fit and the kernel chains) to weigh the daemon's CPU
+# per sample against, in bench_anchor.sh; without it, no such rows
+ANCHOR ?=
 bench:
 	$(Q)scripts/install-deps bench
 	$(Q)$(MAKE) --no-print-directory $(TRACERD) $(GEN) $(BENCH_BIN) $(BENCH_CHUNK) $(BENCH_COST) $(BENCH_KILL9) fixtures
@@ -283,6 +287,7 @@ bench:
 	$(Q)sh test/bench/bench_owners.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kernel.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_kstack.sh $(TRACERD) $(FX)
+	$(Q)$(if $(ANCHOR),sh test/bench/bench_anchor.sh $(TRACERD) $(ANCHOR) $(FX),echo "bench_anchor: no ANCHOR=tracerd given, no rows")
 	$(Q)$(BENCH_KILL9) $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_many.sh $(TRACERD) $(FX)
 	$(Q)sh test/bench/bench_children.sh $(TRACERD) $(FX)

@@ -68,6 +68,17 @@ struct chunk_writer {
 	} *last;
 	size_t last_cap;
 	uint32_t gen;
+	/* stacks seen in this chunk (chunk_writer_stack), direct-mapped by
+	 * the hash of their locations; their locations in memo_pool, which
+	 * starts again when full.  NULL: not allocated yet, or it failed
+	 * (memo_failed: every stack then walks the tree) */
+	struct stack_memo {
+		uint64_t hash;
+		uint32_t id, n, off;
+	} *memo;
+	uint32_t *memo_pool;
+	uint32_t memo_used;
+	bool memo_failed;
 	/* the chunk */
 	uint64_t bytes, samples, block_samples, last_clock;
 	uint32_t block_seq;
@@ -178,6 +189,8 @@ void chunk_writer_free(struct chunk_writer *w)
 	td_buf_free(&w->scratch);
 	td_buf_free(&w->index);
 	free(w->last);
+	free(w->memo);
+	free(w->memo_pool);
 	free(w);
 }
 
@@ -309,9 +322,55 @@ uint32_t chunk_writer_location(struct chunk_writer *w, uint32_t mapping_id, uint
 	return intern_scratch(w, K_LOCATION);
 }
 
+/* A stack this chunk has seen: its id from one hash and one compare of its
+ * locations, rather than an intern per frame (a kernel call chain adds 10
+ * to 30 frames to a sample; their interns were most of what those samples
+ * cost the writer beyond a user stack's).  Bounded: STACK_MEMO entries
+ * and STACK_MEMO_POOL location ids, 1 MiB in all; a full pool starts
+ * again, an evicted stack walks the tree again. */
+#define STACK_MEMO 1024u
+#define STACK_MEMO_POOL (256u * 1024)
+
+static struct stack_memo *memo_of(struct chunk_writer *w, const uint32_t *locs, unsigned n,
+	uint64_t *ret_hash)
+{
+	if (!w->memo && !w->memo_failed) {
+		w->memo = td_calloc(STACK_MEMO, sizeof(*w->memo));
+		w->memo_pool = w->memo ? td_malloc(STACK_MEMO_POOL * sizeof(*w->memo_pool)) : NULL;
+		if (!w->memo_pool) {
+			free(w->memo);
+			w->memo = NULL;
+			w->memo_failed = true; /* no memo, not an error */
+		}
+	}
+	if (!w->memo || n > STACK_MEMO_POOL / 4)
+		return NULL;
+	*ret_hash = (tcf_crc32c(0, locs, n * sizeof(*locs)) | (uint64_t)n << 32) *
+		0x9e3779b97f4a7c15ull;
+	return &w->memo[*ret_hash >> 54]; /* the top 10 bits: STACK_MEMO */
+}
+
+static void memo_keep(struct chunk_writer *w, struct stack_memo *m, uint64_t hash,
+	const uint32_t *locs, unsigned n, uint32_t id)
+{
+	if (w->memo_used + n > STACK_MEMO_POOL) {
+		memset(w->memo, 0, STACK_MEMO * sizeof(*w->memo));
+		w->memo_used = 0;
+	}
+	memcpy(w->memo_pool + w->memo_used, locs, n * sizeof(*locs));
+	*m = (struct stack_memo){ hash, id, n, w->memo_used };
+	w->memo_used += n;
+}
+
 uint32_t chunk_writer_stack(struct chunk_writer *w, const uint32_t *locs, unsigned n)
 {
 	uint32_t parent = 0;
+	uint64_t hash = 0;
+	struct stack_memo *m = n && !w->err && !w->finished ? memo_of(w, locs, n, &hash) : NULL;
+
+	if (m && m->id && m->hash == hash && m->n == n &&
+		!memcmp(w->memo_pool + m->off, locs, n * sizeof(*locs)))
+		return m->id;
 
 	/* The prefix tree: a root-to-leaf path is a node; shared prefixes and
 	 * repeated stacks cost nothing new.  Keyed by (parent, location); the
@@ -335,6 +394,8 @@ uint32_t chunk_writer_stack(struct chunk_writer *w, const uint32_t *locs, unsign
 		}
 		parent = id;
 	}
+	if (m && parent)
+		memo_keep(w, m, hash, locs, n, parent);
 	return parent;
 }
 

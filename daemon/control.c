@@ -127,11 +127,14 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
  * CPUs' samples at the first window (perf's copies start whole, up to
  * the kernel's limit, and shrink to fit: sampler.c's add_thread; by
  * ptrace, 8 KiB) (the writer's longest pauses, while it
- * loads a large binary's symbols, are a fraction of that), at least 4 MiB,
- * faulted in at once (ring_prefault) up to 16 MiB rather than a fault per
- * page on the first pass (a fifth of the daemon's CPU at 99 Hz, measured
- * with 64 KiB slots that took ten seconds to come round; more than half of
- * it at 999 Hz with a 64 MiB ring). */
+ * loads a large binary's symbols, are a fraction of that), at least 4 MiB.
+ * While the writer keeps up, the sampler stays in the first SAMPLES_WARM
+ * bytes (ring_keep_warm), faulted in at once in cpu mode (ring_prefault),
+ * and the rest is touched only by a backlog, rather than a fault per page
+ * on each first pass (a fifth of the daemon's CPU at 99 Hz, measured with
+ * 64 KiB slots that took ten seconds to come round; more than half of it
+ * at 999 Hz with a 64 MiB ring). */
+#define SAMPLES_WARM ((size_t)4 << 20)
 static size_t sample_bytes(const struct rec_config *cfg)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -196,7 +199,9 @@ int rec_open(const struct rec_config *cfg, struct recorder **ret_rec, struct rec
 	if (e < 0)
 		goto out_free;
 	e = ring_init_bytes(&sh->samples, sample_bytes(&r->cfg));
-	if (!e && r->cfg.mode != REC_MODE_WALL && sh->samples.cap <= (16u << 20))
+	if (!e)
+		ring_keep_warm(&sh->samples, SAMPLES_WARM);
+	if (!e && r->cfg.mode != REC_MODE_WALL)
 		ring_prefault(&sh->samples);
 	if (!e)
 		e = ring_init(&sh->events, 65536, sizeof(struct rec_event));

@@ -46,7 +46,13 @@ int ring_init_bytes(struct ring *q, size_t bytes)
 	q->cap = (uint32_t)c;
 	q->slot_size = 0;
 	q->skip = 0;
+	q->warm = q->cap;
 	return map(q, c);
+}
+
+void ring_keep_warm(struct ring *q, size_t warm)
+{
+	q->warm = (uint32_t)(warm < q->cap ? warm : q->cap) & ~15u;
 }
 
 static size_t ring_bytes(const struct ring *q)
@@ -56,7 +62,7 @@ static size_t ring_bytes(const struct ring *q)
 
 void ring_prefault(struct ring *q)
 {
-	size_t len = ring_bytes(q);
+	size_t len = q->slot_size ? ring_bytes(q) : q->warm;
 
 	if (madvise(q->mem, len, MADV_POPULATE_WRITE) < 0) /* before Linux 5.14 */
 		for (size_t i = 0; i < len; i += 4096)

@@ -96,6 +96,8 @@ struct pt_perf {
 	uint64_t *last;		/* per event: its count at its previous sample */
 	uint64_t *fired; /* per event, a bit: it fired since pt_perf_rearm */
 	uint64_t rng;
+	uint64_t rearmed_ns; /* pt_perf_rearm's last new periods */
+	bool early;	     /* pt_perf_early shortened a period since */
 	unsigned cap, count;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	bool user_only; /* no permission for kernel-mode samples */

@@ -21,7 +21,8 @@
  * Periods and their cost.  A fixed period locks onto a periodic workload
  * (a 70/30 split in 10 ms cycles read 80/20 at 99 Hz), so each event's
  * period is drawn anew, uniform over +-50% of the mean, but only when the
- * caller says (pt_perf_rearm, on its own timer, every 100 ms) and only for
+ * caller says (pt_perf_rearm, on its own timer, at most every
+ * PT_PERF_REARM_NS) and only for
  * the events that fired since: one PERIOD ioctl per event and timer, not
  * a read, an ioctl and a wake-up per sample (two thirds of the daemon's
  * CPU per sample, measured: each is an interrupt of the target's CPU).
@@ -522,6 +523,15 @@ static void rearm_later(struct pt_perf *p, uint32_t j)
 void pt_perf_rearm(struct pt_perf *p)
 {
 	size_t words = ((size_t)p->cap * p->ncpus + 63) / 64;
+	uint64_t now = (uint64_t)td_now_ns();
+
+	/* each ioctl on an event whose thread runs is an interrupt of its
+	 * CPU, which the caller waits for: a sixth of the daemon's CPU at 999
+	 * Hz when the drains came every 50 ms (perf record -g on tracerd) */
+	if (!p->early && now - p->rearmed_ns < PT_PERF_REARM_NS)
+		return;
+	p->rearmed_ns = now;
+	p->early = false;
 
 	for (size_t w = 0; w < words; w++)
 		for (uint64_t bits = p->fired[w]; bits; bits &= bits - 1)
@@ -737,8 +747,10 @@ int pt_perf_early(struct pt_perf *p, pid_t tid, int cpu, uint64_t ns)
 		rearm_later(p, j); /* its drawn period back at the next rearm */
 		r = 0;
 	}
-	if (r == 0)
+	if (r == 0) {
 		p->th[i].early_ns = now;
+		p->early = true; /* its period back at the next pt_perf_rearm */
+	}
 	return r;
 }
 

@@ -322,10 +322,12 @@ int pt_perf_fd(const struct pt_perf *p);
  * of samples. */
 int pt_perf_drain(struct pt_perf *p, const struct pt_round_ops *ops, void *arg,
 	struct pt_perf_stats *ret_stats);
-/* A new random period for every event that fired since the last call.
- * The kernel restarts the period at it: call it on a timer of the
- * caller's, never on a target's event (what runs next would be sampled
- * late).  One ioctl per such event. */
+/* A new random period for every event that fired since the last call
+ * that drew them; a call within PT_PERF_REARM_NS of that one does nothing,
+ * but after pt_perf_early.  The kernel restarts the period at it: call it
+ * on a timer of the caller's, never on a target's event (what runs next
+ * would be sampled late).  One ioctl per such event. */
+#define PT_PERF_REARM_NS 100000000ull
 void pt_perf_rearm(struct pt_perf *p);
 /* A sample of tid soon: after ns of its CPU time (at least
  * PT_PERF_EARLY_MIN_NS) on cpu (-1: on any), instead of its drawn period,

@@ -647,6 +647,81 @@ Test(chunkfmt, newer_major_is_skipped_not_misread)
 	free(L.buf);
 }
 
+/* ---- stacks asked again: the writer's memo of the stacks it has seen */
+#define MEMO_STACKS 3000
+#define MEMO_LOCS 64
+
+struct memo_stacks {
+	uint32_t loc[MEMO_LOCS];
+	uint32_t n[MEMO_STACKS], frames[MEMO_STACKS][200];
+	unsigned bad, read;
+};
+
+static int memo_sample(void *arg, struct chunk_reader *r, const struct chunk_sample *s)
+{
+	struct memo_stacks *m = arg;
+	uint32_t locs[256];
+	unsigned n = chunk_reader_stack(r, s->stack_id, locs, 256), k = (unsigned)s->values[0];
+
+	m->read++;
+	if (k >= MEMO_STACKS || n != m->n[k] ||
+		memcmp(locs, m->frames[k], n * sizeof(*locs)))
+		m->bad++;
+	return 0;
+}
+
+/* Stacks of every depth to 199, more of them than the memo has entries
+ * and more frames than its pool holds, each asked twice, far apart: the
+ * same id each time, and each id reads back as its frames. */
+Test(chunkfmt, a_stack_asked_again_is_the_same_stack, .timeout = 60)
+{
+	static struct memo_stacks m;
+	static const struct chunk_visitor visit = { NULL, memo_sample, NULL, NULL };
+	struct chunk_writer_opts o = { .fd = memfd(), .max_dict_bytes = 1u << 30 };
+	struct chunk_writer *w;
+	struct chunk_report rep;
+	uint32_t id[MEMO_STACKS], th, x = 12345;
+	uint8_t *buf;
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	th = chunk_writer_thread(w, 1, 1, "t");
+	for (unsigned i = 0; i < MEMO_LOCS; i++) {
+		struct chunk_line l = { chunk_writer_function(w, "f", NULL, NULL, 0), i + 1, 0 };
+
+		m.loc[i] = chunk_writer_location(w, 0, 0x1000 + i, &l, 1);
+	}
+	for (unsigned k = 0; k < MEMO_STACKS; k++) {
+		m.n[k] = 1 + k % 199;
+		for (unsigned i = 0; i < m.n[k]; i++) {
+			x = x * 1103515245u + 12345u;
+			m.frames[k][i] = m.loc[(x >> 16) % (i ? MEMO_LOCS : 4)];
+		}
+	}
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (unsigned k = 0; k < MEMO_STACKS; k++) {
+			uint32_t s = chunk_writer_stack(w, m.frames[k], m.n[k]);
+			uint64_t v = k;
+
+			cr_assert_neq(s, 0);
+			if (!pass)
+				id[k] = s;
+			else
+				cr_assert_eq(s, id[k], "stack %u: %u, then %u", k, id[k], s);
+			cr_assert_eq(chunk_writer_sample(w, 1000000 * (pass * MEMO_STACKS + k + 1), th,
+					     TCF_STATE_ONCPU, s, &v, 1), 0);
+		}
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	buf = slurp_fd(o.fd, &len);
+	cr_assert_eq(chunk_read_buffer(buf, len, &visit, &m, &rep), 0);
+	cr_expect_eq(m.read, 2 * MEMO_STACKS);
+	cr_expect_eq(m.bad, 0, "%u of %u stacks read back otherwise", m.bad, m.read);
+	free(buf);
+	close(o.fd);
+}
+
 Test(chunkfmt, at_most_4_bytes_per_sample_steady_state, .timeout = 120)
 {
 	int fd = memfd();

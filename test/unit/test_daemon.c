@@ -156,6 +156,41 @@ Test(ring, bytes_hold_records_of_their_own_size)
 	ring_free(&q);
 }
 
+/* A byte ring kept warm: while the consumer keeps up, the producer goes
+ * back to the start once past the warm bytes; with records waiting it goes
+ * on, so that a backlog has the whole ring. */
+Test(ring, bytes_kept_warm_come_back_to_the_start)
+{
+	struct ring q = { 0 };
+	uint8_t *r;
+
+	cr_assert_eq(ring_init_bytes(&q, 16384), 0);
+	ring_keep_warm(&q, 1000);
+	cr_expect_eq(q.warm, 992, "rounded down to 16");
+	/* 8 records of 128 bytes: 1024, past the warm bytes */
+	for (int i = 0; i < 8; i++) {
+		cr_assert_not_null(ring_reserve_bytes(&q, 100));
+		ring_publish_bytes(&q, 100);
+	}
+	r = ring_reserve_bytes(&q, 100);
+	cr_expect_eq(r, q.mem + 1024 + 16, "records waiting: on past the warm bytes");
+	for (int i = 0; i < 8; i++) {
+		cr_assert_not_null(ring_peek_bytes(&q));
+		ring_pop_bytes(&q);
+	}
+	r = ring_reserve_bytes(&q, 100);
+	cr_expect_eq(r, q.mem + 16, "the ring empty: back to the start");
+	r[0] = 0x5a;
+	ring_publish_bytes(&q, 100);
+	cr_expect_eq(ring_used(&q), 16384 - 1024 + 128, "the bytes wrapped past count until read");
+	r = ring_peek_bytes(&q);
+	cr_assert_not_null(r);
+	cr_expect_eq(r[0], 0x5a, "the consumer follows to the start");
+	ring_pop_bytes(&q);
+	cr_expect_eq(ring_used(&q), 0);
+	ring_free(&q);
+}
+
 static void *consume_bytes(void *arg)
 {
 	struct ring *q = arg;
