@@ -28,7 +28,8 @@
  * Guarantees: never a wrong name.  The chain is read live (the thread ran
  * on since the sample), so everything read is checked: type pointers are
  * the interpreter's own, sizes bounded, the chain at most the caller's cap
- * long, each frame's last instruction inside its code object's bytecode,
+ * long, each frame's last instruction inside its code object's bytecode
+ * (so it has started: one being built has not linked its previous yet),
  * the innermost _PyCFrame taken from the sample's stack copy (its
  * current_frame as it was at the sample; 3.13 has none: the innermost
  * activation's own frame must be in the copy as it is now, and its
@@ -564,6 +565,26 @@ static struct py_hdr hdr_of(const struct py_layout *l, const uint8_t *b)
 	return h;
 }
 
+/* Has frame h (not a shim) run its first instruction?
+ * Until then prev_instr is one unit before the first, and the frame may
+ * be one CPython is building in a datastack slot:
+ * _PyFrame_InitializeSpecials writes its code before the caller links it
+ * (frame->previous), so its previous is still the last occupant's of
+ * the slot, a frame of another chain.  Read live, a generator's frame
+ * being built under its creator became its first callee's: the callee
+ * under the creator, the generator and its activation missing, as many
+ * entry frames as before.  An entry frame is no different:
+ * _PyEval_EvalFrameDefault sets is_entry, then previous, then runs it.
+ * From its first instruction on, previous is the frame's own.  3.12
+ * builds frames the same way.  3.13 does too, but its instr_ptr is the
+ * first instruction both before and while it runs: there this cannot
+ * tell, and only the walk's second read of the innermost frame (a link
+ * written since reads differently) is left. */
+static bool frame_started(const struct py_layout *l, const struct py_hdr *h)
+{
+	return h->instr >= h->code + l->co_code;
+}
+
 /* Does the frame chain from fr reach outer (the next activation's
  * current frame) right after its first entry frame (3.11), or its
  * activation's shim (3.12)?  Then fr is the current frame of the
@@ -579,6 +600,8 @@ static bool chain_reaches(struct sym_py *py, struct sym_py_reader *r, uint64_t f
 		if (l->fr_size > sizeof(b) || !rd(r, fr, b, l->fr_size))
 			return false;
 		h = hdr_of(l, b);
+		if (!h.shim && !frame_started(l, &h))
+			return false;
 		if (h.shim && !n)
 			return false;  /* an activation runs a frame at once */
 		if (h.entry || h.shim) /* 3.12: the shim's is the outer one's */
@@ -702,11 +725,7 @@ static bool frame_fill(
 	if (!size || size > PY_MAX_CODE_UNITS)
 		return false;
 	first = h->code + l->co_code;
-	/* prev_instr is one unit before the first before it starts; 3.13's
-	 * instr_ptr is the one running */
-	if ((l->flags & PY_INSTR_AT) ? instr < first : instr + 2 < first)
-		return false;
-	if (instr >= first + 2 * size || (instr - first) % 2)
+	if (!frame_started(l, h) || instr >= first + 2 * size || (instr - first) % 2)
 		return false;
 	*f = (struct sym_py_frame){
 		.code = h->code,
