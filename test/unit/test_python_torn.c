@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* symbolize/python.c's reading of a frame chain that changes under it
+ * (issue 34: a torn read leaves the sample native, never a wrong name),
+ * on made-up frames: Debian's python3.11 runs test/fixtures/fx_python.py
+ * (FX_PYTHON=addrs) for its symbols and its Py_Version; a reader serves
+ * the thread state, frames and code objects from a buffer here, laid out
+ * as CPython 3.11's headers do (Include/internal/pycore_frame.h,
+ * pycore_code.h, cpython/pystate.h), and the sample's stack copy holds the
+ * evaluator's _PyCFrames.  The state is the one the record_python test
+ * caught: a generator's frame being built under its creator (ledger_c),
+ * read after the datastack slot became its first callee's (ledger_d) while
+ * CPython had written the callee's code but not yet linked it: previous
+ * still the creator.  Skipped without /usr/bin/python3 3.11. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/sample.h"
+#include "../../common/td.h"
+#include "../../ptrace/ptrace.h"
+#include "../../symbolize/symbolize.h"
+#include "../helpers.h"
+
+TestSuite(python_torn, .timeout = 60);
+
+#define PYTHON "/usr/bin/python3"
+#define SCRIPT TD_SOURCE_DIR "/test/fixtures/fx_python.py"
+
+/* the made-up memory: not mapped in the fixture (its heap and libraries
+ * are far from it), served by fake_read */
+#define FAKE 0x100000000000ull
+#define INTERP (FAKE + 0x000)
+#define TSTATE (FAKE + 0x100)
+#define CODE_D (FAKE + 0x1000)
+#define CODE_C (FAKE + 0x1200)
+#define CODE_B (FAKE + 0x1400)
+#define FR_X (FAKE + 0x2000) /* the slot: ledger_d's frame being built */
+#define FR_L (FAKE + 0x2100) /* ledger_c, an entry frame (called by map) */
+#define FR_B (FAKE + 0x2200) /* ledger_b, the outer activation's */
+#define STACK 0x7ff000000000ull
+#define STACK_LEN 0x1000u
+
+/* CPython 3.11's offsets (x86-64) */
+enum {
+	RT_INTERP_HEAD = 40,
+	INTERP_THREADS = 16,
+	TS_NEXT = 8,
+	TS_CFRAME = 56,
+	TS_TID = 160,
+	CF_CURRENT = 8,
+	CF_PREVIOUS = 16,
+	FR_CODE = 32,
+	FR_PREVIOUS = 48,
+	FR_PREV_INSTR = 56,
+	FR_IS_ENTRY = 68,
+	CO_CODE = 184,
+};
+
+struct fake {
+	pid_t pid;
+	uint64_t runtime;
+	uint8_t mem[0x3000];
+};
+
+static ssize_t fake_read(void *arg, pid_t tid, uint64_t addr, void *buf, size_t len)
+{
+	struct fake *f = arg;
+	uint64_t interp = INTERP;
+
+	if (addr >= FAKE && addr + len <= FAKE + sizeof(f->mem)) {
+		memcpy(buf, f->mem + (addr - FAKE), len);
+		return (ssize_t)len;
+	}
+	if (addr == f->runtime + RT_INTERP_HEAD && len == sizeof(interp)) {
+		memcpy(buf, &interp, len);
+		return (ssize_t)len;
+	}
+	/* Py_Version, the symbols' own */
+	return pt_read_memory(tid, addr, buf, len);
+}
+
+static void put(uint8_t *base, uint64_t at, uint64_t v)
+{
+	memcpy(base + at, &v, sizeof(v));
+}
+
+static void code_object(struct fake *f, uint64_t code, uint64_t code_type)
+{
+	put(f->mem, code - FAKE + 8, code_type); /* ob_type */
+	put(f->mem, code - FAKE + 16, 16);	 /* Py_SIZE: 16 code units */
+}
+
+static void frame(
+	struct fake *f, uint64_t fr, uint64_t code, int lasti, uint64_t previous, bool entry)
+{
+	put(f->mem, fr - FAKE + FR_CODE, code);
+	put(f->mem, fr - FAKE + FR_PREVIOUS, previous);
+	put(f->mem, fr - FAKE + FR_PREV_INSTR, code + CO_CODE + 2 * (int64_t)lasti);
+	f->mem[fr - FAKE + FR_IS_ENTRY] = entry;
+}
+
+/* Two activations at the sample: the outer one (ledger_b's frame
+ * current, map called from it) and the inner one (ledger_c's, its
+ * current frame the slot FR_X). */
+static void fake_state(struct fake *f, struct td_sample *s, uint64_t code_type)
+{
+	uint64_t cf1 = STACK + 0x100, cf0 = STACK + 0x400;
+
+	put(f->mem, INTERP - FAKE + INTERP_THREADS, TSTATE);
+	put(f->mem, TSTATE - FAKE + TS_NEXT, 0);
+	put(f->mem, TSTATE - FAKE + TS_CFRAME, cf1);
+	put(f->mem, TSTATE - FAKE + TS_TID, (uint64_t)f->pid);
+	code_object(f, CODE_D, code_type);
+	code_object(f, CODE_C, code_type);
+	code_object(f, CODE_B, code_type);
+	frame(f, FR_L, CODE_C, 3, FR_B, true);
+	frame(f, FR_B, CODE_B, 1, 0, true);
+	s->pid = s->tid = f->pid;
+	s->stack_addr = STACK;
+	s->stack_len = STACK_LEN;
+	put(s->stack, cf1 - STACK + CF_CURRENT, FR_X);
+	put(s->stack, cf1 - STACK + CF_PREVIOUS, cf0);
+	put(s->stack, cf0 - STACK + CF_CURRENT, FR_B);
+	put(s->stack, cf0 - STACK + CF_PREVIOUS, 0);
+}
+
+Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
+{
+	static struct sym_unwound u;
+	static struct fake f;
+	struct sym_options opt = {0};
+	struct sym_py_frame frames[8];
+	uint16_t native[8];
+	struct sym_py_reader r;
+	struct td_sample *s;
+	struct sym_session *ss;
+	struct sym_cache *c;
+	struct sym_py *py;
+	uint64_t eval, code_type;
+	char text[1024], *out;
+	int status, n;
+
+	if (access(PYTHON, X_OK))
+		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
+	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
+	if (status || !out || strcmp(out, "(3, 11)\n")) {
+		free(out);
+		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
+	}
+	free(out);
+	setenv("FX_PYTHON", "addrs", 1);
+	f.pid = fx_start_listing(PYTHON, SCRIPT, text, sizeof(text));
+	f.runtime = fx_listed_addr(text, "_PyRuntime");
+	code_type = fx_listed_addr(text, "PyCode_Type");
+	eval = fx_listed_addr(text, "_PyEval_EvalFrameDefault");
+	r = (struct sym_py_reader){.read = fake_read, .arg = &f, .tid = f.pid};
+	cr_assert_eq(sym_cache_new(&c), 0);
+	cr_assert_eq(sym_session_new(f.pid, &opt, c, &ss), 0);
+	cr_assert_eq(sym_py_open(ss, &r, &py), 0, "python3.11's symbols not found");
+	s = calloc(1, td_sample_size(STACK_LEN));
+	cr_assert_not_null(s);
+	fake_state(&f, s, code_type);
+	/* the unwind: the inner activation, map, the outer one, main */
+	u.pc[0] = eval + 0x20;
+	u.activation[0] = true;
+	u.pc[1] = 0x401000;
+	u.pc[2] = eval + 0x40;
+	u.pc[3] = 0x401000;
+	u.n = 4;
+	u.end = SYM_END_OUTERMOST;
+
+	/* built, code written, not linked: previous is still the slot's
+	 * last occupant's (ledger_c, the generator's creator).  The entry
+	 * frames match the activations: only the frame itself tells */
+	frame(&f, FR_X, CODE_D, -1, FR_L, false);
+	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
+	cr_expect_lt(n, 0, "%d frames from a frame not yet linked: ledger_d under ledger_c", n);
+
+	/* the same chain once the frame ran its first instruction (its
+	 * previous written, by then): read, ledger_d ledger_c | ledger_b */
+	frame(&f, FR_X, CODE_D, 0, FR_L, false);
+	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
+	cr_assert_eq(n, 3);
+	cr_expect(frames[0].code == CODE_D && frames[1].code == CODE_C && frames[2].code == CODE_B);
+	cr_expect(native[0] == 0 && native[1] == 0 && native[2] == 2);
+
+	free(s);
+	sym_py_free(py);
+	sym_session_free(ss);
+	sym_cache_free(c);
+	fx_stop(f.pid);
+}
