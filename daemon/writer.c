@@ -395,12 +395,32 @@ void writer_notify(struct writer *w, const struct rec_notice *n)
 	wake_post(&w->sh->control_wake);
 }
 
+/* The periods of the profile sample s stands for, as the sampler counted
+ * it in samples_taken: none for a lock owner's stack (for the waits
+ * alone), a death's stack (a record) or a copy whose time its intervals
+ * off a CPU carry (NO_ROWS); its weight if weighted; else one.  Each is
+ * written as a row or counted in one of the unwritten_* counters. */
+static uint32_t periods_of(const struct td_sample *s)
+{
+	if (s->flags & (TD_SAMPLE_OWNER | TD_SAMPLE_DEATH | TD_SAMPLE_NO_ROWS))
+		return 0;
+	return (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1;
+}
+
+static void count_unwritten(_Atomic uint64_t *why, uint64_t n)
+{
+	if (n)
+		atomic_fetch_add_explicit(why, n, memory_order_relaxed);
+}
+
 void do_sample(struct writer *w, const struct td_sample *s)
 {
-	uint32_t stack, tid;
+	uint32_t stack, tid, written = 0;
 
-	if (!current_chunk(w))
+	if (!current_chunk(w)) {
+		count_unwritten(&w->sh->unwritten_failed, periods_of(s));
 		return;
+	}
 	if (s->flags & TD_SAMPLE_OWNER) {
 		/* a lock's owner stopped for its stack, or the kernel's early
 		 * sample of it of weight 0: no period of the profile, a stack
@@ -414,8 +434,10 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	if ((s->flags & TD_SAMPLE_RUNNABLE) && (s->flags & TD_SAMPLE_REPEAT)) {
 		struct saved *sv = saved_of(w, s->tid, false);
 
-		if (!sv)
+		if (!sv) {
+			count_unwritten(&w->sh->unwritten_runnable, periods_of(s));
 			return;
+		}
 	}
 	stack = stack_of(w, s);
 	tid = thread_id_named(w, s->pid, s->tid, (s->flags & TD_SAMPLE_NAMED) ? s->comm : NULL);
@@ -452,8 +474,9 @@ void do_sample(struct writer *w, const struct td_sample *s)
 			if (chunk_writer_sample(w->cw, s->time_ns, tid,
 				    i < n - woken ? state_of(s, w->cfg->mode) : TCF_STATE_RUNNABLE, stack, NULL,
 				    0) == 0)
-				atomic_fetch_add_explicit(&w->sh->samples_written, 1,
-					memory_order_relaxed);
+				written++;
+		atomic_fetch_add_explicit(&w->sh->samples_written, written, memory_order_relaxed);
+		count_unwritten(&w->sh->unwritten_failed, n - written);
 	}
 	if (!w->cw_published)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
@@ -479,6 +502,12 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	}
 	if ((e->kind == REC_EV_THREAD_NEW || e->kind == REC_EV_EXEC) && e->image)
 		td_map_set(&w->stacks.images, (uint64_t)(uint32_t)e->pid, e->image);
+	if (e->kind == REC_EV_REPEAT && !current_chunk(w)) {
+		struct td_sample smp = { .flags = (uint32_t)e->status };
+
+		count_unwritten(&w->sh->unwritten_failed, periods_of(&smp));
+		return;
+	}
 	if (!current_chunk(w))
 		return;
 	switch (e->kind) {
@@ -675,6 +704,8 @@ void *writer_main(void *arg)
 					set_behind(w, true);
 				if (!hurry)
 					do_sample(w, smp);
+				else
+					count_unwritten(&sh->unwritten_hurried, periods_of(smp));
 				ring_pop_bytes(&sh->samples);
 			} else {
 				break;
