@@ -618,6 +618,14 @@ static void summary(const struct rec_stats *s, const struct rec_config *cfg, uin
 		(unsigned long long)s->samples_taken, (unsigned long long)s->samples_written,
 		elapsed_ns ? s->samples_taken * 1e9 / (double)elapsed_ns : 0.0,
 		(unsigned long long)s->ticks);
+	if (s->unwritten_runnable || s->unwritten_hurried || s->unwritten_failed)
+		fprintf(f,
+			"  not written  %llu waiting for a CPU before any stack of the thread was "
+			"seen, %llu dropped at a second stop request, %llu refused by the chunk "
+			"writer\n",
+			(unsigned long long)s->unwritten_runnable,
+			(unsigned long long)s->unwritten_hurried,
+			(unsigned long long)s->unwritten_failed);
 	fprintf(f,
 		"  lost         %llu ring full, %llu did not stop in time, %llu events; "
 		"%llu stacks partial\n",

@@ -69,6 +69,9 @@ void rec_stats(const struct recorder *r, struct rec_stats *ret)
 	*ret = (struct rec_stats){
 		.samples_taken = atomic_load(&sh->samples_taken),
 		.samples_written = atomic_load(&sh->samples_written),
+		.unwritten_runnable = atomic_load(&sh->unwritten_runnable),
+		.unwritten_hurried = atomic_load(&sh->unwritten_hurried),
+		.unwritten_failed = atomic_load(&sh->unwritten_failed),
 		.ticks = atomic_load(&sh->ticks),
 		.lost_ring = atomic_load(&sh->lost_ring),
 		.lost_not_stopped = atomic_load(&sh->lost_not_stopped),

@@ -213,6 +213,13 @@ struct rec_shared {
 	 * error that ends recording) is stored by writer_fail only, the first
 	 * one winning, and is also read by the sampler, which stops at once. */
 	_Atomic uint64_t samples_written, unwind_partial, bytes_written;
+	/* Periods taken (samples_taken) that no row stands for, by why:
+	 * a thread's runnable repeat before any stack of it was seen; a
+	 * second stop request (hurry) dropped them; the chunk writer refused
+	 * the row, or there was no chunk (an I/O error, which ends
+	 * recording).  With samples_written they add up to samples_taken
+	 * once the rings are drained. */
+	_Atomic uint64_t unwritten_runnable, unwritten_hurried, unwritten_failed;
 	/* writer: processes whose maps it may not read, and why (-errno) */
 	_Atomic uint64_t maps_denied;
 	_Atomic int maps_denied_err;

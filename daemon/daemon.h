@@ -123,6 +123,11 @@ struct rec_config {
  * they are not read under a lock). */
 struct rec_stats {
 	uint64_t samples_taken, samples_written, ticks;
+	/* periods taken that no row stands for: a runnable thread's before
+	 * any stack of it was seen, dropped at a second stop request, or
+	 * refused by the chunk writer (after an I/O error); with
+	 * samples_written they add up to samples_taken */
+	uint64_t unwritten_runnable, unwritten_hurried, unwritten_failed;
 	uint64_t lost_ring, lost_not_stopped, lost_events, unwind_partial;
 	/* perf: stacks deeper than the most the kernel copies per sample
 	 * (65528 bytes), cut there */

@@ -313,6 +313,7 @@ static void put_unstopped(struct sampler *s, struct td_sample *smp)
 {
 	struct rec_shared *sh = s->sh;
 	struct sthread *st;
+	uint32_t periods = 0;
 
 	if ((smp->flags & TD_SAMPLE_OFFCPU) && (st = lookup(s, smp->tid))) {
 		bool stopped = pt_tracer_group_stopped(s->t, st->tid);
@@ -336,11 +337,15 @@ static void put_unstopped(struct sampler *s, struct td_sample *smp)
 		st->owner_took = st->owner_tick;
 		st->owner_asked_ns = 0;
 	}
+	/* a lock owner's early sample (weight 0) is a stack for the waits,
+	 * no period of the profile: taken as many periods as the writer
+	 * writes rows of it (none), as put_stopped's owner stops */
+	if ((smp->flags & TD_SAMPLE_PERF) && !(smp->flags & TD_SAMPLE_OWNER))
+		periods = (smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1;
 	mark_sampled(s, smp->pid);
 	ring_publish_bytes(&sh->samples, td_sample_size(smp->stack_len));
-	if (smp->flags & TD_SAMPLE_PERF)
-		atomic_fetch_add_explicit(&sh->samples_taken,
-			(smp->flags & TD_SAMPLE_WEIGHTED) ? smp->weight : 1, memory_order_relaxed);
+	if (periods)
+		atomic_fetch_add_explicit(&sh->samples_taken, periods, memory_order_relaxed);
 }
 
 /* A sample of a sampling stop: its stopped time counted, and the periods

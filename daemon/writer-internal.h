@@ -128,6 +128,7 @@ struct writer {
 	bool startup;		 /* no sample published yet: the sampler's priority */
 	bool behind;		 /* at nice 0 to catch up (set_behind) */
 	uint64_t published_ns;	 /* the last publish() */
+	bool unpublished;	 /* taken from the rings since (to publish soon) */
 	uint64_t lost_recorded[3]; /* record_lost(): ring full, not stopped, CPU missed */
 
 	/* ids the current chunk defined (writer.c, and the location ids of

@@ -8,13 +8,14 @@
  *
  * Publishing: what is buffered becomes a block on disk, readable by any
  * reader and kept by kill -9, whenever the rings run empty (at most every
- * WRITER_PUBLISH_MIN_NS), at least every WRITER_PUBLISH_NS even while the
- * rings stay busy, and at every rotation; a chunk's first samples are
+ * WRITER_PUBLISH_MIN_NS: what is left waits that long at most, not for
+ * the next wake), at least every WRITER_PUBLISH_NS even while the rings
+ * stay busy, and at every rotation; a chunk's first samples are
  * published as soon as they are written (its header and definitions go
  * first: the chunk writer puts a block's definitions before its
- * samples).  kill -9 so loses what was taken in the last 100 ms or so,
- * plus what still waits in the rings (the sampler drains the kernel's
- * and wakes the writer every 50 ms).  Before each block, and before a
+ * samples).  kill -9 so loses what waits in the rings (the sampler
+ * drains the kernel's and wakes the writer every 50 ms) and up to 40 ms
+ * more: under 100 ms while the threads get a CPU.  Before each block, and before a
  * chunk is finished, the repository checks that nobody changed the file
  * (repo_check); a changed chunk is set aside (chunk_changed).
  *
@@ -61,8 +62,12 @@
  * sample ring (the writer woken every 50 ms), to be unwound (the backlog),
  * and for the next block.  So a block goes out whenever the rings run
  * empty, at most every WRITER_PUBLISH_MIN_NS (each is a write() and a
- * block header), and at least every WRITER_PUBLISH_NS while they stay
- * busy; make bench measures the sum (bench_kill9). */
+ * block header; what is taken meanwhile waits for the poll's timeout,
+ * set to that, not for the sampler's next wake), and at least every
+ * WRITER_PUBLISH_NS while they stay busy; make bench measures the sum
+ * (bench_kill9).  A shorter drain and wake (25 ms) cut the median
+ * further but cost cpu mode ~50% more CPU per sample at 60 samples/s
+ * (their cost is per second): measured, not taken. */
 #define WRITER_PUBLISH_NS 100000000u	 /* at most this long between blocks */
 #define WRITER_PUBLISH_MIN_NS 40000000u /* at least this long between blocks */
 /* at most this long between looks at the rings: the sampler wakes the
@@ -257,6 +262,7 @@ void writer_rotate(struct writer *w, int reason)
 static void publish(struct writer *w, uint64_t now)
 {
 	w->published_ns = now;
+	w->unpublished = false;
 	if (!w->cw)
 		return;
 	if (repo_check(w->repo) < 0) {
@@ -399,12 +405,32 @@ void writer_notify(struct writer *w, const struct rec_notice *n)
 	wake_post(&w->sh->control_wake);
 }
 
+/* The periods of the profile sample s stands for, as the sampler counted
+ * it in samples_taken: none for a lock owner's stack (for the waits
+ * alone), a death's stack (a record) or a copy whose time its intervals
+ * off a CPU carry (NO_ROWS); its weight if weighted; else one.  Each is
+ * written as a row or counted in one of the unwritten_* counters. */
+static uint32_t periods_of(const struct td_sample *s)
+{
+	if (s->flags & (TD_SAMPLE_OWNER | TD_SAMPLE_DEATH | TD_SAMPLE_NO_ROWS))
+		return 0;
+	return (s->flags & TD_SAMPLE_WEIGHTED) ? s->weight : 1;
+}
+
+static void count_unwritten(_Atomic uint64_t *why, uint64_t n)
+{
+	if (n)
+		atomic_fetch_add_explicit(why, n, memory_order_relaxed);
+}
+
 void do_sample(struct writer *w, const struct td_sample *s)
 {
-	uint32_t stack, tid;
+	uint32_t stack, tid, written = 0;
 
-	if (!current_chunk(w))
+	if (!current_chunk(w)) {
+		count_unwritten(&w->sh->unwritten_failed, periods_of(s));
 		return;
+	}
 	if (s->flags & TD_SAMPLE_OWNER) {
 		/* a lock's owner stopped for its stack, or the kernel's early
 		 * sample of it of weight 0: no period of the profile, a stack
@@ -418,8 +444,10 @@ void do_sample(struct writer *w, const struct td_sample *s)
 	if ((s->flags & TD_SAMPLE_RUNNABLE) && (s->flags & TD_SAMPLE_REPEAT)) {
 		struct saved *sv = saved_of(w, s->tid, false);
 
-		if (!sv)
+		if (!sv) {
+			count_unwritten(&w->sh->unwritten_runnable, periods_of(s));
 			return;
+		}
 	}
 	stack = stack_of(w, s);
 	tid = thread_id_named(w, s->pid, s->tid, (s->flags & TD_SAMPLE_NAMED) ? s->comm : NULL);
@@ -456,8 +484,9 @@ void do_sample(struct writer *w, const struct td_sample *s)
 			if (chunk_writer_sample(w->cw, s->time_ns, tid,
 				    i < n - woken ? state_of(s, w->cfg->mode) : TCF_STATE_RUNNABLE, stack, NULL,
 				    0) == 0)
-				atomic_fetch_add_explicit(&w->sh->samples_written, 1,
-					memory_order_relaxed);
+				written++;
+		atomic_fetch_add_explicit(&w->sh->samples_written, written, memory_order_relaxed);
+		count_unwritten(&w->sh->unwritten_failed, n - written);
 	}
 	if (!w->cw_published)
 		publish(w, td_now_ns()); /* the chunk's first samples: at once */
@@ -483,6 +512,12 @@ static void do_event(struct writer *w, const struct rec_event *e)
 	}
 	if ((e->kind == REC_EV_THREAD_NEW || e->kind == REC_EV_EXEC) && e->image)
 		td_map_set(&w->stacks.images, (uint64_t)(uint32_t)e->pid, e->image);
+	if (e->kind == REC_EV_REPEAT && !current_chunk(w)) {
+		struct td_sample smp = { .flags = (uint32_t)e->status };
+
+		count_unwritten(&w->sh->unwritten_failed, periods_of(&smp));
+		return;
+	}
 	if (!current_chunk(w))
 		return;
 	switch (e->kind) {
@@ -701,10 +736,13 @@ void *writer_main(void *arg)
 					set_behind(w, true);
 				if (!hurry)
 					do_sample(w, smp);
+				else
+					count_unwritten(&sh->unwritten_hurried, periods_of(smp));
 				ring_pop_bytes(&sh->samples);
 			} else {
 				break;
 			}
+			w->unpublished = true;
 			/* a busy ring does not hold back what is written */
 			now = td_now_ns();
 			if (now - w->published_ns >= WRITER_PUBLISH_NS)
@@ -747,8 +785,14 @@ void *writer_main(void *arg)
 		}
 		if (done)
 			break;
-		/* wake for the next publish, or to look at the rings */
-		timeout = (int)((w->published_ns + WRITER_PUBLISH_NS - now + 999999) / 1000000);
+		/* wake for the next publish: what waits for it goes out
+		 * WRITER_PUBLISH_MIN_NS after the last, not at the next wake
+		 * (the sampler's, every S_WRITER_NS) nor WRITER_PUBLISH_NS;
+		 * else to look at the rings */
+		timeout = (int)((w->published_ns +
+					(w->unpublished ? WRITER_PUBLISH_MIN_NS : WRITER_PUBLISH_NS) -
+					now + 999999) /
+			1000000);
 		timeout = TD_MAX(1, TD_MIN(WRITER_POLL_MS, timeout));
 		if (poll(&pfd, 1, timeout) > 0)
 			wake_drain(&sh->writer_wake);

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* make bench: what kill -9 loses.  fx_many with 16 threads (1 spinning,
  * the rest waiting) recorded at 999 Hz, in cpu and in wall mode, on a
- * loaded machine (two busy loops per CPU); tracerd is killed with SIGKILL
- * at a random moment 1 to 3 s after it started (the same moments in both
- * modes: a fixed seed), KILLS times per mode.  For each kill: how long
- * before the kill the last sample on disk was taken (the samples' own
- * CLOCK_MONOTONIC times against the kill's), read from the repository as
- * any reader reads it (whole blocks only).  Prints the median, the 99th
- * percentile (with 30 kills: the worst but none) and the worst.
+ * machine loaded with two busy loops per CPU and nothing else of this
+ * program's; tracerd is killed with SIGKILL at a random moment 1 to 3 s
+ * after it said it records (its "recording" line: attached, sampling; the
+ * same moments in both modes: a fixed seed), KILLS times per mode.  For
+ * each kill: how long before the kill the last sample on disk was taken
+ * (the samples' own CLOCK_MONOTONIC times against the kill's), read from
+ * the repository as any reader reads it (whole blocks only); a kill that
+ * left no sample on disk lost all since the recording began, and counts
+ * that long.  Prints the median, the 99th percentile (with 30 kills: the
+ * worst but none) and the worst, and the load average before and after:
+ * other work on the machine shows there.
  *   bench_kill9 TRACERD FIXTURE_DIR [KILLS]
  * With BENCH_VERBOSE set, each kill's moment and figure go to stderr. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,20 +63,65 @@ static uint64_t repo_last(const char *repo)
 	return last;
 }
 
-static pid_t run(const char *const argv[], bool quiet)
+/* Start tracerd (argv) with its stderr on a pipe and wait until it says
+ * it records; its pid, and in *ret_start when it said so (0: it did not
+ * within 30 s, or said something else: then it is killed). */
+static pid_t run(const char *const argv[], uint64_t *ret_start)
 {
-	pid_t p = fork();
+	char line[512];
+	size_t len = 0;
+	int err[2];
+	pid_t p;
 
+	*ret_start = 0;
+	if (pipe2(err, O_CLOEXEC) < 0)
+		return -1;
+	p = fork();
 	if (p == 0) {
 		int null = open("/dev/null", O_RDWR);
 
-		if (quiet)
-			dup2(null, 1);
-		dup2(null, 2);
+		dup2(null, 1);
+		dup2(err[1], 2);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	close(err[1]);
+	while (p > 0 && len < sizeof(line) - 1) {
+		struct pollfd pfd = { err[0], POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 30000) <= 0)
+			break;
+		n = read(err[0], line + len, sizeof(line) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		line[len] = '\0';
+		if (strstr(line, "recording")) {
+			*ret_start = td_now_ns();
+			break;
+		}
+	}
+	close(err[0]); /* tracerd's later messages: EPIPE, ignored */
+	if (p > 0 && !*ret_start) {
+		fprintf(stderr, "bench_kill9: tracerd did not start recording: %s\n", line);
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		return -1;
+	}
 	return p;
+}
+
+static void print_load(const char *when)
+{
+	char b[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f && fgets(b, sizeof(b), f))
+		b[strcspn(b, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	printf("  load average %s: %s\n", when, b);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -109,6 +159,7 @@ int main(int argc, char **argv)
 	if (read(out[0], b, sizeof(b)) <= 0 || !strstr(b, "ready")) {
 		fprintf(stderr, "bench_kill9: %s did not start\n", fxpath);
 		kill(fx, SIGKILL);
+		rmdir(repo);
 		return 1;
 	}
 	for (long i = 0; i < 2 * ncpu && nload < 64; i++) {
@@ -124,7 +175,9 @@ int main(int argc, char **argv)
 	       "spinning, 999 Hz, %ld busy loops on %ld CPUs, %u kills per mode):\n"
 	       "  how long before the kill the last sample on disk was taken\n",
 		2 * ncpu, ncpu, kills);
-	printf("  %-5s %9s %9s %9s %s\n", "mode", "median", "p99", "worst", "kills with no sample");
+	print_load("before");
+	printf("  %-5s %9s %9s %9s %s\n", "mode", "median", "p99", "worst",
+		"kills with no sample on disk");
 	for (unsigned m = 0; m < 2; m++) {
 		double *gap = calloc(kills, sizeof(*gap));
 		unsigned n = 0, none = 0;
@@ -132,39 +185,45 @@ int main(int argc, char **argv)
 		srand48(42);
 		for (unsigned k = 0; k < kills; k++) {
 			const char *targv[] = { argv[1], "record", "--pid", pidarg, "-F", "999",
-				"--mode", modes[m], "-r", sub, "-q", NULL };
-			struct timespec d;
+				"--mode", modes[m], "-r", sub, NULL };
 			double after = 1.0 + 2.0 * drand48();
-			uint64_t at, last;
+			uint64_t at, last, start;
+			struct timespec d;
 			pid_t t;
 
 			snprintf(cmd, sizeof(cmd), "rm -rf %s", sub);
 			if (system(cmd) != 0)
 				return 1;
-			t = run(targv, true);
-			d.tv_sec = (time_t)after;
-			d.tv_nsec = (long)((after - (double)d.tv_sec) * 1e9);
-			nanosleep(&d, NULL);
+			t = run(targv, &start);
+			if (t < 0)
+				break;
+			at = start + (uint64_t)(after * 1e9);
+			d.tv_sec = (time_t)(at / 1000000000u);
+			d.tv_nsec = (long)(at % 1000000000u);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &d, NULL);
 			at = td_now_ns();
 			kill(t, SIGKILL);
 			waitpid(t, NULL, 0);
 			last = repo_last(sub);
-			if (!last || last > at)
+			if (!last || last > at) {
+				/* nothing on disk: all since it began is lost */
 				none++;
-			else
-				gap[n++] = (double)(at - last) / 1e6;
+				last = start;
+			}
+			gap[n++] = (double)(at - last) / 1e6;
 			if (getenv("BENCH_VERBOSE"))
 				fprintf(stderr, "  %s kill at %.2f s: %.0f ms\n", modes[m], after,
-					last && last <= at ? (double)(at - last) / 1e6 : -1.0);
+					gap[n - 1]);
 		}
 		qsort(gap, n, sizeof(*gap), cmp_double);
 		if (n)
 			printf("  %-5s %6.0f ms %6.0f ms %6.0f ms %u of %u\n", modes[m],
-				gap[td_rank(n, 0.5)], gap[td_rank(n, 0.99)], gap[n - 1], none, kills);
+				gap[td_rank(n, 0.5)], gap[td_rank(n, 0.99)], gap[n - 1], none, n);
 		else
-			printf("  %-5s no kill left a sample (%u)\n", modes[m], kills);
+			printf("  %-5s tracerd did not start\n", modes[m]);
 		free(gap);
 	}
+	print_load("after");
 	for (unsigned i = 0; i < nload; i++)
 		kill(load[i], SIGKILL);
 	kill(fx, SIGKILL);
