@@ -101,6 +101,8 @@ static bool fifo_permitted(void)
 struct reading {
 	double own, sched, sampled; /* periods: its clock, schedstat, its samples */
 	double handler;		    /* % of its samples in handle_request */
+	double said;		    /* the summary's coverage (%), -1: no such line */
+	bool warned;		    /* the summary warned of it */
 };
 
 /* Record fx with capture ("--capture=ptrace" or "=perf") for SECONDS;
@@ -140,19 +142,41 @@ static void record_worker(pid_t fx, int out, pid_t worker, const char *capture,
 	cr_log_info("%s: %.1f periods by its clock, %.1f by schedstat, %.0f samples, %.1f%% "
 		    "in handle_request; %s",
 		capture, ret->own, ret->sched, ret->sampled, ret->handler, slurp(errfile));
-	cr_expect(!strstr(slurp(errfile), "warning"), "%s", slurp(errfile));
+	ret->warned = strstr(slurp(errfile), "warning: the samples carry") != NULL;
+	ret->said = -1;
+	if (strstr(slurp(errfile), "  coverage ") &&
+		sscanf(strstr(slurp(errfile), "  coverage "), "  coverage %lf%%", &ret->said) != 1)
+		ret->said = -1;
+	/* perf samples every period: nothing to warn of */
+	if (strcmp(capture, "--capture=ptrace"))
+		cr_expect(!strstr(slurp(errfile), "warning"), "%s", slurp(errfile));
 }
 
+/* The samples are the worker's CPU time within 20%, or the recording says
+ * how much of it they carry.  The trigger is the kernel's: a timer on the
+ * process's CPU clock, which the kernel checks at its ticks; on this
+ * machine (6.18, HZ=250, tickless idle) it fired 6-11 times for 0.4 s of
+ * fx_bursts' CPU where 160 were due (a bare timer_create and signalfd,
+ * no tracerd: checked 2026-11-27), and in other runs at nearly every
+ * quarter period.  Where it fires seldom, the summary's coverage says
+ * so, and the figure is the truth's: the process's samples against its
+ * CPU time (the worker's within 20 points: the feeder's is the rest). */
 static void expect_counted(const char *what, const struct reading *r)
 {
-	/* the recording is a little longer than the window: up to a few
-	 * periods more on a loaded machine's late stop */
-	cr_expect(r->sampled > 0.8 * r->own && r->sampled < 1.2 * r->own + 3,
-		"%s: %.0f samples, %.1f periods of the worker's own CPU clock", what, r->sampled,
-		r->own);
-	cr_expect(r->sampled > 0.8 * r->sched && r->sampled < 1.2 * r->sched + 3,
-		"%s: %.0f samples, %.1f periods of its schedstat run time", what, r->sampled,
-		r->sched);
+	double share = r->own > 0 ? 100.0 * r->sampled / r->own : 0;
+
+	/* never more than it used: a little longer than the window, up to a
+	 * few periods more on a loaded machine's late stop */
+	cr_expect(r->sampled < 1.2 * r->own + 3 && r->sampled < 1.2 * r->sched + 3,
+		"%s: %.0f samples, %.1f periods of its own CPU clock, %.1f of schedstat", what,
+		r->sampled, r->own, r->sched);
+	if (r->sampled > 0.8 * r->own && r->sampled > 0.8 * r->sched)
+		return;
+	cr_expect(r->warned, "%s: %.0f samples, %.1f periods of the worker's own CPU clock, and no "
+			     "warning", what, r->sampled, r->own);
+	cr_expect(r->said >= 0 && r->said < 80.0 && r->said > share - 20 && r->said < share + 20,
+		"%s: coverage %.1f%% said, the worker's samples are %.1f%% of its CPU time", what,
+		r->said, share);
 }
 
 /* Where the samples sit, against perf's of the same worker at the same
@@ -166,6 +190,11 @@ static void expect_placed(const char *what, const struct reading *ptrace,
 	const struct reading *perf)
 {
 	cr_expect(perf->handler > 0, "%s: perf sampled no handle_request", what);
+	if (ptrace->sampled < 10) {
+		/* too few for a share: expect_counted saw them said */
+		cr_log_warn("%s: %.0f ptrace samples, placement not judged", what, ptrace->sampled);
+		return;
+	}
 	cr_expect_geq(ptrace->handler, 90.0,
 		"%s: %.1f%% of the samples in the handler (perf: %.1f%%)", what, ptrace->handler,
 		perf->handler);
@@ -266,7 +295,11 @@ Test(record_ptracecpu, sampler_refused_sched_fifo_says_so_and_samples, .timeout 
 	cr_expect_eq(status, 0, "%s", text);
 	cr_expect(strstr(text, "sampler SCHED_OTHER (SCHED_FIFO: Operation not permitted)"), "%s",
 		text);
-	cr_expect(!strstr(text, "warning"), "%s", text);
-	cr_expect_gt(samples_of("fx-burst"), 0, "%s", text);
+	/* the refusal itself is no warning; what the kernel's timer did not
+	 * catch (expect_counted) is, and only with the coverage it measured */
+	cr_expect(!strstr(text, "warning") || strstr(text, "warning: the samples carry"), "%s",
+		text);
+	cr_expect(samples_of("fx-burst") > 0 || strstr(text, "warning: the samples carry"), "%s",
+		text);
 	free(text);
 }
