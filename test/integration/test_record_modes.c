@@ -276,7 +276,11 @@ static void wall_of_a_command(const char *dir, unsigned *all, unsigned *nowhere,
  * mappings when ld.so had mapped nothing but the program (a short life
  * ends before a once-a-second renewal).  sleep 0.3 at 99 Hz: 30 periods
  * by its own clock, a few more for its start and wake-ups on a loaded
- * machine.  Five runs: a wrong placement came once in 10-20. */
+ * machine.  Five runs: a wrong placement came once in 10-20.  One sample
+ * in tracerd's stops is allowed: the exit stop's time until the sampler
+ * wakes for it, which the kernel's samples drained just before the event
+ * is read weigh (under a period, but a late wake on a loaded machine can
+ * make it one); before, 3 to 15 such samples a run. */
 Test(record_modes, a_commands_wall_time_is_its_own, .timeout = 180)
 {
 	for (int i = 0; i < 5; i++) {
@@ -289,7 +293,7 @@ Test(record_modes, a_commands_wall_time_is_its_own, .timeout = 180)
 		if (system(rm) != 0)
 			cr_log_warn("cannot remove %s", dir);
 		cr_expect(all >= 27 && all <= 40, "run %d: %u samples for 0.3 s at 99 Hz", i, all);
-		cr_expect_eq(ours, 0, "run %d: %u of %u samples in tracerd's own stops", i, ours,
+		cr_expect_leq(ours, 1, "run %d: %u of %u samples in tracerd's own stops", i, ours,
 			all);
 		cr_expect(nowhere <= 1, "run %d: %u of %u samples placed nowhere", i, nowhere, all);
 	}

@@ -210,8 +210,11 @@ static size_t chain_prefix(const char *line, size_t len, const char *const *chai
  * writer reads the chain after the sample, the thread ran on), half of it
  * run by evaluator activations called from C (map, sum over a generator):
  * every stack's Python frames are the program's own chain, in its order,
- * and most stacks have them. */
-static void changing_stacks(const char *python)
+ * and at least min_pct% of the stacks have them (most, where the
+ * innermost frame is in the sample's stack copy: 3.11 and 3.12; 3.13
+ * keeps it outside, read live a few microseconds on and left native when
+ * it moved: 32-50% named on this 2-core machine under load, 2026-11-27). */
+static void changing_stacks(const char *python, unsigned min_pct)
 {
 	static const char *const chain[] = {"<module>", "churn_ledger", "ledger_a", "ledger_b",
 		"ledger_c", "ledger_c.<locals>.<genexpr>", "ledger_d"};
@@ -244,15 +247,15 @@ static void changing_stacks(const char *python)
 	 * generator's activation whose frame (in the generator object, a
 	 * few microseconds old) was freed before the writer read it; or in
 	 * the interpreter's own work between frames */
-	cr_expect_geq(named * 100, all * 50, "%lu of %lu stacks with their Python frames:\n%.3000s",
-		named, all, r.out);
+	cr_expect_geq(named * 100, all * min_pct,
+		"%lu of %lu stacks with their Python frames:\n%.3000s", named, all, r.out);
 	run_result_free(&r);
 }
 
 Test(record_python, changing_stacks_never_named_wrong)
 {
 	need_python311();
-	changing_stacks(PYTHON);
+	changing_stacks(PYTHON, 50);
 }
 
 Test(record_python, changing_stacks_never_named_wrong_312)
@@ -260,7 +263,7 @@ Test(record_python, changing_stacks_never_named_wrong_312)
 	char python[PATH_MAX];
 
 	need_pyenv(12, python, sizeof(python));
-	changing_stacks(python);
+	changing_stacks(python, 50);
 }
 
 Test(record_python, changing_stacks_never_named_wrong_313)
@@ -268,7 +271,7 @@ Test(record_python, changing_stacks_never_named_wrong_313)
 	char python[PATH_MAX];
 
 	need_pyenv(13, python, sizeof(python));
-	changing_stacks(python);
+	changing_stacks(python, 20);
 }
 
 static bool samples_1000(const struct found *f)
