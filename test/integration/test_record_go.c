@@ -15,11 +15,6 @@
 
 TestSuite(record_go, .init = record_setup, .fini = record_teardown, .timeout = 300);
 
-static bool samples_5000(const struct found *f)
-{
-	return f->samples >= 5000;
-}
-
 /* A folded Go stack (len bytes at line) starts at its root: where a Go
  * thread's stack begins.  Known exception: a vDSO call made from
  * runtime.nanotime1 or walltime runs on the g0 stack and its Go caller is
@@ -93,27 +88,27 @@ static void go_stack_checked(const char *line, size_t len, const char *mode,
 /* Inside Go's signal handler (fx_go's signals: a goroutine sends itself
  * SIGUSR1 without pause): the stacks go through runtime.sigtramp and the
  * kernel's signal frame into the interrupted function.  Before, libdw
- * stopped at the restorer, which has no CFI. */
-Test(record_go, go_signal_handlers_unwound_into_the_interrupted_code, .timeout = 300)
+ * stopped at the restorer, which has no CFI.  The handler's share of the
+ * program's CPU time is the scheduler's: 1.2-1.5% idle, 0.6-1.1% with two
+ * busy loops per CPU, and once 7 samples of 5000 in a loaded suite run;
+ * so the recording goes on, 5000 samples at a time into the same
+ * repository, until it holds 10 stacks inside the handler to judge. */
+static uint64_t samples_wanted;
+
+static bool samples_reached(const struct found *f)
 {
-	char bin[128];
-	pid_t fx, t;
-	struct run_result r;
-	unsigned handler = 0;
+	return f->samples >= samples_wanted;
+}
+
+/* The stacks of the repository checked; the samples inside the handler. */
+static unsigned go_handler_stacks(void)
+{
 	const char *argv[] = { "tracerd", "report", repo, "-f", "folded", NULL };
 	const char *tree_argv[] = { "tracerd", "report", repo, "-f", "tree", "--min-percent", "0",
 		NULL };
-	struct run_result tr;
+	struct run_result r, tr;
+	unsigned handler = 0;
 
-	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
-	go_fixture_build(bin);
-	fx = fx_start(bin, "signals");
-	cr_assert_gt(fx, 0);
-	t = tracerd_start(fx, "-F", "999", NULL);
-	cr_expect(repo_until(samples_5000));
-	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
-	fx_stop(fx);
-	unlink(bin);
 	run_tracerd(&r, argv);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_tracerd(&tr, tree_argv);
@@ -128,9 +123,33 @@ Test(record_go, go_signal_handlers_unwound_into_the_interrupted_code, .timeout =
 			handler += (unsigned)strtoul(sp + 1, NULL, 10) - 1;
 		line = *nl ? nl + 1 : nl;
 	}
-	cr_expect_geq(handler, 10, "%u samples in the signal handler:\n%.2000s", handler, r.out);
+	if (handler < 10)
+		cr_log_info("%u samples in the signal handler:\n%.2000s", handler, r.out);
 	run_result_free(&r);
 	run_result_free(&tr);
+	return handler;
+}
+
+Test(record_go, go_signal_handlers_unwound_into_the_interrupted_code, .timeout = 300)
+{
+	char bin[128];
+	pid_t fx, t;
+	unsigned handler = 0;
+
+	snprintf(bin, sizeof(bin), "%s.go-fixture", repo);
+	go_fixture_build(bin);
+	fx = fx_start(bin, "signals");
+	cr_assert_gt(fx, 0);
+	for (int round = 1; round <= 6 && handler < 10; round++) {
+		samples_wanted = 5000u * (unsigned)round;
+		t = tracerd_start(fx, "-F", "999", NULL);
+		cr_expect(repo_until(samples_reached));
+		cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+		handler = go_handler_stacks();
+	}
+	fx_stop(fx);
+	unlink(bin);
+	cr_expect_geq(handler, 10, "%u samples in the signal handler", handler);
 }
 
 /* A Go program's stacks end at their entry: goroutines at runtime.goexit,
