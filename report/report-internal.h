@@ -21,6 +21,8 @@ struct rp_frame {
 	uint32_t line;
 	uint32_t start_line; /* the function's; 0: unknown */
 	bool inlined;
+	bool kernel; /* a kernel frame: its module is one rp_kernel_module()
+			names (set at loading, from the module) */
 };
 
 struct rp_node {
@@ -90,6 +92,25 @@ struct rp_seq {
 struct rp_module {
 	uint32_t name, path, build_id; /* string ids; build-id in hex */
 };
+
+/* Is a mapping of this path the kernel's or a kernel module's (kernel.c)?
+ * One rule for the whole report layer: frames whose module it names are
+ * kernel frames (rp_frame.kernel). */
+bool rp_kernel_module(const char *path);
+/* One line for the stack of line-level node (leaf first, " <- " between
+ * frames, escaped for text) that keeps the program's part in view: its
+ * innermost max user frames, then "..." if more, then the kernel frames
+ * below them folded to one mark "[kernel: NAME ...]" (kernel.c).  A
+ * stack of kernel frames alone prints them as they are, max at most;
+ * node 0 prints none (the caller says why). */
+void rp_stack_line(FILE *out, const struct rp_profile *p, uint32_t node, unsigned max);
+/* Is name one of the scheduler's functions (schedule, io_schedule,
+ * rt_mutex_schedule, the switch...), which say nothing of what a blocked
+ * thread waits for?  rp_stack_line's mark names the first other one. */
+bool rp_kernel_scheduler(const char *name);
+/* How many of the stack's frames, from its leaf, are kernel frames: a
+ * stack lists its kernel frames before (inside) its user ones. */
+unsigned rp_kernel_depth(const struct rp_profile *p, uint32_t node);
 
 /* One wait episode (WAITS records; the parts of an episode that crossed
  * chunks merged), and who held its object. */

@@ -10,6 +10,12 @@
  * An older recording's owner is one row with its first stack, which may
  * have been taken after it let go.
  *
+ * The text prints a stack in one line with its innermost user frames
+ * first and its kernel frames folded to one mark (rp_stack_line), so that
+ * the kernel's part of a wait (the scheduler, the system call's entry)
+ * never pushes out where in the program it began; JSON gives every frame
+ * and how many of them, from the leaf, are the kernel's.
+ *
  * The grouping into sites (rp_wait_sites_build) is the one the html page's
  * waits view reads too: a site's figures are the same in both. */
 #define _GNU_SOURCE
@@ -221,21 +227,15 @@ static const char *func_of(const struct rp_profile *p, uint32_t node, bool text)
 	return s ? s : "??";
 }
 
+/* A stack in one line: the innermost user frames, the kernel's folded
+ * (rp_stack_line). */
 static void text_stack(FILE *out, const struct rp_profile *p, uint32_t node, unsigned max)
 {
-	unsigned i = 0;
-
 	if (!node) {
 		fputs("[no stack]", out);
 		return;
 	}
-	for (uint32_t k = node; k; k = p->nodes[k].parent, i++) {
-		if (i == max) {
-			fputs(" <- ...", out);
-			break;
-		}
-		fprintf(out, "%s%s", i ? " <- " : "", func_of(p, k, true));
-	}
+	rp_stack_line(out, p, node, max);
 }
 
 /* What an owner's row says where it has no stack. */
@@ -248,11 +248,13 @@ static const char *no_stack(const struct rp_wait_site *x, const struct rp_wait_s
 		       "[no stack taken while it held the object]";
 }
 
+/* "kernel_frames":N,"stack":[...]: every frame, leaf first, and how many
+ * of them, from the leaf, are the kernel's. */
 static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 {
 	bool first = true;
 
-	fputc('[', out);
+	fprintf(out, "\"kernel_frames\":%u,\"stack\":[", rp_kernel_depth(p, node));
 	for (uint32_t k = node; k; k = p->nodes[k].parent) {
 		if (!first)
 			fputc(',', out);
@@ -306,7 +308,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			td_json_string(out, rp_str(p, x->what), 0);
 			fprintf(out,
 				",\"wait_ns\":%" PRIu64 ",\"count\":%zu,\"p50_ns\":%" PRIu64
-				",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"stack\":",
+				",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",",
 				x->total_ns, x->n, rp_wait_site_quantile(x, 0.5),
 				rp_wait_site_quantile(x, 0.99), x->n ? x->durs[x->n - 1] : 0);
 			json_stack(out, p, x->node);
@@ -321,8 +323,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			for (size_t o = 0; o < x->nowners; o++) {
 				fprintf(out, "%s{\"thread\":", o ? "," : "");
 				td_json_string(out, tname(p, x->owners[o].thread, false), 0);
-				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,"
-					     "\"stack\":",
+				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,",
 					p->threads[x->owners[o].thread].tid, x->owners[o].wait_ns,
 					x->owners[o].held == RP_HELD_STACK ? "true" :
 					x->owners[o].held == RP_HELD_NONE  ? "false" :
