@@ -59,6 +59,15 @@ unsigned rp_kernel_depth(const struct rp_profile *p, uint32_t node)
 	return n;
 }
 
+uint32_t rp_user_node(const struct rp_profile *p, uint32_t node)
+{
+	uint32_t k = node;
+
+	while (k && frame_of(p, k)->kernel)
+		k = p->nodes[k].parent;
+	return k ? k : node;
+}
+
 /* The scheduler's functions (schedule, io_schedule, rt_mutex_schedule,
  * schedule_hrtimeout_range, poll_schedule_timeout, the switch itself),
  * which a blocked thread's kernel stack may show innermost (perf's
@@ -88,13 +97,10 @@ static void kernel_mark(FILE *out, const struct rp_profile *p, uint32_t node, un
 
 void rp_stack_line(FILE *out, const struct rp_profile *p, uint32_t node, unsigned max)
 {
-	unsigned depth = rp_kernel_depth(p, node), i = 0;
-	uint32_t user = node;
+	/* kernel frames alone: nothing to crowd out, rp_user_node gives node */
+	uint32_t user = rp_user_node(p, node);
+	unsigned depth = user == node ? 0 : rp_kernel_depth(p, node), i = 0;
 
-	for (unsigned d = 0; d < depth; d++)
-		user = p->nodes[user].parent;
-	if (!user) /* kernel frames alone: nothing to crowd out */
-		user = node, depth = 0;
 	for (uint32_t k = user; k; k = p->nodes[k].parent, i++) {
 		if (i == max) {
 			fputs(" <- ...", out);

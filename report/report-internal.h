@@ -108,6 +108,9 @@ void rp_stack_line(FILE *out, const struct rp_profile *p, uint32_t node, unsigne
  * rt_mutex_schedule, the switch...), which say nothing of what a blocked
  * thread waits for?  rp_stack_line's mark names the first other one. */
 bool rp_kernel_scheduler(const char *name);
+/* The node of the stack's innermost user frame: node less its kernel
+ * frames; node itself when it has no user frame. */
+uint32_t rp_user_node(const struct rp_profile *p, uint32_t node);
 /* How many of the stack's frames, from its leaf, are kernel frames: a
  * stack lists its kernel frames before (inside) its user ones. */
 unsigned rp_kernel_depth(const struct rp_profile *p, uint32_t node);
@@ -204,18 +207,28 @@ struct rp_profile {
 };
 
 /* The wait episodes grouped by site: what was waited for (kind and
- * object) and the stack where the wait began.  Every view of the waits
+ * object) and the stack where the wait began, function by function and
+ * without its kernel frames (rp_place), since every view prints a site's
+ * stack by function with its kernel frames folded: the kernel's part of
+ * one place in the program differs with the source of the stack (perf's
+ * switch-out chain has the scheduler innermost, /proc/TID/stack not),
+ * and would split one site into two rows that read the same.  Every view of the waits
  * (waits.c's text and JSON, the html page) reads them from here, so that
  * they agree.
  * owns: the sites, each one's durs and owners, site_of; borrows nothing
  * (indices into the profile's threads and nodes). */
+/* The function-level node of a stack's user part (rp_user_node): what
+ * tells two wait sites, or two stacks of an owner, apart. */
+uint32_t rp_place(const struct rp_profile *p, uint32_t node);
 struct rp_wait_site_owner {
 	uint32_t thread, node; /* index into threads; its stack (line-level node) */
 	uint64_t wait_ns;      /* of the site's waits, seen while it held the object */
 	uint8_t held;	       /* enum rp_held of the stack */
 };
 struct rp_wait_site {
-	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack; string id */
+	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack (its
+				    * first episode's); string id */
+	uint32_t place;		   /* the key's stack: rp_place() of node */
 	uint64_t object, total_ns;
 	uint64_t *durs; /* each episode's, shortest first */
 	size_t n, cap;

@@ -4,7 +4,12 @@
  * total time, episodes, p50/p99/max durations and the owners that held
  * the object longest, with their stacks; as text or JSON.
  *
- * An owner's row is an owner and a stack of it (function by function):
+ * A site is what was waited for and the stack where the wait began, and
+ * an owner's row an owner and a stack of it, each stack function by
+ * function and without its kernel frames (rp_place), shown with those of
+ * its first episode.
+ *
+ * An owner's row is an owner and a stack of it:
  * since TCF 1.2 each stack was taken while it held the object, and the
  * time it held it with no stack taken is a row of its own that says so.
  * An older recording's owner is one row with its first stack, which may
@@ -30,7 +35,7 @@
 /* The sites while they are built: the index finds a site by its key. */
 struct building {
 	struct rp_wait_sites S;
-	struct td_map index; /* hash(kind, object, node) -> index into S.s */
+	struct td_map index; /* hash(kind, object, place) -> index into S.s */
 };
 
 void rp_wait_sites_free(struct rp_wait_sites *S)
@@ -46,10 +51,11 @@ void rp_wait_sites_free(struct rp_wait_sites *S)
 	*S = (struct rp_wait_sites){ 0 };
 }
 
-/* A line-level node's function-level one (itself before the function
- * tree is built). */
-static uint32_t fnode(const struct rp_profile *p, uint32_t node)
+uint32_t rp_place(const struct rp_profile *p, uint32_t node)
 {
+	/* a line-level node's function-level one (itself before the
+	 * function tree is built) */
+	node = rp_user_node(p, node);
 	return p->fnode_of && node < p->nnodes ? p->fnode_of[node] : node;
 }
 
@@ -62,7 +68,7 @@ static int add_owner(const struct rp_profile *p, struct rp_wait_site *x,
 		const struct rp_wait_site_owner *y = &x->owners[i];
 
 		if (y->thread == o->thread && y->held == o->held &&
-			(o->held == RP_HELD_UNKNOWN || fnode(p, y->node) == fnode(p, o->node)))
+			(o->held == RP_HELD_UNKNOWN || rp_place(p, y->node) == rp_place(p, o->node)))
 			break;
 	}
 	if (i == x->nowners) {
@@ -78,22 +84,23 @@ static int add_owner(const struct rp_profile *p, struct rp_wait_site *x,
 }
 
 /* The site of episode w, added if new: its index, or -ENOMEM. */
-static long site_for(struct building *B, const struct rp_wait *w)
+static long site_for(const struct rp_profile *p, struct building *B, const struct rp_wait *w)
 {
 	struct rp_wait_sites *S = &B->S;
-	uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
+	uint32_t place = rp_place(p, w->node);
+	uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(place))), v;
 	size_t cur = 0;
 
 	while (td_map_find_next(&B->index, key, &cur, &v)) {
 		const struct rp_wait_site *x = &S->s[v];
 
-		if (x->kind == w->kind && x->object == w->object && x->node == w->node)
+		if (x->kind == w->kind && x->object == w->object && x->place == place)
 			return (long)v;
 	}
 	if (td_array_grow(S->s, S->cap, S->n + 1, 64) < 0)
 		return -ENOMEM;
 	S->s[S->n] = (struct rp_wait_site){ .kind = w->kind, .node = w->node, .what = w->what,
-		.object = w->object };
+		.object = w->object, .place = place };
 	if (td_map_add(&B->index, key, S->n) < 0)
 		return -ENOMEM;
 	return (long)S->n++;
@@ -186,7 +193,7 @@ int rp_wait_sites_build(const struct rp_profile *p, struct rp_wait_sites *ret)
 	if (!B.S.site_of)
 		goto out;
 	for (size_t i = 0; i < p->nwaits; i++) {
-		long k = site_for(&B, &p->waits[i]);
+		long k = site_for(p, &B, &p->waits[i]);
 
 		if (k < 0 || add_episode(p, &B.S.s[k], &p->waits[i]) < 0)
 			goto out;

@@ -385,3 +385,82 @@ Test(record_kstack, waits_name_the_program_before_the_kernel)
 	}
 	run_result_free(&r);
 }
+
+/* The text of each site of the waits report, and its line head ("in:",
+ * "held by") less its figures: what a reader tells sites and owner rows
+ * apart by. */
+static char *site_key(const char *site)
+{
+	const char *kind = strstr(site, " ms  "), *in = strstr(site, "\n    in: ");
+	char *k = NULL;
+
+	for (const char *at = kind; at && at < in; at = strstr(at + 1, " ms  "))
+		kind = at;
+	cr_assert(kind && in, "%s", site);
+	if (asprintf(&k, "%.*s|%.*s", (int)strcspn(kind + 5, "\n"), kind + 5,
+		    (int)strcspn(in + 9, "\n"), in + 9) < 0)
+		k = NULL;
+	cr_assert_not_null(k);
+	return k;
+}
+
+/* fx_owners' posters and readers wait for their lock again and again,
+ * each episode's kernel stack taken one way or another (perf's switch-out
+ * chain has the scheduler innermost, /proc/TID/stack not): one place in
+ * the program is still one site, and one stack of an owner one row, so
+ * that no two rows of the waits report read the same. */
+Test(record_kstack, one_place_is_one_site_whatever_the_kernel_stack)
+{
+	const char *waits[] = { "tracerd", "report", repo, "-f", "waits", "--limit", "0", NULL };
+	char text[512], p[32], *keys[256];
+	const char *rec[] = { "tracerd", "--pid", p, "--mode", "wall", "-d", "3s", "-q", "-r",
+		repo, NULL };
+	struct run_result r;
+	unsigned n = 0, mutex = 0;
+	pid_t fx;
+
+	need_kstack();
+	fx = fx_start_listing(FX("fx_owners"), NULL, text, sizeof(text));
+	cr_assert_gt(fx, 0);
+	snprintf(p, sizeof(p), "%d", (int)fx);
+	run_tracerd(&r, rec);
+	fx_stop(fx);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	run_tracerd(&r, waits);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *s = strstr(r.out, "\n\n"); s && n < 256; s = strstr(s + 2, "\n\n")) {
+		const char *e = strstr(s + 2, "\n\n");
+		char *site = strndup(s, e ? (size_t)(e - s) : strlen(s)), *held[16];
+		unsigned nheld = 0;
+
+		keys[n] = site_key(site);
+		mutex += !strncmp(keys[n], "mutex ", 6);
+		for (unsigned i = 0; i < n; i++)
+			cr_expect(strcmp(keys[i], keys[n]), "two sites read the same: %s\n%s",
+				keys[n], r.out);
+		n++;
+		/* "held by TID (NAME) for ...: STACK": the thread and the stack */
+		for (const char *h = strstr(site, "\n    held by "); h && nheld < 16;
+			h = strstr(h + 1, "\n    held by ")) {
+			const char *colon = strstr(h, "): "), *nl = strchrnul(h + 1, '\n');
+
+			cr_assert(colon && colon < nl, "%s", site);
+			if (asprintf(&held[nheld], "%.*s%.*s", (int)strcspn(h + 13, " "), h + 13,
+				    (int)(nl - colon), colon) < 0)
+				held[nheld] = NULL;
+			cr_assert_not_null(held[nheld]);
+			for (unsigned i = 0; i < nheld; i++)
+				cr_expect(strcmp(held[i], held[nheld]),
+					"two owner rows read the same: %s\n%s", held[nheld], site);
+			nheld++;
+		}
+		while (nheld)
+			free(held[--nheld]);
+		free(site);
+	}
+	cr_expect_gt(mutex, 0, "no mutex site:\n%s", r.out);
+	while (n)
+		free(keys[--n]);
+	run_result_free(&r);
+}

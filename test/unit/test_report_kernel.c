@@ -129,3 +129,85 @@ Test(report_kernel, one_line_shows_the_program_first)
 	rp_free(p);
 	close(fd);
 }
+
+/* A recording's waits in JSON (rp_waits). */
+static char *waits_json(int fd)
+{
+	struct rp_filter filter = { .state = -1 };
+	struct rp_load_report rep;
+	struct rp_profile *p;
+	char path[64], *s = NULL;
+	const char *paths[] = { path };
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	cr_assert_not_null(f);
+	cr_assert_eq(rp_load(paths, 1, &filter, &p, &rep, NULL), 0);
+	cr_assert_eq(rp_waits(f, p, 0, true), 0);
+	fclose(f);
+	rp_free(p);
+	return s;
+}
+
+static unsigned count(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *at = hay; (at = strstr(at, needle)); at++)
+		n++;
+	return n;
+}
+
+/* Two episodes of one waiter at one place of the program, one with the
+ * scheduler innermost (perf's switch-out chain) and one without
+ * (/proc/TID/stack), their owner's stacks likewise: one site of two
+ * episodes, one owner row holding both waits.  Another place is another
+ * site. */
+Test(report_kernel, one_place_is_one_site_whatever_the_kernel_stack)
+{
+	int fd = memfd_create("report-kernel-waits", 0);
+	struct chunk_writer_opts o = { .fd = fd, .target_pid = 4242, .minor = 2 };
+	const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6", *prog = "/usr/bin/prog";
+	struct chunk_writer *w;
+	uint32_t waiter, owner, lock, nap, other, user, sched, plain, held, held_sched;
+	char *s;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(chunk_writer_open(&o, &w), 0);
+	cr_assert_eq(chunk_writer_meta(w, "sampling.mode", "wall"), 0);
+	waiter = chunk_writer_thread(w, 4243, 4242, "waiter");
+	owner = chunk_writer_thread(w, 4244, 4242, "owner");
+	lock = loc(w, libc, "___pthread_mutex_lock");
+	user = loc(w, prog, "w_mutex");
+	nap = loc(w, "[kernel]", "hrtimer_nanosleep");
+	other = loc(w, prog, "elsewhere");
+	sched = chunk_writer_stack(w,
+		(uint32_t[]){ loc(w, "[kernel]", "schedule"), loc(w, "[kernel]", "futex_wait_queue"),
+			lock, user },
+		4);
+	plain = chunk_writer_stack(w, (uint32_t[]){ loc(w, "[kernel]", "futex_wait_queue"), lock, user },
+		3);
+	held = chunk_writer_stack(w, (uint32_t[]){ nap, loc(w, prog, "holder") }, 2);
+	held_sched = chunk_writer_stack(w,
+		(uint32_t[]){ loc(w, "[kernel]", "schedule"), nap, loc(w, prog, "holder") }, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		struct chunk_wait cw = { .time_ns = 10000000 * (i + 1), .wait_ns = 1000000,
+			.thread_id = waiter, .stack_id = i == 0 ? sched : i == 1 ? plain :
+				chunk_writer_stack(w, (uint32_t[]){ lock, other }, 2),
+			.kind = TCF_WAIT_MUTEX, .flags = TCF_WAITF_OWNERS_HELD, .object = 0x5581a0c0,
+			.nowners = 1 };
+
+		cw.owners[0] = (struct chunk_wait_owner){ owner, i ? held : held_sched, 1000000 };
+		cr_assert_eq(chunk_writer_wait(w, &cw), 0);
+	}
+	cr_assert_eq(chunk_writer_finish(w, TCF_END_STOP, 0), 0);
+	chunk_writer_free(w);
+	s = waits_json(fd);
+	cr_expect_eq(count(s, "\"kind\":\"mutex\""), 2, "%s", s);
+	cr_expect_eq(count(s, "\"count\":2,"), 1, "two episodes at w_mutex: %s", s);
+	cr_expect_eq(count(s, "{\"thread\":\"owner\""), 2, "an owner row a site: %s", s);
+	cr_expect_eq(count(s, "\"tid\":4244,\"wait_ns\":2000000,"), 1, "%s", s);
+	free(s);
+	close(fd);
+}
