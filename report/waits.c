@@ -225,11 +225,10 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 	return x->n ? x->durs[r ? (r > x->n ? x->n : r) - 1 : 0] : 0;
 }
 
-/* text: escaped for a text format (rp_text), else the real bytes for JSON */
-static const char *func_of(const struct rp_profile *p, uint32_t node, bool text)
+/* The real bytes of a frame's name, for JSON. */
+static const char *func_of(const struct rp_profile *p, uint32_t node)
 {
-	uint32_t id = p->frames[p->nodes[node].frame].name;
-	const char *s = text ? rp_text(p, id) : rp_str(p, id);
+	const char *s = rp_str(p, p->frames[p->nodes[node].frame].name);
 
 	return s ? s : "??";
 }
@@ -265,7 +264,7 @@ static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 	for (uint32_t k = node; k; k = p->nodes[k].parent) {
 		if (!first)
 			fputc(',', out);
-		td_json_string(out, func_of(p, k, false), 0);
+		td_json_string(out, func_of(p, k), 0);
 		first = false;
 	}
 	fputc(']', out);
