@@ -667,6 +667,9 @@ Test(lock_waits, waits_table_names_the_owner_in_chromium, .timeout = 180)
 	cr_expect(strstr(row, "<summary>w_mutex \u2192 ") &&
 			  !strstr(row, "entry_SYSCALL_64_after_hwframe</summary>"),
 		"the mutex's row names where lk-mutex waits: %s", row);
+	/* kernel frames, where the recording has them, drawn as the kernel's */
+	if (strstr(row, " [kernel: "))
+		cr_expect(strstr(dom, "class=\"f k-k w\""), "no kernel frame drawn as one");
 	free(dom);
 	free(log);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
