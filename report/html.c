@@ -678,13 +678,13 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	for (size_t f = 1; f < nfuncs; f++) {
 		uint32_t v = func_node[f];
 		const struct rp_frame *fr = &p->frames[p->fnodes[v].frame];
-
 		/* a kernel frame's has a fifth: 1, or 2 for the scheduler's */
+		const char *kernel = "";
+
+		if (fr->kernel)
+			kernel = rp_kernel_scheduler(rp_str(p, fr->name)) ? ",2" : ",1";
 		fprintf(out, ",\n[%u,%u,%u,%u%s]", fr->name, fr->module, p->fnode_file[v],
-			fr->start_line ? fr->start_line : p->fnode_line[v],
-			!fr->kernel			       ? "" :
-			rp_kernel_scheduler(rp_str(p, fr->name)) ? ",2" :
-								   ",1");
+			fr->start_line ? fr->start_line : p->fnode_line[v], kernel);
 	}
 	fprintf(out, "],\n\"n\":%zu,\"tree\":", n);
 	put_base64(out, &tree);

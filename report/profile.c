@@ -227,8 +227,7 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 
 /* The module name id of mapping id, and whether it is the kernel's or a
  * kernel module's (*kernel). */
-static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id,
-	bool *kernel)
+static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id, bool *kernel)
 {
 	struct chunk_map_info m;
 	uint32_t module = 0;
