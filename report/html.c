@@ -9,7 +9,8 @@
  *
  * The page embeds the call tree merged by function in preorder, so that a
  * node's subtree is the run of nodes that follows it: per node its
- * function (an index into a table of name, module, file, line) and its
+ * function (an index into a table of name, module, file, line, and a
+ * fifth entry for a kernel frame: 1, or 2 for the scheduler's) and its
  * subtree size, as base64'd varints; each thread's self counts as pairs
  * (preorder index delta, count).  Millions of nodes then cost a few bytes
  * each and decode into typed arrays; totals for the selected threads are
@@ -46,7 +47,8 @@ static const char page_head[] =
 	".f{position:absolute;height:17px;line-height:14px;overflow:hidden;white-space:nowrap;"
 	"box-sizing:border-box;border:1px solid #fff;padding-left:2px;cursor:pointer;"
 	"background:#e8a46a}\n"
-	".f.k-l{background:#e6cf6e}.f.k-u{background:#e09a9a}.f.k-x{background:#c8c8c8}\n"
+	".f.k-l{background:#e6cf6e}.f.k-u{background:#e09a9a}.f.k-x{background:#c8c8c8}"
+	".f.k-k{background:#9cc9b0}\n"
 	".f.w{background:#7fa8d8}\n"
 	".f.m{background:#c56cf0}\n"
 	"#bar i{font-style:normal;padding:0 4px;margin-right:2px}\n"
@@ -65,6 +67,7 @@ static const char page_head[] =
 	"<span><i style=\"background:#e8a46a\">program</i>"
 	"<i style=\"background:#e6cf6e\">C/C++ runtime</i>"
 	"<i style=\"background:#e09a9a\">no symbol</i>"
+	"<i style=\"background:#9cc9b0\">kernel</i>"
 	"<i style=\"background:#c8c8c8\">tracerd's notes</i></span></div>\n"
 	"<div id=\"graph\"></div><div id=\"waits\"></div><div id=\"tip\"></div>\n"
 	"<script type=\"application/json\" id=\"data\">";
@@ -94,10 +97,11 @@ static const char page_script[] =
 	"const nm=k=>k?S[FN[F[k]][0]]:view?'all waits':'all';\n"
 	/* a frame's kind, for its colour: the program and its libraries (k-p),
 	 * the C and C++ runtime and the vDSO (k-l), a function no symbol names
-	 * ([unknown], MODULE+0xSTART: k-u), or tracerd's own note ([stack cut:
-	 * ...], [runnable: ...]: k-x) */
+	 * ([unknown], MODULE+0xSTART: k-u), tracerd's own note ([stack cut:
+	 * ...], [runnable: ...]: k-x), or the kernel's (k-k: its funcs entry
+	 * has a fifth element) */
 	"const KIND=FN.map(fn=>{const n=S[fn[0]],m=(fn[1]?S[fn[1]]:'').replace(/.*\\//,'');"
-	"return n==='[unknown]'||/\\+0x[0-9a-f]+$/.test(n)?'k-u':n[0]==='['?'k-x':"
+	"return fn[4]?'k-k':n==='[unknown]'||/\\+0x[0-9a-f]+$/.test(n)?'k-u':n[0]==='['?'k-x':"
 	"/^(libc|libm|libpthread|libdl|librt|libresolv|libstdc\\+\\+|libgcc_s|libc\\+\\+|"
 	"libc\\+\\+abi|libunwind)\\.so|^ld-linux|^\\[vdso\\]$|^linux-vdso/.test(m)?'k-l':'k-p';});\n"
 	"function use(v){view=v;({n,F,Z,P,TS}=T[v]);self=new Float64Array(n);"
@@ -155,10 +159,18 @@ static const char page_script[] =
 	"d.appendChild(el('summary',summary));if(!ks.length)o.appendChild(el('li',none||'[no "
 	"stack]'));for(const k of ks)o.appendChild(el('li',S[FN[t.F[k]][0]]));d.appendChild(o)"
 	";return d;}\n"
+	/* where a wait began, in one line: its innermost user frames (the
+	 * first outside the leaf's module, then the last in it), and its
+	 * kernel frames folded to one mark naming the first that is not the
+	 * scheduler's, as rp_stack_line() prints them */
 	"function waitingIn(t,ks){if(!ks.length)return '[no stack]';"
-	"const mod=k=>FN[t.F[k]][1];let i=0;while(i+1<ks.length&&mod(ks[i+1])===mod(ks[0]))i++"
-	";const name=k=>S[FN[t.F[k]][0]];return i+1<ks.length?name(ks[i+1])+' \\u2192 '+"
-	"name(ks[i]):name(ks[i]);}\n"
+	"const kf=k=>FN[t.F[k]][4]|0;let j=0;while(j<ks.length&&kf(ks[j]))j++;"
+	"if(j===ks.length)j=0;const us=ks.slice(j);\n"
+	"const mod=k=>FN[t.F[k]][1];let i=0;while(i+1<us.length&&mod(us[i+1])===mod(us[0]))i++"
+	";const name=k=>S[FN[t.F[k]][0]];let r=i+1<us.length?name(us[i+1])+' \\u2192 '+"
+	"name(us[i]):name(us[i]);\n"
+	"if(j){let m=0;while(m<j&&kf(ks[m])===2)m++;if(m===j)m=0;r+=' [kernel: '+name(ks[m])+"
+	"(j>1?' ...':'')+']';}return r;}\n"
 	"function table(){const w=$('waits');w.textContent='';if(view!==1)return;\n"
 	"const u=T[1],rows=WD.sites.filter(s=>total[s.leaf]>0),MAX=200;\n"
 	"w.appendChild(el('p',(sel.value<0?'':'Sites where '+tn(+sel.value)+' waited. ')+'Who "
@@ -666,9 +678,13 @@ int rp_html(FILE *out, const struct rp_profile *p)
 	for (size_t f = 1; f < nfuncs; f++) {
 		uint32_t v = func_node[f];
 		const struct rp_frame *fr = &p->frames[p->fnodes[v].frame];
+		/* a kernel frame's has a fifth: 1, or 2 for the scheduler's */
+		const char *kernel = "";
 
-		fprintf(out, ",\n[%u,%u,%u,%u]", fr->name, fr->module, p->fnode_file[v],
-			fr->start_line ? fr->start_line : p->fnode_line[v]);
+		if (fr->kernel)
+			kernel = rp_kernel_scheduler(rp_str(p, fr->name)) ? ",2" : ",1";
+		fprintf(out, ",\n[%u,%u,%u,%u%s]", fr->name, fr->module, p->fnode_file[v],
+			fr->start_line ? fr->start_line : p->fnode_line[v], kernel);
 	}
 	fprintf(out, "],\n\"n\":%zu,\"tree\":", n);
 	put_base64(out, &tree);

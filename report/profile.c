@@ -142,7 +142,8 @@ struct load {
 	struct td_map stack_cache;  /* chunk stack id -> merged node + 1 */
 	struct td_map thread_cache; /* chunk thread id -> profile thread + 1 */
 	/* a chunk's function id -> 1 + index in fcache (its interned name,
-	 * file and start line); mapping id -> module name id + 1: each
+	 * file and start line); mapping id -> module name id + 1, with bit
+	 * 32 set for a kernel mapping (rp_kernel_module): each
 	 * definition is interned once per chunk, not once per frame */
 	struct td_map func_cache;
 	struct rp_fcache {
@@ -224,19 +225,26 @@ const struct rp_module *rp_module_of(const struct rp_profile *p, uint32_t name)
 	return td_map_get(&p->module_index, name, &i) && i ? &p->modules[i - 1] : NULL;
 }
 
-static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id)
+/* The module name id of mapping id, and whether it is the kernel's or a
+ * kernel module's (*kernel). */
+static uint32_t module_of_mapping(struct load *L, struct chunk_reader *r, uint32_t id, bool *kernel)
 {
 	struct chunk_map_info m;
 	uint32_t module = 0;
 	uint64_t v;
 
-	if (td_map_get(&L->module_cache, id, &v))
+	/* the cache holds module + 1, and bit 32 for a kernel mapping */
+	if (td_map_get(&L->module_cache, id, &v)) {
+		*kernel = v >> 32 & 1;
 		return (uint32_t)v - 1;
+	}
+	*kernel = false;
 	if (chunk_reader_mapping(r, id, &m) && m.path) {
 		module = intern(L->p, !strncmp(m.path, "[vdso", 5) ? "[vdso]" : basename_of(m.path));
 		note_module(L->p, module, &m);
+		*kernel = rp_kernel_module(m.path);
 	}
-	if (td_map_set(&L->module_cache, id, (uint64_t)module + 1) < 0)
+	if (td_map_set(&L->module_cache, id, ((uint64_t)module + 1) | (uint64_t)*kernel << 32) < 0)
 		L->oom = true;
 	return module;
 }
@@ -285,6 +293,7 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 		struct chunk_location l;
 		uint32_t module;
 		uint64_t addr;
+		bool kernel;
 
 		if (!chunk_reader_location(r, locs[i], &l)) {
 			struct rp_frame fr = { .func = intern(p, "[unknown]") };
@@ -292,17 +301,18 @@ static uint32_t resolve_stack(struct load *L, struct chunk_reader *r, uint32_t s
 			node = node_id(p, node, frame_id(p, &fr));
 			continue;
 		}
-		module = module_of_mapping(L, r, l.mapping_id);
+		module = module_of_mapping(L, r, l.mapping_id, &kernel);
 		addr = L->f->addresses ? l.addr : 0;
 		if (!l.nlines) {
-			struct rp_frame fr = { .func = intern(p, "??"), .module = module, .addr = addr };
+			struct rp_frame fr = { .func = intern(p, "??"), .module = module, .addr = addr,
+				.kernel = kernel };
 
 			node = node_id(p, node, frame_id(p, &fr));
 			continue;
 		}
 		for (unsigned k = l.nlines; k-- > 0;) {
 			struct rp_frame fr = { .module = module, .line = l.lines[k].line,
-				.inlined = k + 1 < l.nlines, .addr = addr };
+				.inlined = k + 1 < l.nlines, .addr = addr, .kernel = kernel };
 
 			function_of(L, r, l.lines[k].function_id, &fr);
 			node = node_id(p, node, frame_id(p, &fr));
@@ -856,7 +866,7 @@ static int build_function_tree(struct rp_profile *p)
 		if (!ffid[frame]) {
 			struct rp_frame key = { .func = f->func, .name = f->name,
 				.module = f->module, .start_line = f->start_line,
-				.inlined = f->inlined };
+				.inlined = f->inlined, .kernel = f->kernel };
 
 			ffid[frame] = frame_id(p, &key) + 1;
 			f = &p->frames[frame]; /* frame_id may have moved the array */

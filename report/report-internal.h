@@ -21,6 +21,8 @@ struct rp_frame {
 	uint32_t line;
 	uint32_t start_line; /* the function's; 0: unknown */
 	bool inlined;
+	bool kernel; /* a kernel frame: its module is one rp_kernel_module()
+			names (set at loading, from the module) */
 };
 
 struct rp_node {
@@ -90,6 +92,28 @@ struct rp_seq {
 struct rp_module {
 	uint32_t name, path, build_id; /* string ids; build-id in hex */
 };
+
+/* Is a mapping of this path the kernel's or a kernel module's (kernel.c)?
+ * One rule for the whole report layer: frames whose module it names are
+ * kernel frames (rp_frame.kernel). */
+bool rp_kernel_module(const char *path);
+/* One line for the stack of line-level node (leaf first, " <- " between
+ * frames, escaped for text) that keeps the program's part in view: its
+ * innermost max user frames, then "..." if more, then the kernel frames
+ * below them folded to one mark "[kernel: NAME ...]" (kernel.c).  A
+ * stack of kernel frames alone prints them as they are, max at most;
+ * node 0 prints none (the caller says why). */
+void rp_stack_line(FILE *out, const struct rp_profile *p, uint32_t node, unsigned max);
+/* Is name one of the scheduler's functions (schedule, io_schedule,
+ * rt_mutex_schedule, the switch...), which say nothing of what a blocked
+ * thread waits for?  rp_stack_line's mark names the first other one. */
+bool rp_kernel_scheduler(const char *name);
+/* The node of the stack's innermost user frame: node less its kernel
+ * frames; node itself when it has no user frame. */
+uint32_t rp_user_node(const struct rp_profile *p, uint32_t node);
+/* How many of the stack's frames, from its leaf, are kernel frames: a
+ * stack lists its kernel frames before (inside) its user ones. */
+unsigned rp_kernel_depth(const struct rp_profile *p, uint32_t node);
 
 /* One wait episode (WAITS records; the parts of an episode that crossed
  * chunks merged), and who held its object. */
@@ -183,18 +207,28 @@ struct rp_profile {
 };
 
 /* The wait episodes grouped by site: what was waited for (kind and
- * object) and the stack where the wait began.  Every view of the waits
+ * object) and the stack where the wait began, function by function and
+ * without its kernel frames (rp_place), since every view prints a site's
+ * stack by function with its kernel frames folded: the kernel's part of
+ * one place in the program differs with the source of the stack (perf's
+ * switch-out chain has the scheduler innermost, /proc/TID/stack not),
+ * and would split one site into two rows that read the same.  Every view of the waits
  * (waits.c's text and JSON, the html page) reads them from here, so that
  * they agree.
  * owns: the sites, each one's durs and owners, site_of; borrows nothing
  * (indices into the profile's threads and nodes). */
+/* The function-level node of a stack's user part (rp_user_node): what
+ * tells two wait sites, or two stacks of an owner, apart. */
+uint32_t rp_place(const struct rp_profile *p, uint32_t node);
 struct rp_wait_site_owner {
 	uint32_t thread, node; /* index into threads; its stack (line-level node) */
 	uint64_t wait_ns;      /* of the site's waits, seen while it held the object */
 	uint8_t held;	       /* enum rp_held of the stack */
 };
 struct rp_wait_site {
-	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack; string id */
+	uint32_t kind, node, what; /* enum tcf_wait_kind; the waiters' stack (its
+				    * first episode's); string id */
+	uint32_t place;		   /* the key's stack: rp_place() of node */
 	uint64_t object, total_ns;
 	uint64_t *durs; /* each episode's, shortest first */
 	size_t n, cap;

@@ -4,11 +4,22 @@
  * total time, episodes, p50/p99/max durations and the owners that held
  * the object longest, with their stacks; as text or JSON.
  *
- * An owner's row is an owner and a stack of it (function by function):
+ * A site is what was waited for and the stack where the wait began, and
+ * an owner's row an owner and a stack of it, each stack function by
+ * function and without its kernel frames (rp_place), shown with those of
+ * its first episode.
+ *
+ * An owner's row is an owner and a stack of it:
  * since TCF 1.2 each stack was taken while it held the object, and the
  * time it held it with no stack taken is a row of its own that says so.
  * An older recording's owner is one row with its first stack, which may
  * have been taken after it let go.
+ *
+ * The text prints a stack in one line with its innermost user frames
+ * first and its kernel frames folded to one mark (rp_stack_line), so that
+ * the kernel's part of a wait (the scheduler, the system call's entry)
+ * never pushes out where in the program it began; JSON gives every frame
+ * and how many of them, from the leaf, are the kernel's.
  *
  * The grouping into sites (rp_wait_sites_build) is the one the html page's
  * waits view reads too: a site's figures are the same in both. */
@@ -24,7 +35,7 @@
 /* The sites while they are built: the index finds a site by its key. */
 struct building {
 	struct rp_wait_sites S;
-	struct td_map index; /* hash(kind, object, node) -> index into S.s */
+	struct td_map index; /* hash(kind, object, place) -> index into S.s */
 };
 
 void rp_wait_sites_free(struct rp_wait_sites *S)
@@ -40,10 +51,11 @@ void rp_wait_sites_free(struct rp_wait_sites *S)
 	*S = (struct rp_wait_sites){ 0 };
 }
 
-/* A line-level node's function-level one (itself before the function
- * tree is built). */
-static uint32_t fnode(const struct rp_profile *p, uint32_t node)
+uint32_t rp_place(const struct rp_profile *p, uint32_t node)
 {
+	/* a line-level node's function-level one (itself before the
+	 * function tree is built) */
+	node = rp_user_node(p, node);
 	return p->fnode_of && node < p->nnodes ? p->fnode_of[node] : node;
 }
 
@@ -56,7 +68,7 @@ static int add_owner(const struct rp_profile *p, struct rp_wait_site *x,
 		const struct rp_wait_site_owner *y = &x->owners[i];
 
 		if (y->thread == o->thread && y->held == o->held &&
-			(o->held == RP_HELD_UNKNOWN || fnode(p, y->node) == fnode(p, o->node)))
+			(o->held == RP_HELD_UNKNOWN || rp_place(p, y->node) == rp_place(p, o->node)))
 			break;
 	}
 	if (i == x->nowners) {
@@ -72,22 +84,23 @@ static int add_owner(const struct rp_profile *p, struct rp_wait_site *x,
 }
 
 /* The site of episode w, added if new: its index, or -ENOMEM. */
-static long site_for(struct building *B, const struct rp_wait *w)
+static long site_for(const struct rp_profile *p, struct building *B, const struct rp_wait *w)
 {
 	struct rp_wait_sites *S = &B->S;
-	uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(w->node))), v;
+	uint32_t place = rp_place(p, w->node);
+	uint64_t key = rp_mix64(w->kind ^ rp_mix64(w->object ^ rp_mix64(place))), v;
 	size_t cur = 0;
 
 	while (td_map_find_next(&B->index, key, &cur, &v)) {
 		const struct rp_wait_site *x = &S->s[v];
 
-		if (x->kind == w->kind && x->object == w->object && x->node == w->node)
+		if (x->kind == w->kind && x->object == w->object && x->place == place)
 			return (long)v;
 	}
 	if (td_array_grow(S->s, S->cap, S->n + 1, 64) < 0)
 		return -ENOMEM;
 	S->s[S->n] = (struct rp_wait_site){ .kind = w->kind, .node = w->node, .what = w->what,
-		.object = w->object };
+		.object = w->object, .place = place };
 	if (td_map_add(&B->index, key, S->n) < 0)
 		return -ENOMEM;
 	return (long)S->n++;
@@ -180,7 +193,7 @@ int rp_wait_sites_build(const struct rp_profile *p, struct rp_wait_sites *ret)
 	if (!B.S.site_of)
 		goto out;
 	for (size_t i = 0; i < p->nwaits; i++) {
-		long k = site_for(&B, &p->waits[i]);
+		long k = site_for(p, &B, &p->waits[i]);
 
 		if (k < 0 || add_episode(p, &B.S.s[k], &p->waits[i]) < 0)
 			goto out;
@@ -212,30 +225,23 @@ uint64_t rp_wait_site_quantile(const struct rp_wait_site *x, double q)
 	return x->n ? x->durs[r ? (r > x->n ? x->n : r) - 1 : 0] : 0;
 }
 
-/* text: escaped for a text format (rp_text), else the real bytes for JSON */
-static const char *func_of(const struct rp_profile *p, uint32_t node, bool text)
+/* The real bytes of a frame's name, for JSON. */
+static const char *func_of(const struct rp_profile *p, uint32_t node)
 {
-	uint32_t id = p->frames[p->nodes[node].frame].name;
-	const char *s = text ? rp_text(p, id) : rp_str(p, id);
+	const char *s = rp_str(p, p->frames[p->nodes[node].frame].name);
 
 	return s ? s : "??";
 }
 
+/* A stack in one line: the innermost user frames, the kernel's folded
+ * (rp_stack_line). */
 static void text_stack(FILE *out, const struct rp_profile *p, uint32_t node, unsigned max)
 {
-	unsigned i = 0;
-
 	if (!node) {
 		fputs("[no stack]", out);
 		return;
 	}
-	for (uint32_t k = node; k; k = p->nodes[k].parent, i++) {
-		if (i == max) {
-			fputs(" <- ...", out);
-			break;
-		}
-		fprintf(out, "%s%s", i ? " <- " : "", func_of(p, k, true));
-	}
+	rp_stack_line(out, p, node, max);
 }
 
 /* What an owner's row says where it has no stack. */
@@ -248,15 +254,17 @@ static const char *no_stack(const struct rp_wait_site *x, const struct rp_wait_s
 		       "[no stack taken while it held the object]";
 }
 
+/* "kernel_frames":N,"stack":[...]: every frame, leaf first, and how many
+ * of them, from the leaf, are the kernel's. */
 static void json_stack(FILE *out, const struct rp_profile *p, uint32_t node)
 {
 	bool first = true;
 
-	fputc('[', out);
+	fprintf(out, "\"kernel_frames\":%u,\"stack\":[", rp_kernel_depth(p, node));
 	for (uint32_t k = node; k; k = p->nodes[k].parent) {
 		if (!first)
 			fputc(',', out);
-		td_json_string(out, func_of(p, k, false), 0);
+		td_json_string(out, func_of(p, k), 0);
 		first = false;
 	}
 	fputc(']', out);
@@ -306,7 +314,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			td_json_string(out, rp_str(p, x->what), 0);
 			fprintf(out,
 				",\"wait_ns\":%" PRIu64 ",\"count\":%zu,\"p50_ns\":%" PRIu64
-				",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"stack\":",
+				",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",",
 				x->total_ns, x->n, rp_wait_site_quantile(x, 0.5),
 				rp_wait_site_quantile(x, 0.99), x->n ? x->durs[x->n - 1] : 0);
 			json_stack(out, p, x->node);
@@ -321,8 +329,7 @@ int rp_waits(FILE *out, const struct rp_profile *p, unsigned limit, bool json)
 			for (size_t o = 0; o < x->nowners; o++) {
 				fprintf(out, "%s{\"thread\":", o ? "," : "");
 				td_json_string(out, tname(p, x->owners[o].thread, false), 0);
-				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,"
-					     "\"stack\":",
+				fprintf(out, ",\"tid\":%u,\"wait_ns\":%" PRIu64 ",\"stack_while_held\":%s,",
 					p->threads[x->owners[o].thread].tid, x->owners[o].wait_ns,
 					x->owners[o].held == RP_HELD_STACK ? "true" :
 					x->owners[o].held == RP_HELD_NONE  ? "false" :

@@ -631,7 +631,7 @@ Test(lock_waits, waits_in_the_html_page, .timeout = 180)
 }
 
 /* What a browser draws of a wall recording's page: the waits table names
- * lk-mholder in the mutex's row. */
+ * lk-mholder in the mutex's row, and w_mutex where lk-mutex waits. */
 Test(lock_waits, waits_table_names_the_owner_in_chromium, .timeout = 180)
 {
 	char text[1024], dir[] = "/tmp/tracerd-hwaits-XXXXXX", repo[64], page[80], url[128];
@@ -662,6 +662,14 @@ Test(lock_waits, waits_table_names_the_owner_in_chromium, .timeout = 180)
 	*end = '\0';
 	snprintf(want, sizeof(want), "<summary>lk-mholder (%d): ", (int)holder);
 	cr_expect(strstr(row, want), "the mutex's row names its owner: %s", row);
+	/* where the wait began: the waiter's function and the lock's, before
+	 * the kernel's frames (where they were recorded) */
+	cr_expect(strstr(row, "<summary>w_mutex \u2192 ") &&
+			  !strstr(row, "entry_SYSCALL_64_after_hwframe</summary>"),
+		"the mutex's row names where lk-mutex waits: %s", row);
+	/* kernel frames, where the recording has them, drawn as the kernel's */
+	if (strstr(row, " [kernel: "))
+		cr_expect(strstr(dom, "class=\"f k-k w\""), "no kernel frame drawn as one");
 	free(dom);
 	free(log);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
