@@ -9,7 +9,10 @@
  *
  * Guarantees: a pc's answer is worked out once and kept in the cache by
  * module and address until the cache is flushed; every string is the
- * cache's.
+ * cache's.  A new pc costs a binary search of its unit's functions (each
+ * unit's indexed once per session, bounded) and a walk of the one
+ * function holding it, not of the whole unit; a pc asked only whether it
+ * is in a module (sym_session_mapped) reads no DWARF.
  *
  * Left to others: the session and its modules (session.c), demangling and
  * clone folding (demangle.c), the symbol tables (symtab.c) and keeping
