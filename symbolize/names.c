@@ -265,8 +265,9 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
 }
 
 /* A module's scope index may hold this many bytes of ranges: about
- * 300,000 functions' (libpython's are some 10,000).  Past it a CU is
- * searched DIE by DIE. */
+ * 300,000 functions' (libpython 3.12's some 20,000: about 1 MiB); all sessions' indexes
+ * together, the cache's budget (sym_cache_scopes_take).  Past either a
+ * CU is searched DIE by DIE. */
 #define SYM_FN_INDEX_BYTES (16u << 20)
 
 /* Each range of each function DIE under parent (as find_scopes finds
@@ -338,17 +339,20 @@ static const struct fn_table *fn_table_of(struct sym_module *m, Dwarf_Die *cu)
 		return m->fn_tabs[v - 1].n == SIZE_MAX ? NULL : &m->fn_tabs[v - 1];
 	if (td_array_grow(m->fn_tabs, m->capfn_tabs, m->nfn_tabs + 1, 16) < 0)
 		return NULL;
-	if (index_funcs(m, cu, &t, &cap, 0) < 0) {
+	if (index_funcs(m, cu, &t, &cap, 0) < 0 ||
+		!sym_cache_scopes_take(m->s->cache, cap * sizeof(*t.f))) {
 		free(t.f);
 		t = (struct fn_table){ NULL, SIZE_MAX };
+		cap = 0;
 	} else if (t.n > 1) {
 		qsort(t.f, t.n, sizeof(*t.f), cmp_fn_range);
 	}
 	if (td_map_set(&m->fn_cus, key, m->nfn_tabs + 1) < 0) {
+		sym_cache_scopes_give(m->s->cache, cap * sizeof(*t.f));
 		free(t.f);
 		return NULL;
 	}
-	m->fn_bytes += t.n == SIZE_MAX ? 0 : cap * sizeof(*t.f);
+	m->fn_bytes += cap * sizeof(*t.f);
 	m->fn_tabs[m->nfn_tabs++] = t;
 	return t.n == SIZE_MAX ? NULL : &m->fn_tabs[m->nfn_tabs - 1];
 }
@@ -357,6 +361,8 @@ void sym_module_scopes_free(struct sym_module *m)
 {
 	for (size_t i = 0; i < m->nfn_tabs; i++)
 		free(m->fn_tabs[i].f);
+	if (m->s && m->fn_bytes)
+		sym_cache_scopes_give(m->s->cache, m->fn_bytes);
 	free(m->fn_tabs);
 	td_map_free(&m->fn_cus);
 	m->fn_tabs = NULL;

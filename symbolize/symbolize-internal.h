@@ -111,6 +111,11 @@ int sym_eh_function(const struct sym_eh *eh, uint64_t pc, uint64_t *ret_start);
 const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey);
 /* Whether one more table may be built; a no is counted (table_denied). */
 bool sym_cache_table_room(struct sym_cache *c);
+/* The sessions' scope indexes (names.c) share one budget through the
+ * cache: take bytes of it (false: over it, nothing taken), or give back
+ * what was taken. */
+bool sym_cache_scopes_take(struct sym_cache *c, size_t bytes);
+void sym_cache_scopes_give(struct sym_cache *c, size_t bytes);
 /* Hand t over (the cache frees it) and get modkey's table: t, or the one
  * the cache had (t then freed), or NULL when t is not kept (over the
  * tables' budget, out of memory; t freed). */
@@ -229,7 +234,8 @@ struct sym_module {
 	/* its CUs' functions by address, each CU's built when a pc in it is
 	 * first named: the DIEs are of this session's Dwfl, so a session
 	 * renewed (a module reloaded) builds them again; at most
-	 * SYM_FN_INDEX_BYTES in all.  owns: fn_tabs and their ranges */
+	 * SYM_FN_INDEX_BYTES per module, the ranges taken from the cache's
+	 * budget (fn_bytes of it).  owns: fn_tabs and their ranges */
 	struct td_map fn_cus; /* the CU DIE's offset -> 1 + index into fn_tabs */
 	struct fn_table *fn_tabs;
 	size_t nfn_tabs, capfn_tabs, fn_bytes;
