@@ -170,6 +170,10 @@ static void wait_words(const struct dump_result *r, const struct wait_info *w, c
 	case WAIT_CONDVAR:
 		snprintf(buf, len, "waiting on condition variable 0x%" PRIx64, w->object);
 		break;
+	case WAIT_GIL:
+		snprintf(buf, len, "waiting for the GIL (condition variable 0x%" PRIx64 ")%s",
+			w->object, held);
+		break;
 	case WAIT_SEMAPHORE:
 		snprintf(buf, len, "waiting on semaphore 0x%" PRIx64, w->object);
 		break;

@@ -168,12 +168,18 @@ static int add_frame(struct dump *d, const struct sym_frame *f)
 
 /* What a thread stopped in a system call waits for: the call and its
  * arguments are in its registers (orig_rax; rdi, rsi, rdx, r10, r8, r9),
- * the functions on its stack tell glibc's objects apart. */
-static void classify(struct dump *d, const struct dthread *th, struct dump_thread *out)
+ * the functions on its stack tell glibc's objects apart; in CPython (py
+ * not NULL) a condition variable or mutex of the GIL's is the GIL, as the recorder's
+ * WAITS records have it (wait_python_gil). */
+static void classify(struct dump *d, const struct dthread *th, struct sym_py *py,
+	struct dump_thread *out)
 {
 	const struct user_regs_struct *g = &th->sample->regs;
 	const uint64_t args[6] = { g->rdi, g->rsi, g->rdx, g->r10, g->r8, g->r9 };
+	struct sym_py_reader rd = { read_live, NULL, th->tid, NULL };
 	const char *funcs[16];
+	uint64_t conds[2];
+	pid_t holder;
 	unsigned n = 0;
 
 	/* the user's frames: glibc's functions tell its objects apart */
@@ -182,6 +188,11 @@ static void classify(struct dump *d, const struct dthread *th, struct dump_threa
 	wait_classify(d->pid, th->tid,
 		(th->sample->flags & TD_SAMPLE_IN_SYSCALL) ? (long)g->orig_rax : -1, args,
 		NULL, out->state, funcs, n, &out->wait);
+	if (py &&
+		(out->wait.kind == WAIT_CONDVAR || out->wait.kind == WAIT_MUTEX ||
+			out->wait.kind == WAIT_GIL) &&
+		sym_py_gil(py, &rd, conds, &holder) == 0)
+		wait_python_gil(d->pid, th->tid, conds, holder, &out->wait);
 }
 
 static int cmp_thread_tid(const void *key, const void *elem)
@@ -397,7 +408,7 @@ static int symbolize_all(struct dump *d, struct sym_session *ss, bool inlines)
 				r = add_frame(d, &frames[j]);
 		}
 		out->nframes = d->res->nframes - out->first_frame;
-		classify(d, th, out);
+		classify(d, th, pf->py, out);
 	}
 out:
 	if (pf)

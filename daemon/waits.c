@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -69,6 +70,25 @@ static bool live_thread(pid_t pid, pid_t tid)
 		info.state != 'X';
 }
 
+void wait_python_gil(pid_t pid, pid_t tid, const uint64_t conds[2], pid_t holder,
+	struct wait_info *w)
+{
+	/* in struct _gil_runtime_state each condition is followed by its
+	 * mutex, which a woken waiter takes again (glibc's pthread_cond_t
+	 * is 48 bytes on x86-64 and arm64) */
+	bool cond = (w->kind == WAIT_CONDVAR || w->kind == WAIT_GIL) &&
+		(w->object == conds[0] || w->object == conds[1]);
+	bool mutex = (w->kind == WAIT_MUTEX || w->kind == WAIT_GIL) &&
+		(w->object == conds[0] + sizeof(pthread_cond_t) ||
+			w->object == conds[1] + sizeof(pthread_cond_t));
+
+	if (!cond && !mutex)
+		return;
+	w->kind = WAIT_GIL;
+	/* the holder read from the target: one of its threads, or none */
+	w->owner = holder != tid && live_thread(pid, holder) ? holder : 0;
+}
+
 static bool read_u32(pid_t tid, uint64_t addr, uint32_t *ret)
 {
 	return pt_read_memory(tid, addr, ret, sizeof(*ret)) == (ssize_t)sizeof(*ret);
@@ -86,11 +106,12 @@ static bool futex_word(pid_t tid, uint64_t uaddr, const uint32_t *futex, unsigne
 	return read_u32(tid, uaddr + off, ret);
 }
 
-/* Does a function whose name starts with one of the prefixes stand on the
- * stack (funcs, leaf first)?  glibc's internal aliases are compared
- * without their decorations (__GI_, leading underscores).  Only the first
+/* Where (the index, -1 if nowhere) does a function whose name starts
+ * with one of the prefixes stand on the stack (funcs, leaf first)?
+ * glibc's internal aliases are compared without their decorations
+ * (__GI_, leading underscores).  Only the first
  * frames count: the wait is close to the leaf. */
-static bool on_stack(const char *const *funcs, unsigned n, const char *const *prefixes)
+static int stack_at(const char *const *funcs, unsigned n, const char *const *prefixes)
 {
 	for (unsigned i = 0; i < n && i < 12; i++) {
 		const char *f = funcs[i];
@@ -103,9 +124,14 @@ static bool on_stack(const char *const *funcs, unsigned n, const char *const *pr
 			f++;
 		for (const char *const *p = prefixes; *p; p++)
 			if (!strncmp(f, *p, strlen(*p)))
-				return true;
+				return (int)i;
 	}
-	return false;
+	return -1;
+}
+
+static bool on_stack(const char *const *funcs, unsigned n, const char *const *prefixes)
+{
+	return stack_at(funcs, n, prefixes) >= 0;
 }
 
 /* What fd is: "socket:[N]", "pipe:[N]", "anon_inode:[eventpoll]", a path. */
@@ -134,6 +160,12 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 		"pthread_timedjoin", NULL };
 	uint64_t uaddr = args[0];
 	unsigned cmd = (unsigned)args[1] & FUTEX_CMD_MASK;
+	int in_cond = stack_at(funcs, nfuncs, cond_fns);
+	int in_mutex = stack_at(funcs, nfuncs, mutex_fns);
+	/* woken from a condition, pthread_cond_wait takes its mutex again
+	 * (__pthread_mutex_cond_lock): a wait for that mutex, not the
+	 * condition */
+	bool relock = in_cond >= 0 && in_mutex >= 0 && in_mutex < in_cond;
 	uint32_t v;
 
 	w->kind = WAIT_FUTEX;
@@ -163,7 +195,7 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 		w->owner = (pid_t)args[2];
 		return;
 	}
-	if (on_stack(funcs, nfuncs, cond_fns)) {
+	if (in_cond >= 0 && !relock) {
 		/* __g_signals[0] at +0x28 or [1] at +0x2c; the condition is
 		 * 8-byte aligned (it holds 64-bit counters).  Under CPython's
 		 * take_gil or drop_gil (named where the interpreter keeps its
@@ -195,7 +227,8 @@ static void classify_futex(pid_t pid, pid_t tid, const uint64_t *args, const uin
 		(futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))) {
 		uint32_t lock;
 
-		w->kind = WAIT_MUTEX;
+		/* the GIL's mutex, taken again in its condition's wait */
+		w->kind = relock && on_stack(funcs, nfuncs, gil_fns) ? WAIT_GIL : WAIT_MUTEX;
 		if (futex_word(tid, uaddr, futex, 8, &v) && live_thread(pid, (pid_t)v))
 			w->owner = (pid_t)v; /* __owner */
 		else if (futex_word(tid, uaddr, futex, 0, &lock) &&

@@ -68,5 +68,15 @@ unsigned wait_owner_candidates(const uint32_t *futex, pid_t ret[4]);
  * target's memory and /proc/PID/fd; stops nothing. */
 void wait_classify(pid_t pid, pid_t tid, long nr, const uint64_t args[6], const uint32_t *futex,
 	char state, const char *const *funcs, unsigned nfuncs, struct wait_info *ret);
+/* A wait w of thread tid of pid on a condition variable or a mutex (or
+ * already told to be the GIL's, by take_gil on the stack) becomes a wait
+ * for CPython's GIL when its object is one of the GIL's two condition
+ * variables, conds, as read from the interpreter (sym_py_gil), or the
+ * mutex that follows each; held by holder if that is another live thread
+ * of pid.  The one rule for the writer's WAITS
+ * records and for tracerd dump, so that both name the same kind: a
+ * stripped python3.11 names no take_gil, only the address tells. */
+void wait_python_gil(pid_t pid, pid_t tid, const uint64_t conds[2], pid_t holder,
+	struct wait_info *w);
 
 #endif

@@ -102,22 +102,18 @@ static struct sym_py *py_of(struct writer *w, struct session *se, struct sym_py_
 void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi)
 {
 	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
-	char task[64];
 	uint64_t cond[2];
 	pid_t holder;
 
 	/* only an interpreter py_read found (the wait's stack is stored
 	 * first): a stripped python3.11 does not name take_gil, its
-	 * condition variable's address tells it */
-	if (!se || se->py_state <= 0 || (wi->kind != WAIT_CONDVAR && wi->kind != WAIT_GIL))
+	 * condition variables' and mutexes' addresses tell it (the rule
+	 * tracerd dump follows too) */
+	if (!se || se->py_state <= 0 ||
+		(wi->kind != WAIT_CONDVAR && wi->kind != WAIT_MUTEX && wi->kind != WAIT_GIL))
 		return;
-	if (sym_py_gil(se->py, &r, cond, &holder) < 0 ||
-		(wi->object != cond[0] && wi->object != cond[1]))
-		return;
-	wi->kind = WAIT_GIL;
-	snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)s->pid, (int)holder);
-	/* the holder read from the target: one of its threads, or none */
-	wi->owner = holder > 0 && holder != s->tid && !access(task, F_OK) ? holder : 0;
+	if (sym_py_gil(se->py, &r, cond, &holder) == 0)
+		wait_python_gil(s->pid, s->tid, cond, holder, wi);
 }
 
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)

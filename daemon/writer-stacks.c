@@ -364,12 +364,9 @@ static uint32_t end_location(struct writer *w, enum sym_end end)
  * pc and end on a failed read instead. */
 static bool innermost_unmapped(struct sym_session *ss, const struct sym_unwound *u)
 {
-	struct sym_frame f;
-
 	if (u->end == SYM_END_NO_MODULE)
 		return true;
-	return u->n && sym_session_symbolize(ss, u->pc[0], u->activation[0], false, &f, 1) >= 1 &&
-	       !f.module;
+	return u->n && !sym_session_mapped(ss, u->pc[0], u->activation[0]);
 }
 
 /* Renew the session of an unwind that met a pc outside its modules (u, by

@@ -12,7 +12,9 @@
  * key.  Those are not flushed: sessions hold them across stacks, and
  * building one reads every symbol of the module, the very cost they save.
  * They have a budget of their own; past it, a module gets no table (its
- * session falls back on dwfl_module_addrinfo()). */
+ * session falls back on dwfl_module_addrinfo()).  The sessions' scope
+ * indexes (names.c) are theirs, but their bytes are counted here, against
+ * one budget for all. */
 #include "symbolize-internal.h"
 
 #include <errno.h>
@@ -27,6 +29,8 @@
 #define BUDGET_BYTES (64u * 1024 * 1024)
 #define BUDGET_ENTRIES (1u << 20)
 #define BUDGET_TABLE_BYTES (128u * 1024 * 1024)
+/* every session's scope indexes together: libpython 3.12's is about 1 MiB */
+#define BUDGET_SCOPE_BYTES (64u * 1024 * 1024)
 
 struct str_block {
 	struct str_block *next;
@@ -52,6 +56,7 @@ struct sym_cache {
 	size_t lines_cap, lines_used;
 	struct td_map tables; /* modkey -> struct sym_table *, never flushed */
 	size_t table_bytes;
+	size_t scope_bytes; /* taken by the sessions' scope indexes */
 	struct sym_cache_stats st;
 };
 
@@ -224,6 +229,19 @@ void sym_cache_insert(struct sym_cache *c, uint64_t modkey, uint64_t vaddr,
 	memcpy(c->lines + c->lines_used, lines, n * sizeof(*lines));
 	c->lines_used += n;
 	c->pcs_used++;
+}
+
+bool sym_cache_scopes_take(struct sym_cache *c, size_t bytes)
+{
+	if (bytes > BUDGET_SCOPE_BYTES - c->scope_bytes)
+		return false;
+	c->scope_bytes += bytes;
+	return true;
+}
+
+void sym_cache_scopes_give(struct sym_cache *c, size_t bytes)
+{
+	c->scope_bytes -= bytes < c->scope_bytes ? bytes : c->scope_bytes;
 }
 
 const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey)

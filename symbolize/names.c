@@ -9,7 +9,10 @@
  *
  * Guarantees: a pc's answer is worked out once and kept in the cache by
  * module and address until the cache is flushed; every string is the
- * cache's.
+ * cache's.  A new pc costs a binary search of its unit's functions (each
+ * unit's indexed once per session, bounded) and a walk of the one
+ * function holding it, not of the whole unit; a pc asked only whether it
+ * is in a module (sym_session_mapped) reads no DWARF.
  *
  * Left to others: the session and its modules (session.c), demangling and
  * clone folding (demangle.c), the symbol tables (symtab.c) and keeping
@@ -19,6 +22,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +264,143 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
 	return depth;
 }
 
+/* A module's scope index may hold this many bytes of ranges: about
+ * 300,000 functions' (libpython 3.12's some 20,000: about 1 MiB); all sessions' indexes
+ * together, the cache's budget (sym_cache_scopes_take).  Past either a
+ * CU is searched DIE by DIE. */
+#define SYM_FN_INDEX_BYTES (16u << 20)
+
+/* Each range of each function DIE under parent (as find_scopes finds
+ * them: through namespaces, classes and imported units) into t. */
+static int index_funcs(struct sym_module *m, Dwarf_Die *parent, struct fn_table *t, size_t *cap,
+	int hops)
+{
+	Dwarf_Die child;
+
+	if (hops > 8 || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		Dwarf_Addr base, lo, hi;
+		Dwarf_Attribute a;
+		Dwarf_Die unit;
+		ptrdiff_t it = 0;
+		int r = 0;
+
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+			while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (m->fn_bytes + (t->n + 1) * sizeof(*t->f) > SYM_FN_INDEX_BYTES ||
+					td_array_grow(t->f, *cap, t->n + 1, 64) < 0)
+					return -ENOMEM;
+				t->f[t->n] = (struct fn_range){ lo, hi, t->n, child };
+				t->n++;
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			r = index_funcs(m, &child, t, cap, hops + 1);
+			break;
+		case DW_TAG_imported_unit:
+			if (dwarf_attr(&child, DW_AT_import, &a) && dwarf_formref_die(&a, &unit))
+				r = index_funcs(m, &unit, t, cap, hops + 1);
+			break;
+		}
+		if (r < 0)
+			return r;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int cmp_fn_range(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* cu's functions by address, built on the first call for cu; NULL where
+ * it is not indexed (then find_scopes walks it). */
+static const struct fn_table *fn_table_of(struct sym_module *m, Dwarf_Die *cu)
+{
+	uint64_t key = dwarf_dieoffset(cu), v;
+	struct fn_table t = { NULL, 0 };
+	size_t cap = 0;
+
+	if (td_map_get(&m->fn_cus, key, &v))
+		return m->fn_tabs[v - 1].n == SIZE_MAX ? NULL : &m->fn_tabs[v - 1];
+	if (td_array_grow(m->fn_tabs, m->capfn_tabs, m->nfn_tabs + 1, 16) < 0)
+		return NULL;
+	if (index_funcs(m, cu, &t, &cap, 0) < 0 ||
+		!sym_cache_scopes_take(m->s->cache, cap * sizeof(*t.f))) {
+		free(t.f);
+		t = (struct fn_table){ NULL, SIZE_MAX };
+		cap = 0;
+	} else if (t.n > 1) {
+		qsort(t.f, t.n, sizeof(*t.f), cmp_fn_range);
+	}
+	if (td_map_set(&m->fn_cus, key, m->nfn_tabs + 1) < 0) {
+		sym_cache_scopes_give(m->s->cache, cap * sizeof(*t.f));
+		free(t.f);
+		return NULL;
+	}
+	m->fn_bytes += cap * sizeof(*t.f);
+	m->fn_tabs[m->nfn_tabs++] = t;
+	return t.n == SIZE_MAX ? NULL : &m->fn_tabs[m->nfn_tabs - 1];
+}
+
+void sym_module_scopes_free(struct sym_module *m)
+{
+	for (size_t i = 0; i < m->nfn_tabs; i++)
+		free(m->fn_tabs[i].f);
+	if (m->s && m->fn_bytes)
+		sym_cache_scopes_give(m->s->cache, m->fn_bytes);
+	free(m->fn_tabs);
+	td_map_free(&m->fn_cus);
+	m->fn_tabs = NULL;
+	m->nfn_tabs = m->capfn_tabs = m->fn_bytes = 0;
+}
+
+/* The scopes holding pc in cu, outermost first, into path: the function
+ * found in cu's index (a binary search, where a walk of a large unit's
+ * DIEs, CPython's ceval.c's, was most of naming a new pc), then the
+ * inlined calls and blocks within it; the walk where cu is not indexed.
+ * Returns the depth. */
+static int cu_scopes(struct sym_module *m, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *path)
+{
+	const struct fn_table *t = m ? fn_table_of(m, cu) : NULL;
+	const struct fn_range *best = NULL;
+	size_t l = 0, u;
+
+	if (!t)
+		return find_scopes(cu, pc, path, 0, 0);
+	u = t->n;
+	while (l < u) {
+		size_t i = l + (u - l) / 2;
+
+		if (t->f[i].lo <= pc)
+			l = i + 1;
+		else
+			u = i;
+	}
+	/* ranges may overlap (rarely): the first in DIE order, as the walk */
+	for (size_t i = l; i-- > 0 && l - i <= 8;)
+		if (pc < t->f[i].hi && (!best || t->f[i].seq < best->seq))
+			best = &t->f[i];
+	if (!best)
+		return 0;
+	path[0] = best->die;
+	return find_scopes(&path[0], pc, path, 1, 0);
+}
+
 /* The functions, inlined calls and blocks holding pc (a CU-relative
  * address) in cu, innermost first, found by walking its DIEs (as
  * dwarf_getscopes_die() gives them, less the namespaces and classes); the
@@ -269,10 +410,10 @@ static int find_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int de
  * <artificial> CU, whose concrete functions point across CUs to their
  * abstract origins, and with dwarf_getscopes_die walked a large unit twice
  * more per new pc: this is the only search. */
-static int walk_scopes(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **ret)
+static int walk_scopes(struct sym_module *m, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **ret)
 {
 	Dwarf_Die path[SYM_MAX_NEST_SCOPES];
-	int depth = find_scopes(cu, pc, path, 0, 0);
+	int depth = cu_scopes(m, cu, pc, path);
 
 	*ret = NULL;
 	if (depth == 0)
@@ -400,7 +541,7 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 		/* the concrete chain of scopes holding the pc (the callers the
 		 * code was inlined into), as eu-addr2line -i gives it */
 		Dwarf_Die *scopes = NULL;
-		int ns = walk_scopes(cu, addr - bias, &scopes);
+		int ns = walk_scopes(m, cu, addr - bias, &scopes);
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
 		bool cxx = is_cxx(cu), c = !cxx && is_c(cu);
@@ -456,6 +597,19 @@ static unsigned lines_of(struct sym_session *s, struct sym_module *m, uint64_t a
 			.file = file,
 			.line = line };
 	return n;
+}
+
+bool sym_session_mapped(struct sym_session *s, uint64_t pc, bool activation)
+{
+	uint64_t addr = activation ? pc : pc - 1;
+	Dwfl_Module *mod = sym_addr_module(s, addr);
+	struct sym_frame f;
+	void **ud;
+
+	if (s->jit && !sym_file_at(s, addr) && sym_jit_frame(s, pc, addr, &f))
+		return f.module != NULL;
+	return mod && dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && *ud &&
+	       ((struct sym_module *)*ud)->path;
 }
 
 int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, bool inlines,

@@ -383,8 +383,10 @@ void sym_session_free(struct sym_session *s)
 		return;
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
-	for (unsigned i = 0; s->modules && i < s->nmodules; i++)
+	for (unsigned i = 0; s->modules && i < s->nmodules; i++) {
 		free(s->modules[i].cur);
+		sym_module_scopes_free(&s->modules[i]);
+	}
 	free(s->modules);
 	free(s->vmas);
 	free(s->names);

@@ -6,6 +6,8 @@
 
 #include "symbolize.h"
 
+#include "../common/map.h"
+
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -109,6 +111,11 @@ int sym_eh_function(const struct sym_eh *eh, uint64_t pc, uint64_t *ret_start);
 const struct sym_table *sym_cache_table(const struct sym_cache *c, uint64_t modkey);
 /* Whether one more table may be built; a no is counted (table_denied). */
 bool sym_cache_table_room(struct sym_cache *c);
+/* The sessions' scope indexes (names.c) share one budget through the
+ * cache: take bytes of it (false: over it, nothing taken), or give back
+ * what was taken. */
+bool sym_cache_scopes_take(struct sym_cache *c, size_t bytes);
+void sym_cache_scopes_give(struct sym_cache *c, size_t bytes);
 /* Hand t over (the cache frees it) and get modkey's table: t, or the one
  * the cache had (t then freed), or NULL when t is not kept (over the
  * tables' budget, out of memory; t freed). */
@@ -192,6 +199,19 @@ struct cu_range {
 	Dwarf_Off die;
 };
 
+/* One CU's functions by address (names.c's scope index): each range of
+ * each function DIE, sorted by lo; n == SIZE_MAX: not indexed (over the
+ * bound, out of memory), searched DIE by DIE. */
+struct fn_range {
+	Dwarf_Addr lo, hi;
+	size_t seq; /* DIE order, first wins where ranges overlap */
+	Dwarf_Die die;
+};
+struct fn_table {
+	struct fn_range *f;
+	size_t n;
+};
+
 /* Per-module facts, set as the module's userdata.  owns: cur; borrows:
  * symtab (the cache's), the bytes of eh and code (the module's Elf, which
  * the Dwfl owns).  Its *_tried facts are looked up on first use, by
@@ -211,6 +231,14 @@ struct sym_module {
 	bool cur_tried;	      /* cur: its CUs by range (cu_by_ranges) */
 	struct cu_range *cur;
 	size_t ncur;
+	/* its CUs' functions by address, each CU's built when a pc in it is
+	 * first named: the DIEs are of this session's Dwfl, so a session
+	 * renewed (a module reloaded) builds them again; at most
+	 * SYM_FN_INDEX_BYTES per module, the ranges taken from the cache's
+	 * budget (fn_bytes of it).  owns: fn_tabs and their ranges */
+	struct td_map fn_cus; /* the CU DIE's offset -> 1 + index into fn_tabs */
+	struct fn_table *fn_tabs;
+	size_t nfn_tabs, capfn_tabs, fn_bytes;
 	struct sym_eh eh;
 	/* its code, for sigreturn_code: the executable sections (the first
 	 * few), looked up once */
@@ -273,6 +301,8 @@ bool sym_file_at(const struct sym_session *s, uint64_t addr);
 bool sym_module_eh_ready(struct sym_module *m);
 /* Is m a Go binary (its runtime's tables are there)?  Looked at once. */
 bool sym_module_is_go(struct sym_module *m);
+/* Free m's scope index (names.c). */
+void sym_module_scopes_free(struct sym_module *m);
 /* libdwfl's find_debuginfo callback, the debuginfo cache in front
  * (debuginfo.c); userdata is the module's struct sym_module. */
 int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,

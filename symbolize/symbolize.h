@@ -158,6 +158,13 @@ int sym_session_jit_refused(struct sym_session *s, char *path, size_t len);
 int sym_session_unwind(struct sym_session *s, const struct td_sample *sample,
 	struct sym_unwound *ret);
 
+/* Would sym_session_symbolize() give pc a module (a file the session
+ * knows, or code a JIT's files name)?  Asked without naming it: no DWARF
+ * is read, as the writer's check of an innermost pc that an
+ * interpreter's frames may replace needs none (a new pc in CPython's
+ * evaluator costs a walk of ceval.c's DIEs). */
+bool sym_session_mapped(struct sym_session *s, uint64_t pc, bool activation);
+
 /* Frames for one pc, innermost inline first.  Returns how many were
  * written (>= 1; a pc in no module gives one frame with only pc set). */
 int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, bool inlines,

@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The writer's cost of a Python sample against a native one: tracerd
 # records a CPU-bound CPython program (fx_python.py, Debian's
-# /usr/bin/python3, and pyenv's 3.12 and 3.13 where there are some) and a
+# /usr/bin/python3, stripped, and each of pyenv's 3.11, 3.12 and 3.13
+# present, whose libpython or python carries DWARF: column "3.N p") and a
 # CPU-bound native one (fx_chain), run after run, and prints its own
 # "daemon CPU ... after start-up" figure for each: the Python ones read the
-# frame chain (process_vm_readv) on top of the unwind.  The anchor is the
+# frame chain (process_vm_readv) on top of the unwind, and name the
+# native frames left from a libpython with DWARF.  The anchor is the
 # native run of the same round; the last line is each column's median
-# ratio to it.
+# ratio to it, and the load average before and after (the other work on
+# the machine moves every figure).
 #   bench_python.sh TRACERD FIXTURE_DIR [SECONDS] [ROUNDS]
 set -eu
 tracerd=$1 fx=$2 secs=${3:-5} rounds=${4:-3}
@@ -17,7 +20,7 @@ if [ ! -x /usr/bin/python3 ]; then
 	exit 0
 fi
 pythons=/usr/bin/python3
-for v in 12 13; do
+for v in 11 12 13; do
 	p=$(ls -d "${PYENV_ROOT:-/root/.pyenv}"/versions/3.$v.*/bin/python3.$v 2> /dev/null | tail -1)
 	[ -n "$p" ] && pythons="$pythons $p"
 done
@@ -39,10 +42,12 @@ run() {
 	awk '/daemon CPU/ { for (i = 1; i <= NF; i++) if ($i == "start-up:") print $(i + 1) }' "$tmp/log"
 }
 
-echo "python: daemon CPU per sample after start-up (us), cpu mode, 499 Hz, ${secs}s each:"
+echo "python: daemon CPU per sample after start-up (us), cpu mode, 499 Hz, ${secs}s each;"
+echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '  %-6s %10s' round native
 for p in $pythons; do
-	printf ' %14s' "$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])') (ratio)"
+	case $p in /usr/bin/*) tag= ;; *) tag=' p' ;; esac
+	printf ' %14s' "$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])')$tag (ratio)"
 done
 echo
 : > "$tmp/ratios"
@@ -73,3 +78,4 @@ for p in $pythons; do
 		awk '{ v[NR] = $1 } END { printf "(%.2f)", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
 done
 echo
+echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -348,6 +348,58 @@ Test(waits, condvar_under_take_gil_is_the_gil)
 	cr_expect_eq(w.kind, WAIT_CONDVAR);
 }
 
+/* Woken from a condition, pthread_cond_wait takes its mutex again: a
+ * wait for that mutex (held by its owner), not for the condition; under
+ * take_gil the GIL's */
+Test(waits, condvar_relock_is_a_mutex_wait)
+{
+	static const char *const relock[] = { "futex_wait", "__GI___lll_lock_wait",
+		"__pthread_mutex_cond_lock", "__pthread_cond_wait_common",
+		"___pthread_cond_timedwait64", "python3.11+0x4f92c0", "take_gil" };
+	struct {
+		pthread_cond_t c;
+		pthread_mutex_t m;
+	} gil = { PTHREAD_COND_INITIALIZER, PTHREAD_MUTEX_INITIALIZER };
+	uint64_t args[6] = { addr(&gil.m), FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 2 };
+	struct wait_info w;
+
+	pthread_mutex_lock(&gil.m);
+	w = classify(SYS_futex, args, NULL, 'S', relock, 6);
+	cr_expect_eq(w.kind, WAIT_MUTEX);
+	cr_expect_eq(w.object, addr(&gil.m));
+	cr_expect_eq(w.owner, gettid(), "the mutex's __owner");
+	w = classify(SYS_futex, args, NULL, 'S', relock, 7);
+	cr_expect_eq(w.kind, WAIT_GIL);
+	cr_expect_eq(w.object, addr(&gil.m));
+	pthread_mutex_unlock(&gil.m);
+}
+
+/* A stripped interpreter names no take_gil: the GIL's condition
+ * variables' addresses (and their mutexes', which follow them in
+ * struct _gil_runtime_state) tell its waits; others stay as they are */
+Test(waits, gil_told_by_its_addresses)
+{
+	struct {
+		pthread_cond_t c;
+		pthread_mutex_t m;
+	} gil[2];
+	const uint64_t conds[2] = { addr(&gil[0].c), addr(&gil[1].c) };
+	struct wait_info w = { .kind = WAIT_CONDVAR, .object = addr(&gil[1].c), .owner = 0 };
+
+	wait_python_gil(getpid(), gettid(), conds, 0, &w);
+	cr_expect_eq(w.kind, WAIT_GIL);
+	w = (struct wait_info){ .kind = WAIT_MUTEX, .object = addr(&gil[0].m), .owner = 1 };
+	wait_python_gil(getpid(), gettid(), conds, gettid(), &w);
+	cr_expect_eq(w.kind, WAIT_GIL);
+	cr_expect_eq(w.owner, 0, "its own thread holds nothing it waits for");
+	w = (struct wait_info){ .kind = WAIT_MUTEX, .object = addr(&gil[0].c) + 8 };
+	wait_python_gil(getpid(), gettid(), conds, 0, &w);
+	cr_expect_eq(w.kind, WAIT_MUTEX);
+	w = (struct wait_info){ .kind = WAIT_SEMAPHORE, .object = addr(&gil[0].c) };
+	wait_python_gil(getpid(), gettid(), conds, 0, &w);
+	cr_expect_eq(w.kind, WAIT_SEMAPHORE);
+}
+
 Test(waits, condvar_word_equal_to_a_live_tid_is_no_join)
 {
 	static const char *const funcs[] = { "pthread_cond_wait" };
