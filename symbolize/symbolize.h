@@ -47,6 +47,10 @@ const char *sym_end_name(enum sym_end end);
 struct sym_unwound {
 	uint64_t pc[SYM_MAX_FRAMES];
 	bool activation[SYM_MAX_FRAMES]; /* pc is exact, not a return address */
+	/* the stack pointer in each frame (sp[0] the sample's; sp[i + 1] is
+	 * frame i's CFA), 0 where the unwinder did not know it: the extent of
+	 * a frame's own stack slots (python.c reads the evaluator's) */
+	uint64_t sp[SYM_MAX_FRAMES];
 	unsigned n;
 	enum sym_end end;
 	unsigned live_reads; /* reads served by read_live */
@@ -190,6 +194,7 @@ struct sym_py_frame {
 	int32_t firstline;
 	uint32_t size; /* the bytecode's code units */
 	bool entry;
+	uint64_t addr, previous; /* the frame's, and its previous frame's */
 };
 struct sym_py_name {
 	char function[256];

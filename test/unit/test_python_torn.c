@@ -36,6 +36,7 @@ TestSuite(python_torn, .timeout = 60);
 #define CODE_D (FAKE + 0x1000)
 #define CODE_C (FAKE + 0x1200)
 #define CODE_B (FAKE + 0x1400)
+#define CODE_E (FAKE + 0x1600) /* a sibling of ledger_d's: ledger_e */
 #define FR_X (FAKE + 0x2000) /* the slot: ledger_d's frame being built */
 #define FR_L (FAKE + 0x2100) /* ledger_c, an entry frame (called by map) */
 #define FR_B (FAKE + 0x2200) /* ledger_b, the outer activation's */
@@ -115,6 +116,7 @@ static void fake_state(struct fake *f, struct td_sample *s, uint64_t code_type)
 	code_object(f, CODE_D, code_type);
 	code_object(f, CODE_C, code_type);
 	code_object(f, CODE_B, code_type);
+	code_object(f, CODE_E, code_type);
 	frame(f, FR_L, CODE_C, 3, FR_B, true);
 	frame(f, FR_B, CODE_B, 1, 0, true);
 	s->pid = s->tid = f->pid;
@@ -124,6 +126,25 @@ static void fake_state(struct fake *f, struct td_sample *s, uint64_t code_type)
 	put(s->stack, cf1 - STACK + CF_PREVIOUS, cf0);
 	put(s->stack, cf0 - STACK + CF_CURRENT, FR_B);
 	put(s->stack, cf0 - STACK + CF_PREVIOUS, 0);
+	/* the outer activation's next_instr (ledger_b's, one unit past its
+	 * last), spilled in its own frame [0x200, 0x600) */
+	put(s->stack, 0x300, CODE_B + CO_CODE + 2 * 2);
+}
+
+/* The unwind: the inner activation, map, the outer one, main; each
+ * frame's sp (the inner activation's CFA is 0x180: cf1 is its local). */
+static void fake_unwind(struct sym_unwound *u, uint64_t eval)
+{
+	static const uint64_t sp[] = {STACK, STACK + 0x180, STACK + 0x200, STACK + 0x600};
+
+	u->pc[0] = eval + 0x20;
+	u->activation[0] = true;
+	u->pc[1] = 0x401000;
+	u->pc[2] = eval + 0x40;
+	u->pc[3] = 0x401000;
+	memcpy(u->sp, sp, sizeof(sp));
+	u->n = 4;
+	u->end = SYM_END_OUTERMOST;
 }
 
 Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
@@ -162,14 +183,9 @@ Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
 	s = calloc(1, td_sample_size(STACK_LEN));
 	cr_assert_not_null(s);
 	fake_state(&f, s, code_type);
-	/* the unwind: the inner activation, map, the outer one, main */
-	u.pc[0] = eval + 0x20;
-	u.activation[0] = true;
-	u.pc[1] = 0x401000;
-	u.pc[2] = eval + 0x40;
-	u.pc[3] = 0x401000;
-	u.n = 4;
-	u.end = SYM_END_OUTERMOST;
+	fake_unwind(&u, eval);
+	/* the evaluator runs ledger_d: its next_instr in a register */
+	s->regs.r12 = CODE_D + CO_CODE + 2;
 
 	/* built, code written, not linked: previous is still the slot's
 	 * last occupant's (ledger_c, the generator's creator).  The entry
@@ -185,6 +201,74 @@ Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
 	cr_assert_eq(n, 3);
 	cr_expect(frames[0].code == CODE_D && frames[1].code == CODE_C && frames[2].code == CODE_B);
 	cr_expect(native[0] == 0 && native[1] == 0 && native[2] == 2);
+
+	free(s);
+	sym_py_free(py);
+	sym_session_free(ss);
+	sym_cache_free(c);
+	fx_stop(f.pid);
+}
+
+/* A sibling in the sampled frame's slot: at the sample the evaluator ran
+ * ledger_e (its next_instr in a register), which has since returned, and
+ * ledger_c has called ledger_d in the same datastack slot.  The chain
+ * reads whole and right but for the innermost name: only the sample
+ * tells, and it says ledger_e, whose code object tracerd has not read
+ * (so it cannot name it): native.  The same with ledger_d's next_instr
+ * on the stack above the inner activation's CFA (the outer one's words,
+ * or stale) is no evidence either. */
+Test(python_torn, a_sibling_in_the_sampled_slot_leaves_the_sample_native)
+{
+	static struct sym_unwound u;
+	static struct fake f;
+	struct sym_options opt = {0};
+	struct sym_py_frame frames[8];
+	uint16_t native[8];
+	struct sym_py_reader r;
+	struct td_sample *s;
+	struct sym_session *ss;
+	struct sym_cache *c;
+	struct sym_py *py;
+	uint64_t eval, code_type;
+	char text[1024], *out;
+	int status, n;
+
+	if (access(PYTHON, X_OK))
+		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
+	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
+	if (status || !out || strcmp(out, "(3, 11)\n")) {
+		free(out);
+		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
+	}
+	free(out);
+	setenv("FX_PYTHON", "addrs", 1);
+	f.pid = fx_start_listing(PYTHON, SCRIPT, text, sizeof(text));
+	f.runtime = fx_listed_addr(text, "_PyRuntime");
+	code_type = fx_listed_addr(text, "PyCode_Type");
+	eval = fx_listed_addr(text, "_PyEval_EvalFrameDefault");
+	r = (struct sym_py_reader){.read = fake_read, .arg = &f, .tid = f.pid};
+	cr_assert_eq(sym_cache_new(&c), 0);
+	cr_assert_eq(sym_session_new(f.pid, &opt, c, &ss), 0);
+	cr_assert_eq(sym_py_open(ss, &r, &py), 0, "python3.11's symbols not found");
+	s = calloc(1, td_sample_size(STACK_LEN));
+	cr_assert_not_null(s);
+	fake_state(&f, s, code_type);
+	fake_unwind(&u, eval);
+	frame(&f, FR_X, CODE_D, 4, FR_L, false);
+
+	s->regs.r12 = CODE_E + CO_CODE + 6;
+	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
+	cr_expect_lt(n, 0, "%d frames: ledger_d named where the sample ran ledger_e", n);
+
+	s->regs.r12 = 0;
+	put(s->stack, 0x1f0, CODE_D + CO_CODE + 10);
+	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
+	cr_expect_lt(n, 0, "%d frames: ledger_d's bytecode outside its activation is evidence", n);
+
+	/* ledger_d's next_instr pushed by a callee below the CFA: named */
+	put(s->stack, 0x40, CODE_D + CO_CODE + 10);
+	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
+	cr_expect_eq(n, 3);
 
 	free(s);
 	sym_py_free(py);
