@@ -36,7 +36,12 @@
  * frames are as at the read), the innermost frame the same at the end of
  * the read as at its start, and the number of activations in the chain
  * (entry frames, or shims) must match the _PyEval_EvalFrameDefault
- * activations the unwind found.
+ * activations the unwind found; and since a frame slot read after the
+ * sample may hold a function called since at the same depth, each
+ * activation's innermost frame must have a pointer into its bytecode in
+ * the sample itself (registers, the copy below that activation's CFA),
+ * or be replaced by the one kept code object the sample points into,
+ * seen running in that slot under that caller before (sym_py_merge).
  * On any doubt the caller gets no Python frame and keeps the native ones.
  * Reads go through the caller's sym_read_fn (process_vm_readv in
  * ptrace/); nothing is injected, nothing stopped.  Leaves to the caller

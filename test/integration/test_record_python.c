@@ -403,14 +403,14 @@ static bool strstr_n(const char *s, size_t len, const char *word)
  * crc_ledger only, adler32_z under adler_ledger only), and the script's
  * own clock (the shares are 1:1:3 of the CPU time, which is what cpu
  * mode samples).  With both cores busy:
- * - a wrong name: at most 1% of the samples in libz.  Measured 0 in 10
- *   runs on 3.11, 3.12 and 3.13; the way one is still possible is a
+ * - a wrong name: at most 1% of the samples in libz.  Measured 0 in 3 to
+ *   5 runs each on 3.11, 3.12 and 3.13; the way one is still possible is a
  *   stale word in the activation's slots pointing into the sibling's
  *   bytecode, which the stack's own writes make rare;
  * - each function's share of the samples named by one of the three
- *   within 5 points of its 20%, 20%, 60% (measured within 1.5; the
+ *   within 5 points of its 20%, 20%, 60% (measured within 3; the
  *   misnamed shares were 14% and 67%);
- * - at most 10% left native, never named (measured 1-3%). */
+ * - at most 10% left native, never named (measured 1-5%). */
 static void siblings_named(const char *python)
 {
 	static const double want[] = {20, 20, 60};
