@@ -211,7 +211,7 @@ struct sym_py {
 	struct py_code codes[PY_CODES];
 	size_t code_bytes; /* held by codes' allocations */
 	/* codes' bytecode ranges by address, for a pointer of the sample
-	 * into one (code_pointed); rebuilt when codes changed */
+	 * into one (code_at); rebuilt when codes changed */
 	struct py_range {
 		uint64_t lo, hi;
 		struct py_code *c;
@@ -1120,9 +1120,9 @@ static struct py_code *code_at(struct sym_py *py, uint64_t v)
 			struct py_code *c = &py->codes[i];
 
 			if (c->bytes)
-				py->ranges[py->nranges++] = (struct py_range){
-					c->addr + py->l->co_code,
-					c->addr + py->l->co_code + 2ull * c->size, c};
+				py->ranges[py->nranges++] =
+					(struct py_range){c->addr + py->l->co_code,
+						c->addr + py->l->co_code + 2ull * c->size, c};
 		}
 		qsort(py->ranges, py->nranges, sizeof(py->ranges[0]), range_cmp);
 		py->ranges_stale = false;
@@ -1222,8 +1222,8 @@ int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 		return -EIO;
 	/* each activation's innermost frame must be the one the sample ran
 	 * (the others of its group have a callee in it, whose previous they
-	 * are).  A blocked thread's repeat has no copy: it has not run since
-	 * its last sample, whose frames were checked. */
+	 * are).  A blocked thread's repeat has no copy to check: it had not
+	 * run since its last copy (it may have by now: read as before). */
 	if (sample->stack_len || !(sample->flags & TD_SAMPLE_REPEAT))
 		for (unsigned g = 0; g < k; g++) {
 			unsigned i = native[g], end = g;

@@ -279,7 +279,6 @@ Test(record_python, changing_stacks_never_named_wrong_313)
 	changing_stacks(python, 20);
 }
 
-
 /* Two threads all CPU in Python (fx_python.py gil): each waits for the
  * GIL while the other runs.  Those waits are of kind gil, not condvar
  * (Debian's stripped python3.11 names no take_gil: the condition
@@ -452,8 +451,8 @@ static void siblings_named(const char *python)
 	three = named[0] + named[1] + named[2];
 	cr_expect_geq(all, 1000);
 	cr_expect_geq(in_libz, 100, "%lu samples in libz:\n%.3000s", in_libz, r.out);
-	cr_expect_leq(wrong * 100, in_libz, "%lu of %lu samples in libz named for a sibling:\n%.3000s",
-		wrong, in_libz, r.out);
+	cr_expect_leq(wrong * 100, in_libz,
+		"%lu of %lu samples in libz named for a sibling:\n%.3000s", wrong, in_libz, r.out);
 	for (int k = 0; k < 3; k++) {
 		double share = three ? 100.0 * (double)named[k] / (double)three : 0;
 
@@ -461,8 +460,8 @@ static void siblings_named(const char *python)
 			"sibling %d: %.1f%% of %lu named samples, not %.0f%%:\n%.3000s", k, share,
 			three, want[k], r.out);
 	}
-	cr_expect_leq(native * 10, all, "%lu of %lu samples left native:\n%.3000s", native, all,
-		r.out);
+	cr_expect_leq(
+		native * 10, all, "%lu of %lu samples left native:\n%.3000s", native, all, r.out);
 	printf("siblings %s: %lu samples, %lu in libz, %lu named wrong, %lu native; "
 	       "named %lu %lu %lu\n",
 		python, all, in_libz, wrong, native, named[0], named[1], named[2]);

@@ -37,9 +37,9 @@ TestSuite(python_torn, .timeout = 60);
 #define CODE_C (FAKE + 0x1200)
 #define CODE_B (FAKE + 0x1400)
 #define CODE_E (FAKE + 0x1600) /* a sibling of ledger_d's: ledger_e */
-#define FR_X (FAKE + 0x2000) /* the slot: ledger_d's frame being built */
-#define FR_L (FAKE + 0x2100) /* ledger_c, an entry frame (called by map) */
-#define FR_B (FAKE + 0x2200) /* ledger_b, the outer activation's */
+#define FR_X (FAKE + 0x2000)   /* the slot: ledger_d's frame being built */
+#define FR_L (FAKE + 0x2100)   /* ledger_c, an entry frame (called by map) */
+#define FR_B (FAKE + 0x2200)   /* ledger_b, the outer activation's */
 #define STACK 0x7ff000000000ull
 #define STACK_LEN 0x1000u
 
