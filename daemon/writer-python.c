@@ -11,7 +11,9 @@
  * Guarantees: never a wrong name.  The groups must be exactly as many as
  * the evaluator's activations (or, for a stack cut short, at least as
  * many: the outer ones are dropped with the native frames beyond the
- * cut); any failed read or check leaves the whole stack native.  A
+ * cut), and each activation's innermost frame the sample's own
+ * (symbolize/python.c checks the sample's words); any failed read or
+ * check leaves the whole stack native.  A
  * version without a layout is said once (REC_NOTICE_PYTHON) and left
  * native.  Leaves to writer-stacks.c the stack itself. */
 #define _GNU_SOURCE

@@ -36,7 +36,12 @@
  * frames are as at the read), the innermost frame the same at the end of
  * the read as at its start, and the number of activations in the chain
  * (entry frames, or shims) must match the _PyEval_EvalFrameDefault
- * activations the unwind found.
+ * activations the unwind found; and since a frame slot read after the
+ * sample may hold a function called since at the same depth, each
+ * activation's innermost frame must have a pointer into its bytecode in
+ * the sample itself (registers, the copy below that activation's CFA),
+ * or be replaced by the one kept code object the sample points into,
+ * seen running in that slot under that caller before (sym_py_merge).
  * On any doubt the caller gets no Python frame and keeps the native ones.
  * Reads go through the caller's sym_read_fn (process_vm_readv in
  * ptrace/); nothing is injected, nothing stopped.  Leaves to the caller
@@ -179,6 +184,9 @@ static const struct py_layout py_layouts[] = {
  * Owns strings and table (one allocation). */
 struct py_code {
 	uint64_t addr, name, file, linetable;
+	/* where a sample last found it running, its evidence in the sample
+	 * (sym_py_merge): the frame's slot and its previous frame */
+	uint64_t slot, previous;
 	int32_t firstline;
 	uint32_t size, ntable;
 	size_t bytes;		   /* the allocation's */
@@ -202,6 +210,14 @@ struct sym_py {
 	} last[64];
 	struct py_code codes[PY_CODES];
 	size_t code_bytes; /* held by codes' allocations */
+	/* codes' bytecode ranges by address, for a pointer of the sample
+	 * into one (code_at); rebuilt when codes changed */
+	struct py_range {
+		uint64_t lo, hi;
+		struct py_code *c;
+	} ranges[PY_CODES];
+	unsigned nranges;
+	bool ranges_stale;
 };
 
 static bool rd(struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
@@ -766,6 +782,7 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 	const struct py_layout *l = py->l;
 	uint8_t b[128], next[128], c[256], first[128];
 	unsigned n = 0, hops = 0;
+	uint64_t at = fr;
 
 	if (l->fr_size > sizeof(b) || l->co_code > sizeof(c) || !rd(r, fr, b, l->fr_size))
 		return -EIO;
@@ -783,6 +800,7 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 				break;
 			if (!rd(r, h.previous, b, l->fr_size))
 				return -EIO;
+			at = h.previous;
 			continue;
 		}
 		if (n == cap)
@@ -792,6 +810,8 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 			    l->fr_size) ||
 			!frame_fill(py, &h, c, &frames[n]))
 			return -EIO;
+		frames[n].addr = at;
+		frames[n].previous = h.previous;
 		n++;
 		if (!h.previous) {
 			if (l->flags & PY_SHIM)
@@ -799,6 +819,7 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 			return same_frame(l, next, first) ? (int)n : -EIO;
 		}
 		memcpy(b, next, l->fr_size);
+		at = h.previous;
 	}
 	return rd(r, fr, next, l->fr_size) && same_frame(l, next, first) ? (int)n : -EIO;
 }
@@ -977,6 +998,7 @@ static void code_keep(struct sym_py *py, const struct sym_py_frame *f, const str
 		.function = (char *)m + n,
 		.filename = (char *)m + n + lf};
 	py->code_bytes += size;
+	py->ranges_stale = true;
 }
 
 int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_frame *f,
@@ -1017,6 +1039,159 @@ int sym_py_name(struct sym_py *py, struct sym_py_reader *r, const struct sym_py_
 	return 0;
 }
 
+/* The words of a sample that may hold the evaluator's next_instr for an
+ * activation: the registers, then the stack copy from the sample's sp up
+ * to lim, the activation's CFA (the whole copy where it is not known).
+ *
+ * The frames are read after the sample, and a caller that has since
+ * returned from the sampled function and called another at the same
+ * depth has that one's frame in the same datastack slot: its name read
+ * there is a sibling's.  Nothing read later tells; the sample does.
+ * 3.11 to 3.13 keep the bytecode inside the code object
+ * (co_code_adaptive), and the evaluator holds next_instr, a pointer into
+ * it, in a register while it runs the frame; across a call into C it is
+ * in a callee-saved register (there still, or pushed by a callee below
+ * the evaluator's CFA) or spilled in the evaluator's own frame: in the
+ * copy either way.  A sibling's bytecode is another object's, which the
+ * running code had no pointer into.  Only the bytecode counts, not the
+ * code object's header: a pointer to the code object itself is as
+ * likely in a caller's frame or a stale slot as the function's own. */
+struct py_words {
+	const struct td_sample *s;
+	uint64_t regs[sizeof(struct user_regs_struct) / 8];
+	unsigned reg;
+	uint64_t a, lim;
+};
+
+static void words_begin(struct py_words *w, const struct td_sample *s, uint64_t lim)
+{
+	uint64_t end = s->stack_addr + s->stack_len;
+
+	w->s = s;
+	memcpy(w->regs, &s->regs, sizeof(w->regs));
+	w->reg = 0;
+	w->a = (s->stack_addr + 7) & ~7ull;
+	w->lim = lim > end || lim <= s->stack_addr ? end : lim;
+}
+
+static bool words_next(struct py_words *w, uint64_t *ret)
+{
+	if (w->reg < TD_ARRAY_SIZE(w->regs)) {
+		*ret = w->regs[w->reg++];
+		return true;
+	}
+	if (w->a + 8 > w->lim)
+		return false;
+	*ret = u64_at(w->s->stack, (unsigned)(w->a - w->s->stack_addr));
+	w->a += 8;
+	return true;
+}
+
+/* Does a word of the sample (py_words, up to lim) point into f's
+ * bytecode, [its first code unit, its end]? */
+static bool sample_points_into(const struct td_sample *sample, uint64_t lim,
+	const struct py_layout *l, const struct sym_py_frame *f)
+{
+	uint64_t lo = f->code + l->co_code, hi = lo + 2ull * f->size, v;
+	struct py_words w;
+
+	words_begin(&w, sample, lim);
+	while (words_next(&w, &v))
+		if (v >= lo && v <= hi)
+			return true;
+	return false;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct py_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The kept code object whose bytecode holds v, or NULL. */
+static struct py_code *code_at(struct sym_py *py, uint64_t v)
+{
+	unsigned lo = 0, hi;
+
+	if (py->ranges_stale) {
+		py->nranges = 0;
+		for (unsigned i = 0; i < PY_CODES; i++) {
+			struct py_code *c = &py->codes[i];
+
+			if (c->bytes)
+				py->ranges[py->nranges++] =
+					(struct py_range){c->addr + py->l->co_code,
+						c->addr + py->l->co_code + 2ull * c->size, c};
+		}
+		qsort(py->ranges, py->nranges, sizeof(py->ranges[0]), range_cmp);
+		py->ranges_stale = false;
+	}
+	hi = py->nranges;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (v < py->ranges[mid].lo)
+			hi = mid;
+		else if (v > py->ranges[mid].hi)
+			lo = mid + 1;
+		else
+			return py->ranges[mid].c;
+	}
+	return NULL;
+}
+
+/* The frame the sample ran where the slot now holds another (frames[0],
+ * whose group is frames[0..group)): the one kept code object, none of
+ * the group's outer frames' (their own next_instr, saved), whose bytecode
+ * a word of the sample points into, read again to be still that code
+ * object.  true with frames[0] replaced; false when there is none, or
+ * more than one: then the sample is not named. */
+static bool frame_from_sample(struct sym_py *py, struct sym_py_reader *r,
+	const struct td_sample *sample, uint64_t lim, struct sym_py_frame *frames, unsigned group)
+{
+	const struct py_layout *l = py->l;
+	struct py_code *found = NULL;
+	uint64_t v, at = 0;
+	struct py_words w;
+	struct sym_py_frame f;
+	struct py_hdr h;
+	uint8_t c[256];
+
+	words_begin(&w, sample, lim);
+	while (words_next(&w, &v)) {
+		struct py_code *k = code_at(py, v);
+		bool outer = false;
+
+		for (unsigned g = 1; k && g < group; g++)
+			outer |= frames[g].code == k->addr;
+		if (!k || outer || k == found)
+			continue;
+		if (found)
+			return false; /* two functions: which one ran? */
+		found = k;
+		at = v;
+	}
+	if (!found || l->co_code > sizeof(c) || !rd(r, found->addr, c, l->co_code))
+		return false;
+	/* next_instr is the instruction after the one running */
+	h = (struct py_hdr){.code = found->addr,
+		.instr = at - 2 >= found->addr + l->co_code ? at - 2 : at,
+		.entry = frames[0].entry};
+	if (!frame_fill(py, &h, c, &f) || code_find(py, &f) != found)
+		return false; /* freed, and something else there now */
+	/* the chain outwards is the slot's now: the sampled frame's only if
+	 * that code ran in this slot under this caller before (not a
+	 * generator's frame, which is in the generator; not one called from
+	 * elsewhere) */
+	if (found->slot != frames[0].addr || found->previous != frames[0].previous)
+		return false;
+	f.addr = frames[0].addr;
+	f.previous = frames[0].previous;
+	frames[0] = f;
+	return true;
+}
+
 int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
 	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap)
 {
@@ -1045,5 +1220,31 @@ int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 	if (evals || (k < (unsigned)n && u->end == SYM_END_OUTERMOST) ||
 		u->n + k > SYM_MAX_FRAMES || !frames[k - 1].entry)
 		return -EIO;
+	/* each activation's innermost frame must be the one the sample ran
+	 * (the others of its group have a callee in it, whose previous they
+	 * are).  A blocked thread's repeat has no copy to check: it had not
+	 * run since its last copy (it may have by now: read as before). */
+	if (sample->stack_len || !(sample->flags & TD_SAMPLE_REPEAT))
+		for (unsigned g = 0; g < k; g++) {
+			unsigned i = native[g], end = g;
+			uint64_t lim = i + 1 < u->n ? u->sp[i + 1] : 0;
+
+			if (g && !frames[g - 1].entry)
+				continue;
+			if (sample_points_into(sample, lim, py->l, &frames[g])) {
+				struct py_code *c = code_find(py, &frames[g]);
+
+				if (c) {
+					c->slot = frames[g].addr;
+					c->previous = frames[g].previous;
+				}
+				continue;
+			}
+			while (end < k && !frames[end].entry)
+				end++;
+			/* the innermost: the sample's own frame, if it says */
+			if (g || !frame_from_sample(py, r, sample, lim, frames, end + 1))
+				return -EIO;
+		}
 	return (int)k;
 }

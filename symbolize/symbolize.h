@@ -47,6 +47,10 @@ const char *sym_end_name(enum sym_end end);
 struct sym_unwound {
 	uint64_t pc[SYM_MAX_FRAMES];
 	bool activation[SYM_MAX_FRAMES]; /* pc is exact, not a return address */
+	/* the stack pointer in each frame (sp[0] the sample's; sp[i + 1] is
+	 * frame i's CFA), 0 where the unwinder did not know it: the extent of
+	 * a frame's own stack slots (python.c reads the evaluator's) */
+	uint64_t sp[SYM_MAX_FRAMES];
 	unsigned n;
 	enum sym_end end;
 	unsigned live_reads; /* reads served by read_live */
@@ -197,6 +201,7 @@ struct sym_py_frame {
 	int32_t firstline;
 	uint32_t size; /* the bytecode's code units */
 	bool entry;
+	uint64_t addr, previous; /* the frame's, and its previous frame's */
 };
 struct sym_py_name {
 	char function[256];
@@ -225,8 +230,12 @@ int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 /* The frames of sym_py_stack() that go in place of the native frames of
  * u that run them: frame k replaces u's frame native[k] (the
  * _PyEval_EvalFrameDefault activation that runs it, innermost first).
- * The count, 0 (none: not a Python thread), or -errno: the groups do not
- * match the activations (torn: keep the stack native), -ENOTSUP. */
+ * Each activation's innermost frame is the sample's own (a word of
+ * sample's registers or of its copy below u->sp[native + 1] points into
+ * its bytecode), or the innermost is replaced by the one the sample
+ * points into (python.c says when).  The count, 0 (none: not a Python
+ * thread), or -errno: the groups do not match the activations, or a
+ * frame is not the sample's (torn: keep the stack native), -ENOTSUP. */
 int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
 	const struct sym_unwound *u, struct sym_py_frame *frames, uint16_t *native, unsigned cap);
 /* Function, file and line of f: 0, or -EIO (not what it claimed to be).

@@ -258,6 +258,7 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	struct sym_session *s = arg;
 	struct sym_unwound *u = s->out;
 	Dwarf_Addr pc;
+	Dwarf_Word sp_now;
 	bool isact;
 
 	if (!dwfl_frame_pc(state, &pc, &isact))
@@ -268,6 +269,9 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	}
 	u->pc[u->n] = pc;
 	u->activation[u->n] = isact;
+	if (dwfl_frame_reg(state, DW_RSP, &sp_now) != 0)
+		sp_now = 0;
+	u->sp[u->n] = sp_now;
 	u->n++;
 	/* A return into a signal restorer (or a sample in it): the frame it
 	 * returns to is the interrupted one, whose registers the kernel
@@ -448,6 +452,7 @@ static bool fast_unwind(struct sym_session *s, const struct td_sample *t, struct
 			return false;
 		ret->pc[n] = pc;
 		ret->activation[n] = n == 0;
+		ret->sp[n] = sp;
 		r = rule_at(s, pc, n == 0);
 		if (!r || r->kind == SYM_RULE_COMPLEX || r->kind == SYM_RULE_SIGRETURN ||
 			(r->cfa_reg == DW_RBP && !bp_known))
@@ -588,6 +593,7 @@ static bool through_signal_frame(struct sym_session *s, const struct td_sample *
 	s->max_frames = max;
 	memcpy(&ret->pc[ret->n], more->pc, more->n * sizeof(more->pc[0]));
 	memcpy(&ret->activation[ret->n], more->activation, more->n * sizeof(more->activation[0]));
+	memcpy(&ret->sp[ret->n], more->sp, more->n * sizeof(more->sp[0]));
 	ret->n += more->n;
 	ret->end = more->end;
 	if ((more->end == SYM_END_WINDOW || more->end == SYM_END_READ_FAILED) &&

@@ -345,6 +345,9 @@ static void expect_same_unwind(const struct sym_unwound *a, const struct sym_unw
 	for (unsigned i = 0; i < a->n && i < b->n; i++) {
 		cr_expect_eq(a->pc[i], b->pc[i], "%s: frame %u", what, i);
 		cr_expect_eq(a->activation[i], b->activation[i], "%s: frame %u", what, i);
+		/* each frame's sp: python.c bounds an activation's words by it */
+		cr_expect_eq(a->sp[i], b->sp[i], "%s: frame %u's sp %#llx vs %#llx", what, i,
+			(unsigned long long)a->sp[i], (unsigned long long)b->sp[i]);
 	}
 	cr_expect_eq(a->fault_addr, b->fault_addr, "%s: fault %#llx vs %#llx, n %u %u, fast %d end %s", what, (unsigned long long)a->fault_addr, (unsigned long long)b->fault_addr, a->n, b->n, a->fast, sym_end_name(a->end));
 	cr_expect_eq(a->live_reads, b->live_reads, "%s", what);
