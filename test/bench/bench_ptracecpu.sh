@@ -55,6 +55,9 @@ printf '  %-8s %14s %9s %9s %18s  %s\n' capture 'samples/cpu-s' handler coverage
 [ "$load" = loaded ] && load_start
 base=
 for capture in none perf ptrace; do
+	# emptied here, not by the redirection in the child: the "ready"
+	# of the run before must not be read as this one's
+	: > "$tmp/out"
 	"$fx/fx_bursts" "$spec" > "$tmp/out" 2> /dev/null &
 	pid=$!
 	until grep -q ready "$tmp/out" 2> /dev/null; do sleep 0.01; done
