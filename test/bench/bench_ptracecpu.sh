@@ -84,6 +84,10 @@ for capture in none perf ptrace $perfrec; do
 		perf record -q -e task-clock -c 10101010 -t "${w##*/}" -k CLOCK_REALTIME \
 			--call-graph dwarf,4096 -o "$tmp/p.data" 2> /dev/null &
 		t=$!
+		# its events open (its start-up takes seconds on a loaded machine)
+		until ls -l /proc/$t/fd 2> /dev/null | grep -q perf_event; do
+			sleep 0.01
+		done
 		sleep 0.5
 	elif [ "$capture" != none ]; then
 		"$tracerd" record -q --capture "$capture" -F 99 -r "$tmp/repo" --pid "$pid" \
