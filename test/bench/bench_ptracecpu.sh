@@ -85,7 +85,8 @@ for capture in none perf ptrace $perfrec; do
 			--call-graph dwarf,4096 -o "$tmp/p.data" 2> /dev/null &
 		t=$!
 		# its events open (its start-up takes seconds on a loaded machine)
-		until ls -l /proc/$t/fd 2> /dev/null | grep -q perf_event; do
+		until ls -l /proc/$t/fd 2> /dev/null | grep -q perf_event ||
+			! kill -0 "$t" 2> /dev/null; do
 			sleep 0.01
 		done
 		sleep 0.5
