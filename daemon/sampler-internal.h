@@ -125,6 +125,9 @@ struct sampler {
 	int tfd;	  /* the tick timer (timerfd), -1 until made */
 	uint64_t start_ns;	 /* when sampling began, for the duration */
 	uint64_t next_ns;	 /* the timer's next expiry */
+	/* perf capture's drains alone: the timer repeats every S_DRAIN_NS
+	 * from its last setting (next_ns then); 0: it does not repeat */
+	uint64_t every_from;
 	uint64_t round_at;	 /* perf capture: the next round of the others */
 	uint64_t woke_writer_ns; /* the last wake_writer_due() that woke it */
 	uint32_t crash_id; /* of the last crash */

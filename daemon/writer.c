@@ -274,7 +274,7 @@ static void publish(struct writer *w, uint64_t now)
 		if (w->startup) {
 			/* from now on the writer shares the CPU with the
 			 * target as an equal (but set_behind) */
-			setpriority(PRIO_PROCESS, (id_t)gettid(), WRITER_NICE);
+			setpriority(PRIO_PROCESS, 0, WRITER_NICE);
 			w->startup = false;
 		}
 	}
@@ -289,7 +289,7 @@ static void set_behind(struct writer *w, bool behind)
 	if (w->startup || w->behind == behind)
 		return;
 	w->behind = behind;
-	setpriority(PRIO_PROCESS, (id_t)gettid(), behind ? -10 : WRITER_NICE);
+	setpriority(PRIO_PROCESS, 0, behind ? -10 : WRITER_NICE); /* 0: this thread */
 }
 
 /* Thread t (chunk id id) is named name since now: a rename. */

@@ -67,6 +67,11 @@ struct perf_thread {
 	/* its program began then (pt_perf_begin: a command held before its
 	 * exec); 0: it always had */
 	uint64_t begun;
+	/* pt_perf_resize reopened its events then: a sample older is of the
+	 * closed ones, whose counts were read at the close; its CPU time
+	 * since their last samples (carry_ns) goes to its next sample */
+	uint64_t reopened;
+	uint64_t carry_ns;
 };
 
 /* A PERF_RECORD_SWITCH of a drain. */

@@ -51,7 +51,9 @@
  * time into stretches on a CPU and intervals off one, without overlap: a
  * task-clock sample weighs its thread's time on CPUs since its previous
  * one by the records (perf_weigh_on), not its event's count, which overlaps
- * the intervals at each switch.
+ * the intervals at each switch.  A thread's events reopened for another
+ * stack size (pt_perf_resize) hand what they counted since their last
+ * samples to its next one: the new ones count from nothing.
  *
  * Early samples (pt_perf_early: a lock's running owner, for the waits): the
  * thread's event on one CPU gets a short period at once, and its drawn
@@ -413,6 +415,23 @@ int pt_perf_add(struct pt_perf *p, pid_t pid, pid_t tid, uint32_t stack_bytes)
 	return 0;
 }
 
+/* Thread slot i's CPU time since its events' last samples, by their
+ * counts now (a task-clock event reads its count; no sample needed). */
+static uint64_t unsampled_ns(const struct pt_perf *p, unsigned i)
+{
+	uint64_t sum = 0;
+
+	for (unsigned c = 0; c < p->ncpus; c++) {
+		size_t j = (size_t)i * p->ncpus + c;
+		uint64_t count;
+
+		if (p->fds[j] >= 0 && read(p->fds[j], &count, sizeof(count)) == sizeof(count) &&
+			count > p->last[j])
+			sum += count - p->last[j];
+	}
+	return sum;
+}
+
 int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes)
 {
 	unsigned i;
@@ -423,6 +442,16 @@ int pt_perf_resize(struct pt_perf *p, pid_t tid, uint32_t stack_bytes)
 	stack_bytes = stack_size(p, stack_bytes);
 	if (stack_bytes == p->th[i].stack_bytes)
 		return 0;
+	/* The new events count from nothing: the CPU time the closed ones
+	 * counted since their last samples (up to a period per CPU, lost
+	 * at every resize before) goes to the next sample, and their
+	 * samples still in the ring, after this drain's head, are
+	 * counted in it rather than weighed against the new counts (a
+	 * whole recording's CPU time on that CPU, at once).  offcpu
+	 * weighs by the switch records, not the counts. */
+	p->th[i].reopened = (uint64_t)td_now_ns();
+	if (!p->offcpu)
+		p->th[i].carry_ns += unsampled_ns(p, i);
 	close_thread(p, i);
 	r = open_thread(p, i, tid, stack_bytes);
 	if (r < 0) {
@@ -583,6 +612,8 @@ static uint32_t weigh(struct pt_perf *p, struct perf_thread *th, uint32_t j, uin
 	uint64_t gap = count > p->last[j] ? count - p->last[j] : 0;
 
 	p->last[j] = count;
+	gap += th->carry_ns; /* what its closed events counted (pt_perf_resize) */
+	th->carry_ns = 0;
 	return perf_periods_of(p, th, LINE_ON, gap);
 }
 
@@ -764,7 +795,12 @@ static void take_sample(struct pt_perf *p, unsigned cpu, const struct perf_sampl
 	uint32_t weight = 1, flags = 0;
 	unsigned k;
 
-	if ((th = perf_thread_find(p, (pid_t)ps->tid, &k)) && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
+	if ((th = perf_thread_find(p, (pid_t)ps->tid, &k)) && ps->time < th->reopened &&
+		!p->offcpu) {
+		st->thinned++; /* of its closed events: its time is in carry_ns */
+		return;
+	}
+	if (th && p->fds[(size_t)k * p->ncpus + cpu] >= 0) {
 		uint32_t j = (uint32_t)((size_t)k * p->ncpus + cpu);
 		bool early = early_taken(th, ps);
 

@@ -66,6 +66,9 @@ echo "rounds of ${secs}s, medians; load: 1-minute average at the row's start and
 for spec in "fx_bigframe cpu 99" "fx_bigframe cpu 999" "fx_bigframe wall 99" \
 	"fx_pipe cpu 999"; do
 	set -- $spec
+	# emptied here, not by the redirection in the child: the "ready"
+	# of the run before must not be read as this one's
+	: > "$tmp/out"
 	"$fx/$1" > "$tmp/out" 2> /dev/null &
 	pid=$!
 	until grep -q ready "$tmp/out" 2> /dev/null; do sleep 0.01; done

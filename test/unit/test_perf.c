@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* ptrace/perf.c: the kernel samples a running thread where it runs. */
+/* ptrace/perf.c: the kernel samples a running thread where it runs, at the
+ * rate asked, and a resize of its stack copies keeps the count. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -170,6 +171,62 @@ Test(perf, samples_at_the_rate_asked, .timeout = 120)
 		"%u samples in %.3f s of CPU time at one per %.1f ms: %.0f wanted",
 		c->n, used / 1e9, cfg.period_ns / 1e6, want);
 	cr_log_info("%u samples, %.0f wanted", c->n, want);
+	pt_perf_free(p);
+	sym_session_free(c->ss);
+	sym_cache_free(cache);
+	fx_stop(pid);
+	free(c);
+}
+
+/* A thread's events reopened for another stack size (pt_perf_resize,
+ * here after every drain, every 10 ms: two periods) keep the count: the
+ * closed events' CPU time since their last samples goes to the next
+ * sample, and their samples left in the ring are not weighed against the
+ * new events' count.  Before, each resize lost up to a period. */
+Test(perf, a_resize_keeps_the_count, .timeout = 120)
+{
+	struct pt_perf_config cfg = { .period_ns = 5000000, .stack_bytes = 4096,
+		.max_threads = 16, .seed = 11 };
+	struct pt_perf *p = NULL;
+	struct collect *c = calloc(1, sizeof(*c));
+	struct sym_cache *cache = NULL;
+	pid_t pid = fx_start(TD_FIXTURE_DIR "/fx_spin", NULL);
+	uint64_t start, used = 0;
+	unsigned resizes = 0;
+	double want;
+	int r;
+
+	cr_assert(pid > 0);
+	r = pt_perf_new(&cfg, &p);
+	if (r == -EACCES || r == -EPERM || r == -ENOSYS || r == -ENOENT || r == -ENODEV) {
+		fx_stop(pid);
+		free(c);
+		cr_skip_test("perf_event_open is not available here (%s)", strerror(-r));
+	}
+	cr_assert_eq(sym_cache_new(&cache), 0);
+	cr_assert_eq(sym_session_new(pid, &(struct sym_options){ .no_dwarf = true }, cache, &c->ss),
+		0);
+	c->tid = pid;
+	start = cpu_ns(pid);
+	cr_assert_eq(pt_perf_add(p, pid, pid, 0), 0);
+	while (used < 1500000000u) {
+		struct pt_perf_stats st;
+
+		usleep(10000);
+		pt_perf_drain(p, &ops, c, &st);
+		cr_assert_eq(pt_perf_resize(p, pid, resizes++ % 2 ? 4096 : 2048), 0);
+		used = cpu_ns(pid) - start;
+	}
+	pt_perf_drain(p, &ops, c, NULL);
+	pt_perf_remove(p, pid);
+	used = cpu_ns(pid) - start;
+	want = (double)used / (double)cfg.period_ns;
+	/* what the last events counted since their last samples is lost:
+	 * a period or two of the 300 */
+	cr_expect(c->n >= 0.9 * want && c->n <= 1.1 * want,
+		"%u samples in %.3f s of CPU time at one per %.1f ms, %u resizes: %.0f wanted",
+		c->n, used / 1e9, cfg.period_ns / 1e6, resizes, want);
+	cr_log_info("%u samples, %.0f wanted, %u resizes", c->n, want, resizes);
 	pt_perf_free(p);
 	sym_session_free(c->ss);
 	sym_cache_free(cache);
