@@ -82,7 +82,8 @@ struct session {
 
 /* A wait episode in progress: from the first tick that found the thread
  * blocked on an object (a fresh copy: it ran since its last one) until it
- * is seen running, copied again, or gone.  Each blocked sample of it is a
+ * is seen running, copied again, seen leaving a CPU after that copy (with
+ * offcpu), or gone.  Each blocked sample of it is a
  * period of waiting.  What the waiter called and the names on its stack
  * are kept to read the owner again whenever the lock's words, read at
  * the tick, change.
@@ -354,6 +355,9 @@ void owner_seen(struct writer *w, const struct td_sample *s, uint32_t stack);
 /* REC_EV_HELD: waiter tid's words read again at time_ns (futex) were the
  * same: the owner held the object until then. */
 void episode_held(struct writer *w, pid_t tid, const uint32_t *futex, uint64_t time_ns);
+/* tid left a CPU at time_ns (an interval off a CPU, OFFCPU): its episode
+ * ends if it began before, as the thread ran since. */
+void episode_switched_out(struct writer *w, pid_t tid, uint64_t time_ns);
 /* tid ran, exec'ed, exited or died: its episode is written and ends. */
 void episode_end(struct writer *w, pid_t tid);
 /* Before the chunk ends: what every open episode waited in it. */

@@ -4,7 +4,10 @@
  * seen running, copied again somewhere else, or gone; each blocked sample
  * is a period of waiting, credited to the object's owner at that tick.
  * An episode becomes a WAITS record of each chunk it spans (the next
- * repeats its start, flagged as begun before).
+ * repeats its start, flagged as begun before).  Its kind and its stack
+ * are of one moment, the copy it began with: the repeats it counts after
+ * that stand on the same stack, as a thread that left a CPU since (an
+ * interval off a CPU later than the copy, episode_switched_out) ends it.
  *
  * An owner's stack is one of its samples taken while it held the object,
  * or none (TCF_WAITF_OWNERS_HELD): the waiter's samples bound the holding
@@ -93,6 +96,25 @@ void episode_end(struct writer *w, pid_t tid)
 	struct episode *ep = episode_of(w, tid);
 
 	if (ep)
+		episode_write(w, ep, false);
+}
+
+/* An interval off a CPU is taken at its switch out, which comes after
+ * the copy an episode was classified from (start_ns: taken once the
+ * copy's second look found the thread still blocked, so after it left
+ * the CPU for that wait) only if the thread ran since: that wait is over.
+ * The ticks may not know yet (a switch in after the sampler's last drain:
+ * sampler-wall.c takes the thread as unseen and repeats its last copy),
+ * and the stack those repeats stand on (writer-stacks.c's saved stack) is
+ * now this interval's, in another call: counted here they would put the
+ * new wait's stack under the old wait's kind (a sleep's, in
+ * __lll_lock_wait).  So the episode ends here, and the repeats that follow
+ * belong to none (episode_sample); the next copy begins the new one. */
+void episode_switched_out(struct writer *w, pid_t tid, uint64_t time_ns)
+{
+	struct episode *ep = episode_of(w, tid);
+
+	if (ep && time_ns > ep->start_ns)
 		episode_write(w, ep, false);
 }
 

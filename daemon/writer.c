@@ -471,6 +471,10 @@ void do_sample(struct writer *w, const struct td_sample *s)
 		else if (!(s->flags & TD_SAMPLE_HELD))
 			episode_end(w, s->tid);
 		owner_seen(w, s, stack);
+	} else if (w->cfg->mode == REC_MODE_WALL && !(s->flags & TD_SAMPLE_REPEAT)) {
+		/* a switch out: if after the copy its episode was classified
+		 * from, the thread ran since and that wait is over */
+		episode_switched_out(w, s->tid, s->time_ns);
 	}
 	if (s->flags & TD_SAMPLE_NO_ROWS)
 		return; /* its time is in its OFFCPU samples */
