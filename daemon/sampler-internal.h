@@ -29,9 +29,9 @@
 enum { ST_NEW, ST_SETTLE };
 
 #define S_AHEAD_NS 10000000u /* run time credited ahead of schedstat, at most */
-#define S_DRAIN_NS 50000000u /* perf capture: the kernel's rings drained this often
+#define S_DRAIN_NS 75000000u /* perf capture: the kernel's rings drained this often
 				* (and what kill -9 loses: writer.c) */
-#define S_WRITER_NS 50000000u /* the writer woken at most this often, but for full rings */
+#define S_WRITER_NS 75000000u /* the writer woken at most this often, but for full rings */
 #define S_EXIT_HOLD_NS 2000000000u /* a leader held at its exit for the writer, at most */
 #define S_MAX_OWNER_ASKS 64	   /* lock owners whose stack a tick may ask for */
 #define S_OWNER_EARLY_DIV 8	   /* an owner's early sample: after 1/8 tick of CPU */

@@ -14,8 +14,8 @@
  * published as soon as they are written (its header and definitions go
  * first: the chunk writer puts a block's definitions before its
  * samples).  kill -9 so loses what waits in the rings (the sampler
- * drains the kernel's and wakes the writer every 50 ms) and up to 40 ms
- * more: under 100 ms while the threads get a CPU.  Before each block, and before a
+ * drains the kernel's and wakes the writer every 75 ms) and up to 40 ms
+ * more: about 120 ms while the threads get a CPU.  Before each block, and before a
  * chunk is finished, the repository checks that nobody changed the file
  * (repo_check); a changed chunk is set aside (chunk_changed).
  *
@@ -58,20 +58,24 @@
 #include "../common/kstack.h"
 
 /* What kill -9 loses is what was taken but not yet in a block on disk:
- * what waits in the kernel's perf ring (drained every 50 ms), in the
- * sample ring (the writer woken every 50 ms), to be unwound (the backlog),
+ * what waits in the kernel's perf ring (drained every 75 ms), in the
+ * sample ring (the writer woken every 75 ms), to be unwound (the backlog),
  * and for the next block.  So a block goes out whenever the rings run
  * empty, at most every WRITER_PUBLISH_MIN_NS (each is a write() and a
  * block header; what is taken meanwhile waits for the poll's timeout,
  * set to that, not for the sampler's next wake), and at least every
  * WRITER_PUBLISH_NS while they stay busy; make bench measures the sum
- * (bench_kill9).  A shorter drain and wake (25 ms) cut the median
- * further but cost cpu mode ~50% more CPU per sample at 60 samples/s
- * (their cost is per second): measured, not taken. */
+ * (bench_kill9).  The drain and wake's cadence is a trade: its cost is
+ * per second, each sample carries it in inverse proportion to the rate.
+ * 25 ms cut the median further but cost cpu mode ~50% more CPU per
+ * sample at 60 samples/s; 50 ms kept kill -9's 99th percentile at 119
+ * ms but cost 1.3-1.5x the daemon's CPU per sample of the build before
+ * issue 31 at 99 Hz (goal: 1.3x); 75 ms, 217 ms (goal: 250) and 1.0-1.22x
+ * (docs/costs.md). */
 #define WRITER_PUBLISH_NS 100000000u	 /* at most this long between blocks */
 #define WRITER_PUBLISH_MIN_NS 40000000u /* at least this long between blocks */
 /* at most this long between looks at the rings: the sampler wakes the
- * writer when it published (at most every 50 ms, sooner when a ring is a
+ * writer when it published (at most every 75 ms, sooner when a ring is a
  * quarter full); a wake of a thread costs ~50-120 us of CPU in a VM */
 #define WRITER_POLL_MS 250
 /* After its start-up the writer runs at nice WRITER_NICE, the target's
