@@ -32,11 +32,11 @@ static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t 
 	return pt_read_memory(tid, addr, buf, len);
 }
 
-static ssize_t read_live2(
-	void *arg, pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2, size_t l2)
+static ssize_t read_livev(
+	void *arg, pid_t tid, const struct iovec *local, const struct iovec *remote, unsigned n)
 {
 	(void)arg;
-	return pt_read_memory2(tid, a1, b1, l1, a2, b2, l2);
+	return pt_read_memoryv(tid, local, remote, n);
 }
 
 void py_forget(struct session *se)
@@ -103,7 +103,7 @@ static struct sym_py *py_of(struct writer *w, struct session *se, struct sym_py_
 
 void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi)
 {
-	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_livev};
 	uint64_t cond[2];
 	pid_t holder;
 
@@ -120,7 +120,7 @@ void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi
 
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)
 {
-	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_livev};
 	struct sym_py *py = py_of(w, se, &r);
 	int n;
 
