@@ -174,11 +174,12 @@ struct sym_py {
 	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code */
 	uint32_t version;	   /* Py_Version: 0x030b02f0 */
 	/* the last thread state found, by TID: checked at each use; and
-	 * the innermost frame of its last sample, whose pages are read with
-	 * the thread state (a thread's chain stays about where it was) */
+	 * the innermost frame and first shim of its last sample, whose pages
+	 * are read with the thread state (a thread's chain stays about
+	 * where it was) */
 	struct {
 		pid_t tid;
-		uint64_t ts, frame;
+		uint64_t ts, at[2];
 	} last[64];
 	struct py_code codes[PY_CODES];
 	size_t code_bytes; /* held by codes' allocations */
@@ -240,51 +241,73 @@ static bool win_has(const struct py_win *w, uint64_t addr, size_t len)
 	return true;
 }
 
-/* Read the pages around addr (len bytes there, len <= PY_PAGE) into the
- * next window, after the npre reads of pre in the same call (those must
- * be whole): its own page first (the read stops at the first unmapped
- * page), then the one below (the data stack grows up: the callers'
- * frames), then the one above (the C stack grows down: outer
- * activations' shims).  false when pre's reads were not whole. */
-static bool win_read(struct sym_py *py, struct sym_py_reader *r, uint64_t addr, size_t len,
-	const struct iovec *pre_local, const struct iovec *pre_remote, unsigned npre)
+/* Page k of window w as the next read of a win_read's call. */
+static void win_page(struct py_win *w, unsigned k, struct iovec *local, struct iovec *remote,
+	struct py_win **wp, unsigned *pg, unsigned *m)
 {
-	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1), pages[PY_WIN_PAGES];
-	struct iovec local[PY_WIN_PAGES + 1], remote[PY_WIN_PAGES + 1];
+	wp[*m] = w;
+	pg[*m] = k;
+	local[*m] = (struct iovec){w->b + k * PY_PAGE, PY_PAGE};
+	remote[*m] = (struct iovec){(void *)(uintptr_t)(w->lo + k * PY_PAGE), PY_PAGE};
+	(*m)++;
+}
+
+/* Read the pages around each of the naddrs addresses of addrs (len bytes
+ * there, len <= PY_PAGE; at most two) into the next windows, after the
+ * npre reads of pre, all in one call (pre's must be whole): the
+ * addresses' own pages first (the read stops at the first unmapped
+ * page), then for each the one below (the data stack grows up: the
+ * callers' frames) and the one above (the C stack grows down: outer
+ * activations' shims).  false when pre's reads were not whole. */
+static bool win_read(struct sym_py *py, struct sym_py_reader *r, const uint64_t *addrs,
+	unsigned naddrs, size_t len, const struct iovec *pre_local, const struct iovec *pre_remote,
+	unsigned npre)
+{
+	struct iovec local[2 * PY_WIN_PAGES + 1], remote[2 * PY_WIN_PAGES + 1];
+	struct py_win *wp[2 * PY_WIN_PAGES + 1];
+	unsigned pg[2 * PY_WIN_PAGES + 1], m = npre;
+	struct py_win *ws[2];
+	bool crosses[2];
 	size_t want = 0;
-	struct py_win *w;
-	unsigned n = 0;
 	ssize_t got;
 
-	if (!r->readv || npre > 1 || len > PY_PAGE || first < PY_PAGE || addr + len < addr ||
-		first > UINT64_MAX - 3 * PY_PAGE)
+	if (!r->readv || npre > 1 || naddrs > 2 || len > PY_PAGE)
 		return rdv(r, pre_local, pre_remote, npre);
 	for (unsigned i = 0; i < npre; i++) {
 		local[i] = pre_local[i];
 		remote[i] = pre_remote[i];
 		want += pre_remote[i].iov_len;
 	}
-	/* pages lo + k * PY_PAGE, k = 0..3: below, its own, the one after
-	 * (where it ends, or above), and the next */
-	w = &py->wins[py->nwins++ % PY_WINS];
-	w->lo = first - PY_PAGE;
-	w->valid = 0;
-	pages[n++] = 1;
-	if (addr + len > first + PY_PAGE)
-		pages[n++] = 2; /* it crosses into the next page */
-	pages[n++] = 0;
-	pages[n++] = addr + len > first + PY_PAGE ? 3 : 2;
-	for (unsigned i = 0; i < n; i++) {
-		local[npre + i] = (struct iovec){w->b + pages[i] * PY_PAGE, PY_PAGE};
-		remote[npre + i] =
-			(struct iovec){(void *)(uintptr_t)(w->lo + pages[i] * PY_PAGE), PY_PAGE};
+	for (unsigned a = 0; a < naddrs; a++) {
+		uint64_t first = addrs[a] & ~(uint64_t)(PY_PAGE - 1);
+		struct py_win *w;
+
+		ws[a] = NULL;
+		if (!addrs[a] || first < PY_PAGE || first > UINT64_MAX - 4 * PY_PAGE)
+			continue;
+		w = ws[a] = &py->wins[py->nwins++ % PY_WINS];
+		w->lo = first - PY_PAGE;
+		w->valid = 0;
+		/* pages lo + k * PY_PAGE, k = 0..3: below, its own, the one
+		 * after (where it ends, or above), and the next */
+		crosses[a] = addrs[a] + len > first + PY_PAGE;
+		win_page(w, 1, local, remote, wp, pg, &m);
+		if (crosses[a])
+			win_page(w, 2, local, remote, wp, pg, &m);
 	}
-	got = r->readv(r->arg, r->tid, local, remote, npre + n);
+	/* the neighbours after every address's own pages: the first
+	 * unmapped one ends the read (below a data stack chunk's start) */
+	for (unsigned a = 0; a < naddrs; a++)
+		if (ws[a]) {
+			win_page(ws[a], 0, local, remote, wp, pg, &m);
+			win_page(ws[a], crosses[a] ? 3 : 2, local, remote, wp, pg, &m);
+		}
+	got = r->readv(r->arg, r->tid, local, remote, m);
 	if (got < (ssize_t)want)
 		return false;
 	got -= (ssize_t)want;
-	for (unsigned i = 0; i < n && got >= (ssize_t)PY_PAGE; i++, got -= PY_PAGE)
-		w->valid |= (uint8_t)(1u << pages[i]);
+	for (unsigned i = npre; i < m && got >= (ssize_t)PY_PAGE; i++, got -= PY_PAGE)
+		wp[i]->valid |= (uint8_t)(1u << pg[i]);
 	return true;
 }
 
@@ -302,7 +325,7 @@ static bool frame_rd(
 		}
 	if (!addr || !r->readv)
 		return rd(r, addr, buf, len);
-	if (!win_read(py, r, addr, len, NULL, NULL, 0))
+	if (!win_read(py, r, &addr, 1, len, NULL, NULL, 0))
 		return false;
 	w = &py->wins[(py->nwins - 1) % PY_WINS];
 	if (!win_has(w, addr, len))
@@ -437,9 +460,7 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_
 			     re = {(void *)(uintptr_t)(py->last[slot].ts + l->ts_cframe), len};
 
 		if (len <= sizeof(b) &&
-			(py->last[slot].frame ? win_read(py, r, py->last[slot].frame,
-							py->l->fr_size, &lo, &re, 1)
-					      : rd(r, py->last[slot].ts + l->ts_cframe, b, len)) &&
+			win_read(py, r, py->last[slot].at, 2, py->l->fr_size, &lo, &re, 1) &&
 			u64_at(b, l->ts_tid - l->ts_cframe) == (uint64_t)r->tid) {
 			*ret_frame = u64_at(b, 0);
 			return py->last[slot].ts;
@@ -459,7 +480,7 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_
 		if (tid == (uint64_t)r->tid) {
 			py->last[slot].tid = r->tid;
 			py->last[slot].ts = ts;
-			py->last[slot].frame = 0;
+			py->last[slot].at[0] = py->last[slot].at[1] = 0;
 			return rd(r, ts + l->ts_cframe, ret_frame, sizeof(*ret_frame)) ? ts : 0;
 		}
 		ts = next;
@@ -693,7 +714,7 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 	struct iovec local[PY_CODE_BATCH + 1], remote[PY_CODE_BATCH + 1];
 	struct py_hdr hs[PY_MAX_FRAMES], h;
 	uint64_t at[PY_MAX_FRAMES], where = fr;
-	unsigned n = 0, hops = 0;
+	unsigned n = 0, hops = 0, shims = 0;
 
 	cap = cap < PY_MAX_FRAMES ? cap : PY_MAX_FRAMES;
 	if (l->fr_size > sizeof(b) || l->co_code > PY_CODE_HDR ||
@@ -707,6 +728,8 @@ static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 		if (h.shim) {
 			if (!n || hs[n - 1].entry)
 				return -EIO; /* an activation with no frame */
+			if (!shims++)
+				py->last[(unsigned)r->tid % TD_ARRAY_SIZE(py->last)].at[1] = where;
 			hs[n - 1].entry = true;
 		} else {
 			if (n == cap)
@@ -760,7 +783,7 @@ int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 	fr = sample_frame(py, r, sample, cf);
 	if (!fr)
 		return 0;
-	py->last[(unsigned)r->tid % TD_ARRAY_SIZE(py->last)].frame = fr;
+	py->last[(unsigned)r->tid % TD_ARRAY_SIZE(py->last)].at[0] = fr;
 	return frames_walk(py, r, fr, frames, cap);
 }
 
