@@ -15,7 +15,10 @@
  * (symbolize/python.c checks the sample's words); any failed read or
  * check leaves the whole stack native.  A
  * version without a layout is said once (REC_NOTICE_PYTHON) and left
- * native.  Leaves to writer-stacks.c the stack itself. */
+ * native.  A blocked thread's repeat (no copy) is not read: it takes the
+ * frames read with its last copy, kept with the saved native stack
+ * (py_restore).  Leaves to writer-stacks.c the stack itself and what is
+ * saved. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
 
@@ -116,6 +119,24 @@ void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi
 		return;
 	if (sym_py_gil(se->py, &r, cond, &holder) == 0)
 		wait_python_gil(s->pid, s->tid, cond, holder, wi);
+}
+
+void py_restore(struct writer *w, struct session *se, pid_t pid, const struct saved *sv)
+{
+	struct sym_py_reader r = {read_live, NULL, pid, read_livev};
+	struct sym_py *py = py_of(w, se, &r);
+
+	w->py.n = 0;
+	if (!py || !sv->npy || sv->npy > WRITER_PY_FRAMES)
+		return;
+	memcpy(w->py.f, sv->pyf, sv->npy * sizeof(*sv->pyf));
+	memcpy(w->py.native, sv->pynative, sv->npy * sizeof(*sv->pynative));
+	for (unsigned j = 0; j < sv->npy; j++) {
+		w->py.ids[j] = py_location(w, py, &r, pid, &w->py.f[j]);
+		if (!w->py.ids[j])
+			return;
+	}
+	w->py.n = sv->npy;
 }
 
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)

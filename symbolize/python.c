@@ -1170,7 +1170,8 @@ int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 	/* each activation's innermost frame must be the one the sample ran
 	 * (the others of its group have a callee in it, whose previous they
 	 * are).  A blocked thread's repeat has no copy to check: it had not
-	 * run since its last copy (it may have by now: read as before). */
+	 * run since its last copy (it may have by now: read as before; the
+	 * writer does not ask, it keeps the frames read with that copy) */
 	if (sample->stack_len || !(sample->flags & TD_SAMPLE_REPEAT))
 		for (unsigned g = 0; g < k; g++) {
 			unsigned i = native[g], end = g;
