@@ -21,7 +21,7 @@
  *
  * Cost: a read of the target costs mostly its system call, not its
  * bytes.  So a chain's frames, neighbours in the thread's data stack, come
- * from the few pages around them read in one call (the pages around the
+ * from the few pages around them read in one call (the bytes around the
  * thread's last innermost frame in the same call as its thread state),
  * then every frame's code object in one call; and a code object's names
  * and location table are kept (bounded: PY_CODES, PY_CODE_BYTES) by its
@@ -137,11 +137,12 @@ static const struct py_layout py_layouts[] = {
  * all (past it a code object is read each time, not kept) */
 #define PY_CODES 1024
 #define PY_CODE_BYTES (16u << 20)
-/* Pages read around a frame in one call, and how many such windows one
- * sample keeps (py_win) */
+/* The bytes read from a frame on in one call, the way its chain goes,
+ * and how many such windows one sample keeps (py_win) */
 #define PY_PAGE 4096u
-#define PY_WIN_PAGES 4
+#define PY_SPAN 4096u
 #define PY_WINS 4
+#define PY_CSTACK (8u << 20) /* above the sample's sp: its C stack */
 /* The frames of one chain walked (frames_walk), and the code objects
  * read in one call */
 #define PY_MAX_FRAMES 256
@@ -174,7 +175,7 @@ struct sym_py {
 	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code */
 	uint32_t version;	   /* Py_Version: 0x030b02f0 */
 	/* the last thread state found, by TID: checked at each use; and
-	 * the innermost frame and first shim of its last sample, whose pages
+	 * the innermost frame and first shim of its last sample, whose bytes
 	 * are read with the thread state (a thread's chain stays about
 	 * where it was) */
 	struct {
@@ -191,16 +192,18 @@ struct sym_py {
 	} ranges[PY_CODES];
 	unsigned nranges;
 	bool ranges_stale;
-	/* the pages around the frames read in this sample (frame_rd): the
-	 * frames of a chain are neighbours in the thread's data stack
-	 * (3.12's and 3.13's shims on its C stack, theirs), so the read of
-	 * one brings the next ones.  Valid within one sym_py_stack only:
-	 * the thread runs on. */
+	/* the bytes around the frames read in this sample (frame_rd): the
+	 * frames of a chain are neighbours in the thread's data stack (a
+	 * caller below its callee) and 3.12's and 3.13's shims on its C
+	 * stack (an outer activation's above), so the read of one brings
+	 * the next ones.  Valid within one sym_py_stack only: the thread
+	 * runs on.  sp: the sample's, to tell the C stack. */
 	struct py_win {
-		uint64_t lo;   /* the address of the window's first page */
-		uint8_t valid; /* bit k: page k was read */
-		uint8_t b[PY_WIN_PAGES * PY_PAGE];
+		uint64_t base;	 /* the address of b[0] */
+		uint64_t lo, hi; /* what was read: [lo, hi) */
+		uint8_t b[PY_SPAN];
 	} wins[PY_WINS];
+	uint64_t sp;
 	unsigned nwins; /* windows read in this sample (the last PY_WINS kept) */
 };
 
@@ -231,43 +234,34 @@ static bool rdv(
 
 static bool win_has(const struct py_win *w, uint64_t addr, size_t len)
 {
-	uint64_t end = w->lo + PY_WIN_PAGES * PY_PAGE;
-
-	if (addr < w->lo || addr + len > end || addr + len < addr)
-		return false;
-	for (uint64_t k = (addr - w->lo) / PY_PAGE; k <= (addr + len - 1 - w->lo) / PY_PAGE; k++)
-		if (!(w->valid >> k & 1))
-			return false;
-	return true;
+	return addr >= w->lo && addr + len >= addr && addr + len <= w->hi;
 }
 
-/* Page k of window w as the next read of a win_read's call. */
-static void win_page(struct py_win *w, unsigned k, struct iovec *local, struct iovec *remote,
-	struct py_win **wp, unsigned *pg, unsigned *m)
+/* One read of a win_read call: [a, b) into w. */
+static void win_iov(struct py_win *w, uint64_t a, uint64_t b, struct iovec *local,
+	struct iovec *remote, unsigned *m)
 {
-	wp[*m] = w;
-	pg[*m] = k;
-	local[*m] = (struct iovec){w->b + k * PY_PAGE, PY_PAGE};
-	remote[*m] = (struct iovec){(void *)(uintptr_t)(w->lo + k * PY_PAGE), PY_PAGE};
+	local[*m] = (struct iovec){w->b + (a - w->base), b - a};
+	remote[*m] = (struct iovec){(void *)(uintptr_t)a, b - a};
 	(*m)++;
 }
 
-/* Read the pages around each of the naddrs addresses of addrs (len bytes
- * there, len <= PY_PAGE; at most two) into the next windows, after the
- * npre reads of pre, all in one call (pre's must be whole): the
- * addresses' own pages first (the read stops at the first unmapped
- * page), then for each the one below (the data stack grows up: the
- * callers' frames) and the one above (the C stack grows down: outer
- * activations' shims).  false when pre's reads were not whole. */
+/* Read PY_SPAN bytes from each of the naddrs addresses of addrs (len
+ * bytes there, len <= PY_PAGE; at most two) the way its chain goes
+ * (up[i]: up, the C stack; else down, ending at the frame's end: the
+ * data stack) into the next windows, after the npre reads of pre, all
+ * in one call (pre's must be whole): each frame's own page first (the
+ * read stops at the first unmapped page), then the rest (below a data
+ * stack chunk's start may be unmapped).  false when pre's reads were
+ * not whole. */
 static bool win_read(struct sym_py *py, struct sym_py_reader *r, const uint64_t *addrs,
-	unsigned naddrs, size_t len, const struct iovec *pre_local, const struct iovec *pre_remote,
-	unsigned npre)
+	const bool *up, unsigned naddrs, size_t len, const struct iovec *pre_local,
+	const struct iovec *pre_remote, unsigned npre)
 {
-	struct iovec local[2 * PY_WIN_PAGES + 1], remote[2 * PY_WIN_PAGES + 1];
-	struct py_win *wp[2 * PY_WIN_PAGES + 1];
-	unsigned pg[2 * PY_WIN_PAGES + 1], m = npre;
+	struct iovec local[5], remote[5];
 	struct py_win *ws[2];
-	bool crosses[2];
+	uint64_t own[2][2], rest[2][2];
+	unsigned m = npre;
 	size_t want = 0;
 	ssize_t got;
 
@@ -279,58 +273,86 @@ static bool win_read(struct sym_py *py, struct sym_py_reader *r, const uint64_t 
 		want += pre_remote[i].iov_len;
 	}
 	for (unsigned a = 0; a < naddrs; a++) {
-		uint64_t first = addrs[a] & ~(uint64_t)(PY_PAGE - 1);
+		uint64_t at = addrs[a], end = at + len;
 		struct py_win *w;
 
 		ws[a] = NULL;
-		if (!addrs[a] || first < PY_PAGE || first > UINT64_MAX - 4 * PY_PAGE)
+		if (!at || at < PY_SPAN || at > UINT64_MAX - 2 * PY_SPAN)
 			continue;
 		w = ws[a] = &py->wins[py->nwins++ % PY_WINS];
-		w->lo = first - PY_PAGE;
-		w->valid = 0;
-		/* pages lo + k * PY_PAGE, k = 0..3: below, its own, the one
-		 * after (where it ends, or above), and the next */
-		crosses[a] = addrs[a] + len > first + PY_PAGE;
-		win_page(w, 1, local, remote, wp, pg, &m);
-		if (crosses[a])
-			win_page(w, 2, local, remote, wp, pg, &m);
-	}
-	/* the neighbours after every address's own pages: the first
-	 * unmapped one ends the read (below a data stack chunk's start) */
-	for (unsigned a = 0; a < naddrs; a++)
-		if (ws[a]) {
-			win_page(ws[a], 0, local, remote, wp, pg, &m);
-			win_page(ws[a], crosses[a] ? 3 : 2, local, remote, wp, pg, &m);
+		w->lo = w->hi = 0;
+		if (up[a]) {
+			uint64_t page_end = (end + PY_PAGE - 1) & ~(uint64_t)(PY_PAGE - 1);
+
+			w->base = at;
+			own[a][0] = at;
+			own[a][1] = TD_MIN(page_end, at + PY_SPAN);
+			rest[a][0] = own[a][1];
+			rest[a][1] = at + PY_SPAN;
+		} else {
+			w->base = end - PY_SPAN;
+			own[a][0] = TD_MAX(at & ~(uint64_t)(PY_PAGE - 1), w->base);
+			own[a][1] = end;
+			rest[a][0] = w->base;
+			rest[a][1] = own[a][0];
 		}
+		win_iov(w, own[a][0], own[a][1], local, remote, &m);
+	}
+	for (unsigned a = 0; a < naddrs; a++)
+		if (ws[a] && rest[a][1] > rest[a][0])
+			win_iov(ws[a], rest[a][0], rest[a][1], local, remote, &m);
 	got = r->readv(r->arg, r->tid, local, remote, m);
 	if (got < (ssize_t)want)
 		return false;
 	got -= (ssize_t)want;
-	for (unsigned i = npre; i < m && got >= (ssize_t)PY_PAGE; i++, got -= PY_PAGE)
-		wp[i]->valid |= (uint8_t)(1u << pg[i]);
+	/* in the order read: the own bytes, then the rest; past the first
+	 * short one nothing was read */
+	for (unsigned a = 0; a < naddrs; a++) {
+		if (!ws[a])
+			continue;
+		if (got < (ssize_t)(own[a][1] - own[a][0]))
+			return true;
+		got -= (ssize_t)(own[a][1] - own[a][0]);
+		ws[a]->lo = own[a][0];
+		ws[a]->hi = own[a][1];
+	}
+	for (unsigned a = 0; a < naddrs; a++) {
+		size_t n = ws[a] ? rest[a][1] - rest[a][0] : 0;
+
+		if (!n)
+			continue;
+		if (got < (ssize_t)n)
+			break;
+		got -= (ssize_t)n;
+		ws[a]->lo = TD_MIN(ws[a]->lo, rest[a][0]);
+		ws[a]->hi = TD_MAX(ws[a]->hi, rest[a][1]);
+	}
 	return true;
 }
 
-/* A frame's bytes (len <= PY_PAGE), from the pages read earlier in this
- * sample, or a read of its pages and their neighbours (win_read). */
+/* A frame's bytes (len <= PY_PAGE), from the bytes read earlier in this
+ * sample, or a read of PY_SPAN from it the way its chain goes (win_read:
+ * up above the sample's sp, on its C stack; else down). */
 static bool frame_rd(
 	struct sym_py *py, struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
 {
 	struct py_win *w;
 
+	bool up = py->sp && addr >= py->sp && addr - py->sp < PY_CSTACK;
+
 	for (unsigned i = 0; i < py->nwins && i < PY_WINS; i++)
 		if (win_has(&py->wins[i], addr, len)) {
-			memcpy(buf, py->wins[i].b + (addr - py->wins[i].lo), len);
+			memcpy(buf, py->wins[i].b + (addr - py->wins[i].base), len);
 			return true;
 		}
 	if (!addr || !r->readv)
 		return rd(r, addr, buf, len);
-	if (!win_read(py, r, &addr, 1, len, NULL, NULL, 0))
+	if (!win_read(py, r, &addr, &up, 1, len, NULL, NULL, 0))
 		return false;
 	w = &py->wins[(py->nwins - 1) % PY_WINS];
 	if (!win_has(w, addr, len))
-		return false;
-	memcpy(buf, w->b + (addr - w->lo), len);
+		return rd(r, addr, buf, len); /* the span not read whole */
+	memcpy(buf, w->b + (addr - w->base), len);
 	return true;
 }
 
@@ -460,7 +482,8 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_
 			     re = {(void *)(uintptr_t)(py->last[slot].ts + l->ts_cframe), len};
 
 		if (len <= sizeof(b) &&
-			win_read(py, r, py->last[slot].at, 2, py->l->fr_size, &lo, &re, 1) &&
+			win_read(py, r, py->last[slot].at, (const bool[2]){false, true}, 2,
+				py->l->fr_size, &lo, &re, 1) &&
 			u64_at(b, l->ts_tid - l->ts_cframe) == (uint64_t)r->tid) {
 			*ret_frame = u64_at(b, 0);
 			return py->last[slot].ts;
@@ -695,7 +718,7 @@ static bool same_frame(const struct py_layout *l, const uint8_t *a, const uint8_
 
 /* The frames from fr outwards into frames (at most cap), shims left out
  * (each marks the frame before it its activation's first).  A read
- * costs mostly its system call: the frames come from the pages read
+ * costs mostly its system call: the frames come from the bytes read
  * around them (frame_rd: a chain's frames are neighbours), then their
  * code objects in one call (PY_CODE_BATCH at a time), with the innermost
  * frame again.
@@ -776,7 +799,8 @@ int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 
 	if (!py->l)
 		return -ENOTSUP;
-	py->nwins = 0; /* the pages read for the last sample are old */
+	py->nwins = 0; /* the bytes read for the last sample are old */
+	py->sp = sample->regs.rsp;
 	ts = thread_state(py, r, &cf);
 	if (!ts)
 		return 0; /* no Python thread state: a native thread */
