@@ -231,6 +231,13 @@ struct writer {
 			bool *act;
 			unsigned nk; /* its kernel frames (TD_SAMPLE_KCHAIN) */
 			uint64_t *kip;
+			/* its Python frames read with that copy (py_read: npy 0
+			 * for none or a doubt), pyf[k] in place of native frame
+			 * pynative[k]: a blocked thread's Python stack is as its
+			 * native one, unchanged while it stays blocked */
+			unsigned npy;
+			struct sym_py_frame *pyf;
+			uint16_t *pynative;
 		} *saved;
 		size_t nsaved, capsaved;
 	} stacks;
@@ -338,6 +345,9 @@ void saved_drop(struct writer *w, pid_t tid);
 /* Read s->tid's Python frames into w->py (n 0: none, or doubt) to go in
  * place of the _PyEval_EvalFrameDefault frames of w->stacks.u. */
 void py_read(struct writer *w, struct session *se, const struct td_sample *s);
+/* The Python frames kept with a thread's saved stack (sv) into w->py,
+ * for a repeat of it (n 0: none, or a name that does not read). */
+void py_restore(struct writer *w, struct session *se, pid_t pid, const struct saved *sv);
 /* Free what session se keeps of its interpreter. */
 void py_forget(struct session *se);
 /* A wait wi of s->tid on a condition variable of its interpreter's GIL

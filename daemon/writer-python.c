@@ -15,7 +15,10 @@
  * (symbolize/python.c checks the sample's words); any failed read or
  * check leaves the whole stack native.  A
  * version without a layout is said once (REC_NOTICE_PYTHON) and left
- * native.  Leaves to writer-stacks.c the stack itself. */
+ * native.  A blocked thread's repeat (no copy) is not read: it takes the
+ * frames read with its last copy, kept with the saved native stack
+ * (py_restore).  Leaves to writer-stacks.c the stack itself and what is
+ * saved. */
 #define _GNU_SOURCE
 #include "writer-internal.h"
 
@@ -32,11 +35,11 @@ static ssize_t read_live(void *arg, pid_t tid, uint64_t addr, void *buf, size_t 
 	return pt_read_memory(tid, addr, buf, len);
 }
 
-static ssize_t read_live2(
-	void *arg, pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2, size_t l2)
+static ssize_t read_livev(
+	void *arg, pid_t tid, const struct iovec *local, const struct iovec *remote, unsigned n)
 {
 	(void)arg;
-	return pt_read_memory2(tid, a1, b1, l1, a2, b2, l2);
+	return pt_read_memoryv(tid, local, remote, n);
 }
 
 void py_forget(struct session *se)
@@ -103,7 +106,7 @@ static struct sym_py *py_of(struct writer *w, struct session *se, struct sym_py_
 
 void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi)
 {
-	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_livev};
 	uint64_t cond[2];
 	pid_t holder;
 
@@ -118,9 +121,27 @@ void py_wait(struct session *se, const struct td_sample *s, struct wait_info *wi
 		wait_python_gil(s->pid, s->tid, cond, holder, wi);
 }
 
+void py_restore(struct writer *w, struct session *se, pid_t pid, const struct saved *sv)
+{
+	struct sym_py_reader r = {read_live, NULL, pid, read_livev};
+	struct sym_py *py = py_of(w, se, &r);
+
+	w->py.n = 0;
+	if (!py || !sv->npy || sv->npy > WRITER_PY_FRAMES)
+		return;
+	memcpy(w->py.f, sv->pyf, sv->npy * sizeof(*sv->pyf));
+	memcpy(w->py.native, sv->pynative, sv->npy * sizeof(*sv->pynative));
+	for (unsigned j = 0; j < sv->npy; j++) {
+		w->py.ids[j] = py_location(w, py, &r, pid, &w->py.f[j]);
+		if (!w->py.ids[j])
+			return;
+	}
+	w->py.n = sv->npy;
+}
+
 void py_read(struct writer *w, struct session *se, const struct td_sample *s)
 {
-	struct sym_py_reader r = {read_live, NULL, s->tid, read_live2};
+	struct sym_py_reader r = {read_live, NULL, s->tid, read_livev};
 	struct sym_py *py = py_of(w, se, &r);
 	int n;
 

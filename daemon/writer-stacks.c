@@ -6,8 +6,8 @@
  * used freed past a memory budget, WRITER_SESSIONS_BYTES), each frame
  * symbolized through the caches into a location of the current chunk,
  * and the chunk's stack of them.  A
- * thread's last unwind is kept for the repeats (samples without stack
- * bytes) that reuse it.
+ * thread's last unwind, with the Python frames read with it, is kept for
+ * the repeats (samples without stack bytes) that reuse it.
  *
  * Guarantees: a sample always gets a stack, if only one frame that says
  * why there is no other (its process's maps never read, or no session
@@ -520,7 +520,30 @@ struct saved *saved_of(struct writer *w, pid_t tid, bool create)
 	return sv;
 }
 
-/* Keep the unwind of a thread copied while blocked, for its repeats. */
+/* Keep the Python frames of w->py with sv, or none if they do not fit. */
+static void save_python(struct writer *w, struct saved *sv)
+{
+	struct sym_py_frame *f;
+	uint16_t *native;
+
+	sv->npy = 0;
+	if (!w->py.n)
+		return;
+	f = realloc(sv->pyf, w->py.n * sizeof(*f));
+	if (f)
+		sv->pyf = f;
+	native = realloc(sv->pynative, w->py.n * sizeof(*native));
+	if (native)
+		sv->pynative = native;
+	if (!f || !native)
+		return;
+	memcpy(sv->pyf, w->py.f, w->py.n * sizeof(*f));
+	memcpy(sv->pynative, w->py.native, w->py.n * sizeof(*native));
+	sv->npy = w->py.n;
+}
+
+/* Keep the unwind of a thread copied while blocked, and its Python
+ * frames (py_read first), for its repeats. */
 static void save_unwound(struct writer *w, pid_t tid, bool perf)
 {
 	struct saved *sv = saved_of(w, tid, true);
@@ -537,6 +560,7 @@ static void save_unwound(struct writer *w, pid_t tid, bool perf)
 		sv->act = act;
 	if (!pc || !act) {
 		sv->n = 0;
+		sv->npy = 0;
 		sv->end = SYM_END_NO_REGS;
 		return;
 	}
@@ -552,6 +576,7 @@ static void save_unwound(struct writer *w, pid_t tid, bool perf)
 	}
 	sv->end = w->stacks.u.end;
 	sv->perf = perf;
+	save_python(w, sv);
 }
 
 void saved_drop(struct writer *w, pid_t tid)
@@ -563,6 +588,8 @@ void saved_drop(struct writer *w, pid_t tid)
 	free(sv->pc);
 	free(sv->act);
 	free(sv->kip);
+	free(sv->pyf);
+	free(sv->pynative);
 	*sv = (struct saved){ 0 };
 	/* the map keeps tid -> slot; a later thread of that tid reuses it */
 }
@@ -682,7 +709,10 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 			w->stacks.u.end = sv->end;
 			w->stacks.kips = sv->kip;
 			w->stacks.nkips = sv->nk;
-			py_read(w, se, s);
+			/* and the Python frames read with it: read now, they
+			 * would be whatever the thread ran since, unchecked (no
+			 * copy to check them against) */
+			py_restore(w, se, s->pid, sv);
 			return stack_of_unwound(w, se->s, s->pid);
 		}
 		if (s->flags & TD_SAMPLE_RUNNABLE)
@@ -718,10 +748,10 @@ uint32_t stack_of(struct writer *w, const struct td_sample *s)
 	 * running one's (its time waiting for a CPU repeats it); not a lock
 	 * owner's taken for the waits alone, which no sample of the profile
 	 * saw */
+	py_read(w, se, s);
 	if (((s->flags & TD_SAMPLE_NOSTOP) || w->cfg->mode == REC_MODE_WALL) &&
 		!(s->flags & TD_SAMPLE_OWNER))
 		save_unwound(w, s->tid, s->flags & TD_SAMPLE_PERF);
-	py_read(w, se, s);
 	id = stack_of_unwound(w, se->s, s->pid);
 	jit_check(w, se);
 	return id;

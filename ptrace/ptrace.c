@@ -227,12 +227,10 @@ ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len)
 	return n < 0 ? -errno : n;
 }
 
-ssize_t pt_read_memory2(pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2,
-	size_t l2)
+ssize_t pt_read_memoryv(pid_t tid, const struct iovec *local, const struct iovec *remote,
+	unsigned n_iov)
 {
-	struct iovec local[2] = { { b1, l1 }, { b2, l2 } },
-		     remote[2] = { { (void *)(uintptr_t)a1, l1 }, { (void *)(uintptr_t)a2, l2 } };
-	ssize_t n = process_vm_readv(tid, local, 2, remote, 2, 0);
+	ssize_t n = process_vm_readv(tid, local, n_iov, remote, n_iov, 0);
 
 	return n < 0 ? -errno : n;
 }

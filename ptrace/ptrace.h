@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 
 #include "../common/sample.h"
@@ -227,11 +228,12 @@ int pt_tracer_detach(struct pt_tracer *t, pid_t pid, int timeout_ms);
  * attach and sets TD_SAMPLE_STACK_PROCMEM; this function has no such
  * fallback.)  Returns bytes read (short at an unmapped page) or -errno. */
 ssize_t pt_read_memory(pid_t tid, uint64_t addr, void *buf, size_t len);
-/* Two reads in one system call (a small read costs mostly the call, its
- * checks and its page-table lookups, not the bytes): bytes read of both,
- * l1 + l2 when whole, short at the first unmapped page, or -errno. */
-ssize_t pt_read_memory2(pid_t tid, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2,
-	size_t l2);
+/* n reads in one system call (a small read costs mostly the call, its
+ * checks and its page-table lookups, not the bytes): remote[i] into
+ * local[i], in order; bytes read of all, short at the first unmapped
+ * page (the reads after it not done), or -errno.  n at most IOV_MAX. */
+ssize_t pt_read_memoryv(pid_t tid, const struct iovec *local, const struct iovec *remote,
+	unsigned n);
 
 
 /* ------------------------------------------------ CPU-time sampling (perf)

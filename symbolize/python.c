@@ -13,17 +13,19 @@
  * the ELF symbols of the module that holds the interpreter (python3.X or
  * libpython3.X.so; Debian's python3.11 exports them in .dynsym even
  * stripped); the structure offsets from the interpreter's DWARF where it
- * has some (pyenv's builds: layout_from_dwarf), else from a table per
+ * has some (pyenv's builds: python-dwarf.c), else from a table per
  * version (py_layouts, checked against the headers of python3.X-dev and
  * libpython's DWARF: docs/notes/python.md).  The version's shape (how it
  * keeps its chain) is always the table's: a version without an entry
  * stays native even with DWARF.
  *
- * Cost: a read of the target costs mostly its system call, so a frame's
- * code object is read in the same call as the next frame, and a code
- * object's names and location table are kept (bounded: PY_CODES,
- * PY_CODE_BYTES) by its address, checked against what the frame's read
- * of it gave.
+ * Cost: a read of the target costs mostly its system call, not its
+ * bytes.  So a chain's frames, neighbours in the thread's data stack, come
+ * from the few pages around them read in one call (the bytes around the
+ * thread's last innermost frame in the same call as its thread state),
+ * then every frame's code object in one call; and a code object's names
+ * and location table are kept (bounded: PY_CODES, PY_CODE_BYTES) by its
+ * address, checked against what the frame's read of it gave.
  *
  * Guarantees: never a wrong name.  The chain is read live (the thread ran
  * on since the sample), so everything read is checked: type pointers are
@@ -48,53 +50,11 @@
  * (daemon/writer-python.c) which native frame each group replaces in the
  * stack it stores, and the chunk's locations. */
 #define _GNU_SOURCE
-#include "symbolize-internal.h"
+#include "python-internal.h"
 
-#include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Offsets of one CPython version (x86-64). */
-struct py_layout {
-	uint32_t hex; /* PY_VERSION_HEX >> 16: 0x030b for 3.11 */
-	/* how the version keeps its chain:
-	 *   PY_CFRAME   3.11, 3.12: tstate->cframe, a _PyCFrame that is a
-	 *               local of the innermost _PyEval_EvalFrameDefault
-	 *               activation (on the native stack, in the copy);
-	 *               3.13: tstate->current_frame, on the heap
-	 *   PY_SHIM     3.12, 3.13: each activation pushes a frame of its own
-	 *               (owner FRAME_OWNED_BY_CSTACK, on the native stack)
-	 *               under the first frame it runs; 3.11: that frame has
-	 *               is_entry set
-	 *   PY_INSTR_AT 3.13: instr_ptr is the instruction running (or about
-	 *               to); 3.11, 3.12: prev_instr, the one before the next */
-	uint8_t flags;
-	/* _PyRuntimeState.interpreters.head, PyInterpreterState.threads.head */
-	uint16_t rt_interp_head, interp_threads_head;
-	/* PyThreadState: next, cframe (or current_frame), native_thread_id
-	 * (the TID) */
-	uint16_t ts_next, ts_cframe, ts_tid;
-	/* _PyCFrame: current_frame, previous */
-	uint16_t cf_current, cf_previous;
-	/* _PyInterpreterFrame: f_code (f_executable), previous, prev_instr
-	 * (instr_ptr), is_entry (3.11), owner; the bytes read of one */
-	uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
-	/* PyCodeObject: firstlineno, filename, name, qualname, linetable,
-	 * code_adaptive (the bytecode, inline); Py_SIZE is its length in code
-	 * units */
-	uint16_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code;
-	/* the GIL (struct _gil_runtime_state): 3.11 at _PyRuntime + rt_gil;
-	 * 3.12 on, per interpreter, at *(interp + interp_gil) */
-	uint16_t rt_gil, interp_gil;
-	/* a compact ASCII str's characters (3.12 dropped its wstr) */
-	uint16_t str_data;
-};
-
-#define PY_CFRAME 1u
-#define PY_SHIM 2u
-#define PY_INSTR_AT 4u
-#define PY_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner of a shim */
 
 /* 3.11: measured with offsetof() over python3.11-dev's internal headers
  * (Py_BUILD_CORE), 3.11.2 of Debian 12, and the same in the DWARF of
@@ -177,6 +137,17 @@ static const struct py_layout py_layouts[] = {
  * all (past it a code object is read each time, not kept) */
 #define PY_CODES 1024
 #define PY_CODE_BYTES (16u << 20)
+/* The bytes read from a frame on in one call, the way its chain goes,
+ * and how many such windows one sample keeps (py_win) */
+#define PY_PAGE 4096u
+#define PY_SPAN 4096u
+#define PY_WINS 4
+#define PY_CSTACK (8u << 20) /* above the sample's sp: its C stack */
+/* The frames of one chain walked (frames_walk), and the code objects
+ * read in one call */
+#define PY_MAX_FRAMES 256
+#define PY_CODE_BATCH 32
+#define PY_CODE_HDR 256 /* the most of a code object read: its bytecode's offset */
 
 /* One code object's names and location table as read, and the fields of
  * it they were read through: another code object at the same address
@@ -203,10 +174,13 @@ struct sym_py {
 	uint64_t runtime, code_type, str_type, bytes_type;
 	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code */
 	uint32_t version;	   /* Py_Version: 0x030b02f0 */
-	/* the last thread state found, by TID: checked at each use */
+	/* the last thread state found, by TID: checked at each use; and
+	 * the innermost frame and first shim of its last sample, whose bytes
+	 * are read with the thread state (a thread's chain stays about
+	 * where it was) */
 	struct {
 		pid_t tid;
-		uint64_t ts;
+		uint64_t ts, at[2];
 	} last[64];
 	struct py_code codes[PY_CODES];
 	size_t code_bytes; /* held by codes' allocations */
@@ -218,6 +192,19 @@ struct sym_py {
 	} ranges[PY_CODES];
 	unsigned nranges;
 	bool ranges_stale;
+	/* the bytes around the frames read in this sample (frame_rd): the
+	 * frames of a chain are neighbours in the thread's data stack (a
+	 * caller below its callee) and 3.12's and 3.13's shims on its C
+	 * stack (an outer activation's above), so the read of one brings
+	 * the next ones.  Valid within one sym_py_stack only: the thread
+	 * runs on.  sp: the sample's, to tell the C stack. */
+	struct py_win {
+		uint64_t base;	 /* the address of b[0] */
+		uint64_t lo, hi; /* what was read: [lo, hi) */
+		uint8_t b[PY_SPAN];
+	} wins[PY_WINS];
+	uint64_t sp;
+	unsigned nwins; /* windows read in this sample (the last PY_WINS kept) */
 };
 
 static bool rd(struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
@@ -225,15 +212,148 @@ static bool rd(struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
 	return addr && r->read(r->arg, r->tid, addr, buf, len) == (ssize_t)len;
 }
 
-/* Both reads whole, in one system call where the reader can. */
-static bool rd2(
-	struct sym_py_reader *r, uint64_t a1, void *b1, size_t l1, uint64_t a2, void *b2, size_t l2)
+/* n reads, all whole, in one system call where the reader can. */
+static bool rdv(
+	struct sym_py_reader *r, const struct iovec *local, const struct iovec *remote, unsigned n)
 {
-	if (!a1 || !a2)
+	size_t want = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!remote[i].iov_base)
+			return false;
+		want += remote[i].iov_len;
+	}
+	if (r->readv)
+		return r->readv(r->arg, r->tid, local, remote, n) == (ssize_t)want;
+	for (unsigned i = 0; i < n; i++)
+		if (!rd(r, (uint64_t)(uintptr_t)remote[i].iov_base, local[i].iov_base,
+			    local[i].iov_len))
+			return false;
+	return true;
+}
+
+static bool win_has(const struct py_win *w, uint64_t addr, size_t len)
+{
+	return addr >= w->lo && addr + len >= addr && addr + len <= w->hi;
+}
+
+/* One read of a win_read call: [a, b) into w. */
+static void win_iov(struct py_win *w, uint64_t a, uint64_t b, struct iovec *local,
+	struct iovec *remote, unsigned *m)
+{
+	local[*m] = (struct iovec){w->b + (a - w->base), b - a};
+	remote[*m] = (struct iovec){(void *)(uintptr_t)a, b - a};
+	(*m)++;
+}
+
+/* Read PY_SPAN bytes from each of the naddrs addresses of addrs (len
+ * bytes there, len <= PY_PAGE; at most two) the way its chain goes
+ * (up[i]: up, the C stack; else down, ending at the frame's end: the
+ * data stack) into the next windows, after the npre reads of pre, all
+ * in one call (pre's must be whole): each frame's own page first (the
+ * read stops at the first unmapped page), then the rest (below a data
+ * stack chunk's start may be unmapped).  false when pre's reads were
+ * not whole. */
+static bool win_read(struct sym_py *py, struct sym_py_reader *r, const uint64_t *addrs,
+	const bool *up, unsigned naddrs, size_t len, const struct iovec *pre_local,
+	const struct iovec *pre_remote, unsigned npre)
+{
+	struct iovec local[5], remote[5];
+	struct py_win *ws[2];
+	uint64_t own[2][2], rest[2][2];
+	unsigned m = npre;
+	size_t want = 0;
+	ssize_t got;
+
+	if (!r->readv || npre > 1 || naddrs > 2 || len > PY_PAGE)
+		return rdv(r, pre_local, pre_remote, npre);
+	for (unsigned i = 0; i < npre; i++) {
+		local[i] = pre_local[i];
+		remote[i] = pre_remote[i];
+		want += pre_remote[i].iov_len;
+	}
+	for (unsigned a = 0; a < naddrs; a++) {
+		uint64_t at = addrs[a], end = at + len;
+		struct py_win *w;
+
+		ws[a] = NULL;
+		if (!at || at < PY_SPAN || at > UINT64_MAX - 2 * PY_SPAN)
+			continue;
+		w = ws[a] = &py->wins[py->nwins++ % PY_WINS];
+		w->lo = w->hi = 0;
+		if (up[a]) {
+			uint64_t page_end = (end + PY_PAGE - 1) & ~(uint64_t)(PY_PAGE - 1);
+
+			w->base = at;
+			own[a][0] = at;
+			own[a][1] = TD_MIN(page_end, at + PY_SPAN);
+			rest[a][0] = own[a][1];
+			rest[a][1] = at + PY_SPAN;
+		} else {
+			w->base = end - PY_SPAN;
+			own[a][0] = TD_MAX(at & ~(uint64_t)(PY_PAGE - 1), w->base);
+			own[a][1] = end;
+			rest[a][0] = w->base;
+			rest[a][1] = own[a][0];
+		}
+		win_iov(w, own[a][0], own[a][1], local, remote, &m);
+	}
+	for (unsigned a = 0; a < naddrs; a++)
+		if (ws[a] && rest[a][1] > rest[a][0])
+			win_iov(ws[a], rest[a][0], rest[a][1], local, remote, &m);
+	got = r->readv(r->arg, r->tid, local, remote, m);
+	if (got < (ssize_t)want)
 		return false;
-	if (r->read2)
-		return r->read2(r->arg, r->tid, a1, b1, l1, a2, b2, l2) == (ssize_t)(l1 + l2);
-	return rd(r, a1, b1, l1) && rd(r, a2, b2, l2);
+	got -= (ssize_t)want;
+	/* in the order read: the own bytes, then the rest; past the first
+	 * short one nothing was read */
+	for (unsigned a = 0; a < naddrs; a++) {
+		if (!ws[a])
+			continue;
+		if (got < (ssize_t)(own[a][1] - own[a][0]))
+			return true;
+		got -= (ssize_t)(own[a][1] - own[a][0]);
+		ws[a]->lo = own[a][0];
+		ws[a]->hi = own[a][1];
+	}
+	for (unsigned a = 0; a < naddrs; a++) {
+		size_t n = ws[a] ? rest[a][1] - rest[a][0] : 0;
+
+		if (!n)
+			continue;
+		if (got < (ssize_t)n)
+			break;
+		got -= (ssize_t)n;
+		ws[a]->lo = TD_MIN(ws[a]->lo, rest[a][0]);
+		ws[a]->hi = TD_MAX(ws[a]->hi, rest[a][1]);
+	}
+	return true;
+}
+
+/* A frame's bytes (len <= PY_PAGE), from the bytes read earlier in this
+ * sample, or a read of PY_SPAN from it the way its chain goes (win_read:
+ * up above the sample's sp, on its C stack; else down). */
+static bool frame_rd(
+	struct sym_py *py, struct sym_py_reader *r, uint64_t addr, void *buf, size_t len)
+{
+	struct py_win *w;
+
+	bool up = py->sp && addr >= py->sp && addr - py->sp < PY_CSTACK;
+
+	for (unsigned i = 0; i < py->nwins && i < PY_WINS; i++)
+		if (win_has(&py->wins[i], addr, len)) {
+			memcpy(buf, py->wins[i].b + (addr - py->wins[i].base), len);
+			return true;
+		}
+	if (!addr || !r->readv)
+		return rd(r, addr, buf, len);
+	if (!win_read(py, r, &addr, &up, 1, len, NULL, NULL, 0))
+		return false;
+	w = &py->wins[(py->nwins - 1) % PY_WINS];
+	if (!win_has(w, addr, len))
+		return rd(r, addr, buf, len); /* the span not read whole */
+	memcpy(buf, w->b + (addr - w->base), len);
+	return true;
 }
 
 static uint64_t u64_at(const uint8_t *p, unsigned off)
@@ -270,179 +390,6 @@ static bool module_syms(Dwfl_Module *mod, struct py_syms *want, unsigned n)
 			}
 	}
 	return found == n;
-}
-
-/* ---- offsets from libpython's DWARF, where it has some */
-
-/* A structure of the interpreter's DWARF, by tag name. */
-struct py_type {
-	const char *name;
-	Dwarf_Die die;
-	bool found;
-};
-
-enum { T_RUNTIME, T_INTERP, T_TSTATE, T_CFRAME, T_FRAME, T_CODE, T_GIL, T_NTYPES };
-
-/* Through typedefs and qualifiers to the type of die's DW_AT_type. */
-static bool type_of(Dwarf_Die *die, Dwarf_Die *ret)
-{
-	Dwarf_Attribute a;
-	Dwarf_Die t = *die;
-
-	for (unsigned n = 0; n < 16; n++) {
-		if (!dwarf_attr_integrate(&t, DW_AT_type, &a) || !dwarf_formref_die(&a, ret))
-			return false;
-		switch (dwarf_tag(ret)) {
-		case DW_TAG_typedef:
-		case DW_TAG_const_type:
-		case DW_TAG_volatile_type:
-			t = *ret;
-			continue;
-		default:
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The offset of member path ("interpreters.head") in structure st, or -1.
- * Members of an anonymous union or structure are looked into. */
-static long member_off(Dwarf_Die *st, const char *path)
-{
-	const char *dot = strchr(path, '.');
-	size_t len = dot ? (size_t)(dot - path) : strlen(path);
-	Dwarf_Die m;
-
-	if (dwarf_child(st, &m) != 0)
-		return -1;
-	do {
-		const char *name = dwarf_diename(&m);
-		Dwarf_Attribute a;
-		Dwarf_Word off = 0;
-		Dwarf_Die t;
-		long inner;
-
-		if (dwarf_tag(&m) != DW_TAG_member)
-			continue;
-		if (dwarf_attr(&m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &off))
-			return -1;
-		if (!name) {
-			/* an anonymous union: its members are st's */
-			if (type_of(&m, &t) && (inner = member_off(&t, path)) >= 0)
-				return (long)off + inner;
-			continue;
-		}
-		if (strlen(name) != len || strncmp(name, path, len))
-			continue;
-		if (!dot)
-			return (long)off;
-		if (!type_of(&m, &t) || (inner = member_off(&t, dot + 1)) < 0)
-			return -1;
-		return (long)off + inner;
-	} while (dwarf_siblingof(&m, &m) == 0);
-	return -1;
-}
-
-/* Find the structures of types in the DWARF's compilation units (their
- * definitions, not declarations); at most PY_DWARF_CUS units looked at. */
-#define PY_DWARF_CUS 4096
-static void types_find(Dwarf *dw, struct py_type *types, unsigned n)
-{
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	unsigned left = n, cus = 0;
-
-	while (left && cus++ < PY_DWARF_CUS &&
-		dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu, d;
-
-		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
-			do {
-				const char *name;
-				Dwarf_Attribute a;
-
-				if (dwarf_tag(&d) != DW_TAG_structure_type ||
-					dwarf_attr(&d, DW_AT_declaration, &a) ||
-					!(name = dwarf_diename(&d)))
-					continue;
-				for (unsigned k = 0; k < n; k++)
-					if (!types[k].found && !strcmp(name, types[k].name)) {
-						types[k].die = d;
-						types[k].found = true;
-						left--;
-					}
-			} while (left && dwarf_siblingof(&d, &d) == 0);
-		}
-		off = next;
-	}
-}
-
-/* Fill what of l the interpreter's DWARF in mod gives (the table's
- * values stay for what it does not): true if every field it should give
- * was found.  The version's shape (flags) is the table's. */
-static bool layout_from_dwarf(Dwfl_Module *mod, struct py_layout *l)
-{
-	struct py_type types[T_NTYPES] = {
-		[T_RUNTIME] = {"pyruntimestate"},
-		[T_INTERP] = {"_is"},
-		[T_TSTATE] = {"_ts"},
-		[T_CFRAME] = {"_PyCFrame"},
-		[T_FRAME] = {"_PyInterpreterFrame"},
-		[T_CODE] = {"PyCodeObject"},
-		[T_GIL] = {"_gil_runtime_state"},
-	};
-	struct py_layout d = *l;
-	struct {
-		int type;
-		const char *path;
-		uint16_t *field;
-		bool need;
-	} f[] = {
-		{T_RUNTIME, "interpreters.head", &d.rt_interp_head, true},
-		{T_INTERP, "threads.head", &d.interp_threads_head, true},
-		{T_TSTATE, "next", &d.ts_next, true},
-		{T_TSTATE, (l->flags & PY_CFRAME) ? "cframe" : "current_frame", &d.ts_cframe, true},
-		{T_TSTATE, "native_thread_id", &d.ts_tid, true},
-		{T_CFRAME, "current_frame", &d.cf_current, (l->flags & PY_CFRAME) != 0},
-		{T_CFRAME, "previous", &d.cf_previous, (l->flags & PY_CFRAME) != 0},
-		{T_FRAME, l->hex >= 0x030d ? "f_executable" : "f_code", &d.fr_code, true},
-		{T_FRAME, "previous", &d.fr_previous, true},
-		{T_FRAME, (l->flags & PY_INSTR_AT) ? "instr_ptr" : "prev_instr", &d.fr_prev_instr,
-			true},
-		{T_FRAME, "is_entry", &d.fr_is_entry, !(l->flags & PY_SHIM)},
-		{T_FRAME, "owner", &d.fr_owner, true},
-		{T_FRAME, "localsplus", &d.fr_size, true},
-		{T_CODE, "co_firstlineno", &d.co_firstlineno, true},
-		{T_CODE, "co_filename", &d.co_filename, true},
-		{T_CODE, "co_name", &d.co_name, true},
-		{T_CODE, "co_qualname", &d.co_qualname, true},
-		{T_CODE, "co_linetable", &d.co_linetable, true},
-		{T_CODE, "co_code_adaptive", &d.co_code, true},
-		{T_RUNTIME, "ceval.gil", &d.rt_gil, !l->interp_gil},
-		{T_INTERP, "ceval.gil", &d.interp_gil, l->interp_gil != 0},
-	};
-	Dwarf_Addr bias;
-	Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
-
-	if (!dw)
-		return false;
-	types_find(dw, types, T_NTYPES);
-	for (unsigned i = 0; i < TD_ARRAY_SIZE(f); i++) {
-		long off;
-
-		if (!f[i].need)
-			continue;
-		off = types[f[i].type].found ? member_off(&types[f[i].type].die, f[i].path) : -1;
-		if (off < 0 || off > UINT16_MAX)
-			return false;
-		*f[i].field = (uint16_t)off;
-	}
-	/* fields read in one go must fit what the readers hold */
-	if (d.fr_size > 128 || d.co_code > 256 || d.ts_tid + 8u - d.ts_cframe > 256 ||
-		d.ts_tid < d.ts_cframe)
-		return false;
-	*l = d;
-	return true;
 }
 
 /* Is path the interpreter: .../python3.X or .../libpython3.X.so...? */
@@ -483,8 +430,8 @@ int sym_py_open(struct sym_session *s, struct sym_py_reader *r, struct sym_py **
 			/* the table's, or this build's own where its DWARF
 			 * says (a patch release, another configuration) */
 			py->own = py_layouts[k];
-			py->from_dwarf =
-				!s->opt.no_dwarf && layout_from_dwarf(s->modules[i].mod, &py->own);
+			py->from_dwarf = !s->opt.no_dwarf &&
+					 py_layout_from_dwarf(s->modules[i].mod, &py->own);
 			py->l = &py->own;
 		}
 	py->runtime = want[0].addr;
@@ -531,8 +478,12 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_
 		/* both fields in one read: ts_cframe < ts_tid in every layout */
 		uint8_t b[256];
 		unsigned len = l->ts_tid + 8u - l->ts_cframe;
+		struct iovec lo = {b, len},
+			     re = {(void *)(uintptr_t)(py->last[slot].ts + l->ts_cframe), len};
 
-		if (len <= sizeof(b) && rd(r, py->last[slot].ts + l->ts_cframe, b, len) &&
+		if (len <= sizeof(b) &&
+			win_read(py, r, py->last[slot].at, (const bool[2]){false, true}, 2,
+				py->l->fr_size, &lo, &re, 1) &&
 			u64_at(b, l->ts_tid - l->ts_cframe) == (uint64_t)r->tid) {
 			*ret_frame = u64_at(b, 0);
 			return py->last[slot].ts;
@@ -552,6 +503,7 @@ static uint64_t thread_state(struct sym_py *py, struct sym_py_reader *r, uint64_
 		if (tid == (uint64_t)r->tid) {
 			py->last[slot].tid = r->tid;
 			py->last[slot].ts = ts;
+			py->last[slot].at[0] = py->last[slot].at[1] = 0;
 			return rd(r, ts + l->ts_cframe, ret_frame, sizeof(*ret_frame)) ? ts : 0;
 		}
 		ts = next;
@@ -613,7 +565,7 @@ static bool chain_reaches(struct sym_py *py, struct sym_py_reader *r, uint64_t f
 		uint8_t b[128];
 		struct py_hdr h;
 
-		if (l->fr_size > sizeof(b) || !rd(r, fr, b, l->fr_size))
+		if (l->fr_size > sizeof(b) || !frame_rd(py, r, fr, b, l->fr_size))
 			return false;
 		h = hdr_of(l, b);
 		if (!h.shim && !frame_started(l, &h))
@@ -669,7 +621,7 @@ static uint64_t current_frame_live(
 		uint8_t b[128];
 		struct py_hdr h;
 
-		if (l->fr_size > sizeof(b) || !rd(r, f, b, l->fr_size))
+		if (l->fr_size > sizeof(b) || !frame_rd(py, r, f, b, l->fr_size))
 			return 0;
 		h = hdr_of(l, b);
 		if (!h.shim) {
@@ -765,63 +717,79 @@ static bool same_frame(const struct py_layout *l, const uint8_t *a, const uint8_
 }
 
 /* The frames from fr outwards into frames (at most cap), shims left out
- * (each marks the frame before it its activation's first).  A frame's
- * code object is read in the same call as the next frame: a read costs
- * mostly its system call.
+ * (each marks the frame before it its activation's first).  A read
+ * costs mostly its system call: the frames come from the bytes read
+ * around them (frame_rd: a chain's frames are neighbours), then their
+ * code objects in one call (PY_CODE_BATCH at a time), with the innermost
+ * frame again.
  *
- * The innermost frame is read again at the end (with the last code
- * object) and must have the same code and previous frame (its last
- * instruction moves on as it runs): the thread runs on while we read,
- * and a frame being written as we read it (3.11 pushes a generator's
- * frame where the innermost callee's was, then moves it into the
- * generator) reads as a torn mix of both, say ledger_d's code under
- * ledger_c.  The count, or -EIO. */
+ * The innermost frame read again after the code objects must have the
+ * same code and previous frame (its last instruction moves on as it
+ * runs): the thread runs on while we read, and a frame being written as
+ * we read it (3.11 pushes a generator's frame where the innermost
+ * callee's was, then moves it into the generator) reads as a torn mix
+ * of both, say ledger_d's code under ledger_c.  The count, or -EIO. */
 static int frames_walk(struct sym_py *py, struct sym_py_reader *r, uint64_t fr,
 	struct sym_py_frame *frames, unsigned cap)
 {
 	const struct py_layout *l = py->l;
-	uint8_t b[128], next[128], c[256], first[128];
-	unsigned n = 0, hops = 0;
-	uint64_t at = fr;
+	uint8_t b[128], again[128], first[128], c[PY_CODE_BATCH][PY_CODE_HDR];
+	struct iovec local[PY_CODE_BATCH + 1], remote[PY_CODE_BATCH + 1];
+	struct py_hdr hs[PY_MAX_FRAMES], h;
+	uint64_t at[PY_MAX_FRAMES], where = fr;
+	unsigned n = 0, hops = 0, shims = 0;
 
-	if (l->fr_size > sizeof(b) || l->co_code > sizeof(c) || !rd(r, fr, b, l->fr_size))
+	cap = cap < PY_MAX_FRAMES ? cap : PY_MAX_FRAMES;
+	if (l->fr_size > sizeof(b) || l->co_code > PY_CODE_HDR ||
+		!frame_rd(py, r, fr, b, l->fr_size))
 		return -EIO;
 	memcpy(first, b, l->fr_size);
 	for (;;) {
-		struct py_hdr h = hdr_of(l, b);
-
+		h = hdr_of(l, b);
 		if (++hops > 2 * cap)
 			return -EIO; /* a loop, or deeper than we read */
 		if (h.shim) {
-			if (!n || frames[n - 1].entry)
+			if (!n || hs[n - 1].entry)
 				return -EIO; /* an activation with no frame */
-			frames[n - 1].entry = true;
-			if (!h.previous)
-				break;
-			if (!rd(r, h.previous, b, l->fr_size))
-				return -EIO;
-			at = h.previous;
-			continue;
+			if (!shims++)
+				py->last[(unsigned)r->tid % TD_ARRAY_SIZE(py->last)].at[1] = where;
+			hs[n - 1].entry = true;
+		} else {
+			if (n == cap)
+				return -EIO; /* deeper than we read: keep it native */
+			hs[n] = h;
+			at[n++] = where;
 		}
-		if (n == cap)
-			return -EIO; /* deeper than we read: keep it native */
-		/* the outermost's code with the innermost again (3.11) */
-		if (!rd2(r, h.code, c, l->co_code, h.previous ? h.previous : fr, next,
-			    l->fr_size) ||
-			!frame_fill(py, &h, c, &frames[n]))
+		if (!h.previous)
+			break;
+		if (!frame_rd(py, r, h.previous, b, l->fr_size))
 			return -EIO;
-		frames[n].addr = at;
-		frames[n].previous = h.previous;
-		n++;
-		if (!h.previous) {
-			if (l->flags & PY_SHIM)
-				return -EIO; /* 3.12 on, the outermost frame has its shim */
-			return same_frame(l, next, first) ? (int)n : -EIO;
-		}
-		memcpy(b, next, l->fr_size);
-		at = h.previous;
+		where = h.previous;
 	}
-	return rd(r, fr, next, l->fr_size) && same_frame(l, next, first) ? (int)n : -EIO;
+	if (!h.shim && (l->flags & PY_SHIM))
+		return -EIO; /* 3.12 on, the outermost frame has its shim */
+	for (unsigned i = 0; i < n; i += PY_CODE_BATCH) {
+		unsigned k = n - i < PY_CODE_BATCH ? n - i : PY_CODE_BATCH, m = k;
+
+		for (unsigned j = 0; j < k; j++) {
+			local[j] = (struct iovec){c[j], l->co_code};
+			remote[j] = (struct iovec){(void *)(uintptr_t)hs[i + j].code, l->co_code};
+		}
+		if (i + k == n) {
+			/* the innermost again, live, after the last code object */
+			local[m] = (struct iovec){again, l->fr_size};
+			remote[m++] = (struct iovec){(void *)(uintptr_t)fr, l->fr_size};
+		}
+		if (!rdv(r, local, remote, m))
+			return -EIO;
+		for (unsigned j = 0; j < k; j++) {
+			if (!frame_fill(py, &hs[i + j], c[j], &frames[i + j]))
+				return -EIO;
+			frames[i + j].addr = at[i + j];
+			frames[i + j].previous = hs[i + j].previous;
+		}
+	}
+	return n && same_frame(l, again, first) ? (int)n : -EIO;
 }
 
 int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sample *sample,
@@ -831,12 +799,15 @@ int sym_py_stack(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 
 	if (!py->l)
 		return -ENOTSUP;
+	py->nwins = 0; /* the bytes read for the last sample are old */
+	py->sp = sample->regs.rsp;
 	ts = thread_state(py, r, &cf);
 	if (!ts)
 		return 0; /* no Python thread state: a native thread */
 	fr = sample_frame(py, r, sample, cf);
 	if (!fr)
 		return 0;
+	py->last[(unsigned)r->tid % TD_ARRAY_SIZE(py->last)].at[0] = fr;
 	return frames_walk(py, r, fr, frames, cap);
 }
 
@@ -1223,7 +1194,8 @@ int sym_py_merge(struct sym_py *py, struct sym_py_reader *r, const struct td_sam
 	/* each activation's innermost frame must be the one the sample ran
 	 * (the others of its group have a callee in it, whose previous they
 	 * are).  A blocked thread's repeat has no copy to check: it had not
-	 * run since its last copy (it may have by now: read as before). */
+	 * run since its last copy (it may have by now: read as before; the
+	 * writer does not ask, it keeps the frames read with that copy) */
 	if (sample->stack_len || !(sample->flags & TD_SAMPLE_REPEAT))
 		for (unsigned g = 0; g < k; g++) {
 			unsigned i = native[g], end = g;

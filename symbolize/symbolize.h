@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "../common/sample.h"
 #include "../common/td.h"
@@ -179,14 +180,16 @@ int sym_session_symbolize(struct sym_session *s, uint64_t pc, bool activation, b
  * the reads go through read (process_vm_readv: ptrace/'s), of tid's
  * process. */
 struct sym_py;
-/* read2: two reads in one call (l1 + l2 when both whole), or NULL */
-typedef ssize_t (*sym_read2_fn)(void *arg, pid_t tid, uint64_t a1, void *b1, size_t l1,
-	uint64_t a2, void *b2, size_t l2);
+/* readv: n reads in one call, remote[i] into local[i] in order: the
+ * bytes read, short at the first unmapped page (the later ones not
+ * read), or -errno; NULL: one read call each */
+typedef ssize_t (*sym_readv_fn)(void *arg, pid_t tid, const struct iovec *local,
+	const struct iovec *remote, unsigned n);
 struct sym_py_reader {
 	sym_read_fn read;
 	void *arg;
 	pid_t tid;
-	sym_read2_fn read2;
+	sym_readv_fn readv;
 };
 /* One interpreter frame as read: the code object's fields, the last
  * instruction (code units, -1 before the first), and whether it is the

@@ -183,6 +183,51 @@ Test(record_python, sleeping_thread_shows_its_python_stack)
 	run_result_free(&r);
 }
 
+/* Every wall sample of a thread blocked in time.sleep names the Python
+ * function that called it: the repeats of a blocked thread (no stack
+ * copy: it had not run since its last one) carry the Python frames read
+ * with that copy, as the native frames they repeat, none read later and
+ * left native or named otherwise.  The dozer's samples are those whose
+ * native leaf is clock_nanosleep (the main thread waits on a lock). */
+Test(record_python, blocked_thread_every_repeat_named)
+{
+	const char *folded[] = {"tracerd", "report", repo, "-f", "folded", NULL};
+	unsigned long dozer = 0, named = 0;
+	struct run_result r;
+	pid_t fx, t;
+
+	need_python311();
+	setenv("FX_PYTHON", "sleep", 1);
+	fx = fx_start(PYTHON, SCRIPT);
+	cr_assert_gt(fx, 0, "fx_python.py did not start");
+	t = tracerd_start(fx, "--mode=wall", "-F", "199");
+	cr_expect(repo_until(samples_300));
+	cr_expect_eq(tracerd_stop(t), 0, "%s", slurp(errfile));
+	fx_stop(fx);
+	run_tracerd(&r, folded);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (const char *line = r.out; *line;) {
+		const char *nl = strchrnul(line, '\n'),
+			   *sp = memrchr(line, ' ', (size_t)(nl - line));
+		unsigned long n = sp ? strtoul(sp + 1, NULL, 10) : 0;
+		static const char chain[] = ";doze_thread;nap_in_ledger;";
+
+		if (sp && memmem(line, (size_t)(sp - line), "clock_nanosleep", 15)) {
+			dozer += n;
+			if (memmem(line, (size_t)(sp - line), chain, sizeof(chain) - 1))
+				named += n;
+			else
+				cr_expect(false, "the dozer's sample not in nap_in_ledger: %.*s",
+					(int)(nl - line), line);
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	/* about half of the 300 or more: two threads, each always waiting */
+	cr_expect_geq(dozer, 100, "%lu samples of the dozer:\n%.3000s", dozer, r.out);
+	cr_expect_eq(named, dozer);
+	run_result_free(&r);
+}
+
 /* The Python frames of one folded stack (line, len bytes), in order, are
  * a prefix of chain (n names): no frame under a caller it does not have,
  * none missing between two. Returns how many it holds. */
