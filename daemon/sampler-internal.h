@@ -56,10 +56,6 @@ struct sthread {
 	uint32_t take;	       /* cpu mode, ptrace: periods its next stop stands for */
 	uint8_t timer;	       /* cpu mode, ptrace: 1 + its process's slot in
 				* timers[] (its stops wait for that timer), 0 */
-	/* cpu mode, ptrace: its recent stops in user code or at a call's
-	 * return, and at a waiting call's return (halved together when they
-	 * add up to 32: what it does now counts) */
-	uint8_t stops_ran, stops_waited;
 	uint64_t wait_ns;     /* wall mode with perf: schedstat's wait at the last tick */
 	uint64_t wait_credit; /* wall mode with perf: runnable ns not yet sampled */
 	uint64_t block_credit; /* wall mode with perf: blocked ns not yet sampled */
@@ -209,10 +205,9 @@ void cpu_missed_add(struct sampler *s, uint64_t ns);
 /* Recording ends: the CPU time every thread is still owed, missed. */
 void cpu_missed_flush(struct sampler *s);
 /* Did this stop of st land where the thread waits (in a system call that
- * the stop interrupted, or at the return of a call that waits, unless
- * that is where its stops land), not where it ran?  Counted in sh->trig
- * and in st's stops_ran and stops_waited. */
-bool cpu_stop_in_wait(const struct sampler *s, struct sthread *st, const struct td_sample *smp);
+ * the stop interrupted, or at the return of a call that waits), not where
+ * it ran?  Counted in sh->trig. */
+bool cpu_stop_in_wait(const struct sampler *s, const struct td_sample *smp);
 
 /* ---- sampler-wall.c */
 /* wall mode, one tick: every thread.  Blocked ones are copied without a

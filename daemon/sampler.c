@@ -360,7 +360,7 @@ static void put_stopped(struct sampler *s, struct td_sample *smp)
 
 	atomic_store_explicit(&sh->stop_ns[n % REC_STOP_RING], ns, memory_order_relaxed);
 	if (st && s->cfg->mode == REC_MODE_CPU && !(smp->flags & TD_SAMPLE_HELD) &&
-		cpu_stop_in_wait(s, st, smp)) {
+		cpu_stop_in_wait(s, smp)) {
 		/* it came to a wait before it stopped: its stack is where it
 		 * waits, not where it ran; the slot is not published, the
 		 * credit stays owed */
