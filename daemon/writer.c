@@ -845,6 +845,8 @@ void writer_free(struct writer *w)
 		free(w->stacks.saved[i].pc);
 		free(w->stacks.saved[i].act);
 		free(w->stacks.saved[i].kip);
+		free(w->stacks.saved[i].pyf);
+		free(w->stacks.saved[i].pynative);
 	}
 	free(w->stacks.saved);
 	free(w->names.t);
