@@ -703,6 +703,22 @@ void need_command(const char *name, const char *package)
 		cr_skip_test("no %s on this machine (apt-get install %s)", name, package);
 }
 
+void need_python311(const char *python)
+{
+	char cmd[512], *out;
+	int status;
+
+	if (access(python, X_OK))
+		cr_skip_test("no %s on this machine (apt-get install python3)", python);
+	snprintf(cmd, sizeof(cmd), "%s -c 'import sys; print(sys.version_info[:2])'", python);
+	out = shell_output(cmd, &status);
+	if (status || !out || strcmp(out, "(3, 11)\n")) {
+		free(out);
+		cr_skip_test("%s is not CPython 3.11, the version tracerd reads", python);
+	}
+	free(out);
+}
+
 void go_fixture_build(const char *bin)
 {
 	char cmd[1024], *out;

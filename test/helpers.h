@@ -136,6 +136,9 @@ bool have_command(const char *name);
  * the reason, "no NAME on this machine (apt-get install PACKAGE)", unless
  * name is on the PATH.  Never returns when it is missing. */
 void need_command(const char *name, const char *package);
+/* Skip the test unless python is an executable CPython 3.11 (Debian 12's
+ * python3, the version whose frames the tests lay out by hand). */
+void need_python311(const char *python);
 /* What node test/tools/html-data.js prints of a tracerd html page: its
  * embedded data read as a browser reads it, one fact per line (see the
  * script).  *ret_status as shell_output() gives it: non-zero when the

@@ -22,21 +22,6 @@ TestSuite(dump_python, .init = record_setup, .fini = record_teardown, .timeout =
 #define SCRIPT TD_SOURCE_DIR "/test/fixtures/fx_python.py"
 #define MAX_WORKERS 8
 
-static void need_python311(void)
-{
-	char *out;
-	int status;
-
-	if (access(PYTHON, X_OK))
-		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
-	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
-	if (status || !out || strcmp(out, "(3, 11)\n")) {
-		free(out);
-		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
-	}
-	free(out);
-}
-
 static bool samples_300(const struct found *f)
 {
 	return f->samples >= 300;
@@ -119,7 +104,7 @@ Test(dump_python, gil_wait_is_gil_in_dump_and_report)
 	uint64_t t0;
 	pid_t fx, t;
 
-	need_python311();
+	need_python311(PYTHON);
 	setenv("FX_PYTHON", "gil", 1);
 	fx = fx_start(PYTHON, SCRIPT);
 	cr_assert_gt(fx, 0, "fx_python.py did not start");

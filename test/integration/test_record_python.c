@@ -22,21 +22,6 @@ TestSuite(record_python, .init = record_setup, .fini = record_teardown, .timeout
 #define PYTHON "/usr/bin/python3"
 #define SCRIPT TD_SOURCE_DIR "/test/fixtures/fx_python.py"
 
-static void need_python311(void)
-{
-	char *out;
-	int status;
-
-	if (access(PYTHON, X_OK))
-		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
-	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
-	if (status || !out || strcmp(out, "(3, 11)\n")) {
-		free(out);
-		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
-	}
-	free(out);
-}
-
 /* pyenv's build of CPython 3.minor (a libpython .so, with DWARF), into
  * path; skips the test where there is none (Debian has only 3.11). */
 static void need_pyenv(int minor, char *path, size_t len)
@@ -127,7 +112,7 @@ static void hot_function(const char *python)
 
 Test(record_python, hot_python_function_under_its_caller)
 {
-	need_python311();
+	need_python311(PYTHON);
 	hot_function(PYTHON);
 }
 
@@ -160,7 +145,7 @@ Test(record_python, sleeping_thread_shows_its_python_stack)
 	unsigned long all, with;
 	pid_t fx, t;
 
-	need_python311();
+	need_python311(PYTHON);
 	setenv("FX_PYTHON", "sleep", 1);
 	fx = fx_start(PYTHON, SCRIPT);
 	cr_assert_gt(fx, 0, "fx_python.py did not start");
@@ -196,7 +181,7 @@ Test(record_python, blocked_thread_every_repeat_named)
 	struct run_result r;
 	pid_t fx, t;
 
-	need_python311();
+	need_python311(PYTHON);
 	setenv("FX_PYTHON", "sleep", 1);
 	fx = fx_start(PYTHON, SCRIPT);
 	cr_assert_gt(fx, 0, "fx_python.py did not start");
@@ -304,7 +289,7 @@ static void changing_stacks(const char *python, unsigned min_pct)
 
 Test(record_python, changing_stacks_never_named_wrong)
 {
-	need_python311();
+	need_python311(PYTHON);
 	changing_stacks(PYTHON, 50);
 }
 
@@ -384,7 +369,7 @@ static void gil_waits(const char *python)
 
 Test(record_python, gil_waits_are_a_kind_of_their_own)
 {
-	need_python311();
+	need_python311(PYTHON);
 	gil_waits(PYTHON);
 }
 
@@ -515,7 +500,7 @@ static void siblings_named(const char *python)
 
 Test(record_python, siblings_at_one_depth_named_from_the_sample)
 {
-	need_python311();
+	need_python311(PYTHON);
 	siblings_named(PYTHON);
 }
 

@@ -147,11 +147,46 @@ static void fake_unwind(struct sym_unwound *u, uint64_t eval)
 	u->end = SYM_END_OUTERMOST;
 }
 
+/* Debian's python3 (3.11) started listing its addresses (skipped where
+ * it is not there): a fake process of it in *f, whose reads r serves, a
+ * session and its Python reader over it, a sample *ret_s with the fake
+ * thread state and an unwind *u of two evaluator activations. */
+static void torn_open(struct fake *f, struct sym_unwound *u, struct sym_py_reader *r,
+	struct td_sample **ret_s, struct sym_session **ss, struct sym_cache **c,
+	struct sym_py **py, char *text, size_t len)
+{
+	struct sym_options opt = {0};
+	uint64_t code_type;
+
+	need_python311(PYTHON);
+	setenv("FX_PYTHON", "addrs", 1);
+	f->pid = fx_start_listing(PYTHON, SCRIPT, text, len);
+	f->runtime = fx_listed_addr(text, "_PyRuntime");
+	code_type = fx_listed_addr(text, "PyCode_Type");
+	*r = (struct sym_py_reader){.read = fake_read, .arg = f, .tid = f->pid};
+	cr_assert_eq(sym_cache_new(c), 0);
+	cr_assert_eq(sym_session_new(f->pid, &opt, *c, ss), 0);
+	cr_assert_eq(sym_py_open(*ss, r, py), 0, "python3.11's symbols not found");
+	*ret_s = calloc(1, td_sample_size(STACK_LEN));
+	cr_assert_not_null(*ret_s);
+	fake_state(f, *ret_s, code_type);
+	fake_unwind(u, fx_listed_addr(text, "_PyEval_EvalFrameDefault"));
+}
+
+static void torn_close(struct fake *f, struct td_sample *s, struct sym_session *ss,
+	struct sym_cache *c, struct sym_py *py)
+{
+	free(s);
+	sym_py_free(py);
+	sym_session_free(ss);
+	sym_cache_free(c);
+	fx_stop(f->pid);
+}
+
 Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
 {
 	static struct sym_unwound u;
 	static struct fake f;
-	struct sym_options opt = {0};
 	struct sym_py_frame frames[8];
 	uint16_t native[8];
 	struct sym_py_reader r;
@@ -159,31 +194,10 @@ Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
 	struct sym_session *ss;
 	struct sym_cache *c;
 	struct sym_py *py;
-	uint64_t eval, code_type;
-	char text[1024], *out;
-	int status, n;
+	char text[1024];
+	int n;
 
-	if (access(PYTHON, X_OK))
-		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
-	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
-	if (status || !out || strcmp(out, "(3, 11)\n")) {
-		free(out);
-		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
-	}
-	free(out);
-	setenv("FX_PYTHON", "addrs", 1);
-	f.pid = fx_start_listing(PYTHON, SCRIPT, text, sizeof(text));
-	f.runtime = fx_listed_addr(text, "_PyRuntime");
-	code_type = fx_listed_addr(text, "PyCode_Type");
-	eval = fx_listed_addr(text, "_PyEval_EvalFrameDefault");
-	r = (struct sym_py_reader){.read = fake_read, .arg = &f, .tid = f.pid};
-	cr_assert_eq(sym_cache_new(&c), 0);
-	cr_assert_eq(sym_session_new(f.pid, &opt, c, &ss), 0);
-	cr_assert_eq(sym_py_open(ss, &r, &py), 0, "python3.11's symbols not found");
-	s = calloc(1, td_sample_size(STACK_LEN));
-	cr_assert_not_null(s);
-	fake_state(&f, s, code_type);
-	fake_unwind(&u, eval);
+	torn_open(&f, &u, &r, &s, &ss, &c, &py, text, sizeof(text));
 	/* the evaluator runs ledger_d: its next_instr in a register */
 	s->regs.r12 = CODE_D + CO_CODE + 2;
 
@@ -202,11 +216,7 @@ Test(python_torn, a_frame_not_yet_linked_leaves_the_sample_native)
 	cr_expect(frames[0].code == CODE_D && frames[1].code == CODE_C && frames[2].code == CODE_B);
 	cr_expect(native[0] == 0 && native[1] == 0 && native[2] == 2);
 
-	free(s);
-	sym_py_free(py);
-	sym_session_free(ss);
-	sym_cache_free(c);
-	fx_stop(f.pid);
+	torn_close(&f, s, ss, c, py);
 }
 
 /* A sibling in the sampled frame's slot: at the sample the evaluator ran
@@ -221,7 +231,6 @@ Test(python_torn, a_sibling_in_the_sampled_slot_leaves_the_sample_native)
 {
 	static struct sym_unwound u;
 	static struct fake f;
-	struct sym_options opt = {0};
 	struct sym_py_frame frames[8];
 	uint16_t native[8];
 	struct sym_py_reader r;
@@ -229,31 +238,10 @@ Test(python_torn, a_sibling_in_the_sampled_slot_leaves_the_sample_native)
 	struct sym_session *ss;
 	struct sym_cache *c;
 	struct sym_py *py;
-	uint64_t eval, code_type;
-	char text[1024], *out;
-	int status, n;
+	char text[1024];
+	int n;
 
-	if (access(PYTHON, X_OK))
-		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
-	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
-	if (status || !out || strcmp(out, "(3, 11)\n")) {
-		free(out);
-		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
-	}
-	free(out);
-	setenv("FX_PYTHON", "addrs", 1);
-	f.pid = fx_start_listing(PYTHON, SCRIPT, text, sizeof(text));
-	f.runtime = fx_listed_addr(text, "_PyRuntime");
-	code_type = fx_listed_addr(text, "PyCode_Type");
-	eval = fx_listed_addr(text, "_PyEval_EvalFrameDefault");
-	r = (struct sym_py_reader){.read = fake_read, .arg = &f, .tid = f.pid};
-	cr_assert_eq(sym_cache_new(&c), 0);
-	cr_assert_eq(sym_session_new(f.pid, &opt, c, &ss), 0);
-	cr_assert_eq(sym_py_open(ss, &r, &py), 0, "python3.11's symbols not found");
-	s = calloc(1, td_sample_size(STACK_LEN));
-	cr_assert_not_null(s);
-	fake_state(&f, s, code_type);
-	fake_unwind(&u, eval);
+	torn_open(&f, &u, &r, &s, &ss, &c, &py, text, sizeof(text));
 	frame(&f, FR_X, CODE_D, 4, FR_L, false);
 
 	s->regs.r12 = CODE_E + CO_CODE + 6;
@@ -270,11 +258,7 @@ Test(python_torn, a_sibling_in_the_sampled_slot_leaves_the_sample_native)
 	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
 	cr_expect_eq(n, 3);
 
-	free(s);
-	sym_py_free(py);
-	sym_session_free(ss);
-	sym_cache_free(c);
-	fx_stop(f.pid);
+	torn_close(&f, s, ss, c, py);
 }
 
 /* A str of the fake memory (compact ASCII, 3.11: its characters at +48). */
@@ -297,7 +281,6 @@ Test(python_torn, a_sibling_is_named_from_the_sample_where_it_ran_before)
 {
 	static struct sym_unwound u;
 	static struct fake f;
-	struct sym_options opt = {0};
 	struct sym_py_frame frames[8];
 	struct sym_py_name nm;
 	uint16_t native[8];
@@ -306,35 +289,15 @@ Test(python_torn, a_sibling_is_named_from_the_sample_where_it_ran_before)
 	struct sym_session *ss;
 	struct sym_cache *c;
 	struct sym_py *py;
-	uint64_t eval, code_type, str_type, bytes_type;
+	uint64_t str_type, bytes_type;
 	const uint64_t name_e = FAKE + 0x2400, file = FAKE + 0x2480, table = FAKE + 0x2500,
 		       fr_y = FAKE + 0x2600;
-	char text[1024], *out;
-	int status, n;
+	char text[1024];
+	int n;
 
-	if (access(PYTHON, X_OK))
-		cr_skip_test("no " PYTHON " on this machine (apt-get install python3)");
-	out = shell_output(PYTHON " -c 'import sys; print(sys.version_info[:2])'", &status);
-	if (status || !out || strcmp(out, "(3, 11)\n")) {
-		free(out);
-		cr_skip_test(PYTHON " is not CPython 3.11, the version tracerd reads");
-	}
-	free(out);
-	setenv("FX_PYTHON", "addrs", 1);
-	f.pid = fx_start_listing(PYTHON, SCRIPT, text, sizeof(text));
-	f.runtime = fx_listed_addr(text, "_PyRuntime");
-	code_type = fx_listed_addr(text, "PyCode_Type");
+	torn_open(&f, &u, &r, &s, &ss, &c, &py, text, sizeof(text));
 	str_type = fx_listed_addr(text, "PyUnicode_Type");
 	bytes_type = fx_listed_addr(text, "PyBytes_Type");
-	eval = fx_listed_addr(text, "_PyEval_EvalFrameDefault");
-	r = (struct sym_py_reader){.read = fake_read, .arg = &f, .tid = f.pid};
-	cr_assert_eq(sym_cache_new(&c), 0);
-	cr_assert_eq(sym_session_new(f.pid, &opt, c, &ss), 0);
-	cr_assert_eq(sym_py_open(ss, &r, &py), 0, "python3.11's symbols not found");
-	s = calloc(1, td_sample_size(STACK_LEN));
-	cr_assert_not_null(s);
-	fake_state(&f, s, code_type);
-	fake_unwind(&u, eval);
 	/* ledger_e's names and line table: 16 code units, all line 7 */
 	fake_str(&f, name_e, str_type, "ledger_e");
 	fake_str(&f, file, str_type, "fx.py");
@@ -382,9 +345,5 @@ Test(python_torn, a_sibling_is_named_from_the_sample_where_it_ran_before)
 	n = sym_py_merge(py, &r, s, &u, frames, native, 8);
 	cr_expect_lt(n, 0, "%d frames: ledger_e named in a slot it never ran in", n);
 
-	free(s);
-	sym_py_free(py);
-	sym_session_free(ss);
-	sym_cache_free(c);
-	fx_stop(f.pid);
+	torn_close(&f, s, ss, c, py);
 }
